@@ -1,0 +1,178 @@
+package harvest
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType names a history event. The names are part of the HTTP contract
+// (history responses) and of the stored data: never rename one.
+type EventType string
+
+// History event types.
+const (
+	EventWorkflowStarted    EventType = "WorkflowStarted"
+	EventWorkflowCompleted  EventType = "WorkflowCompleted"
+	EventWorkflowFailed     EventType = "WorkflowFailed"
+	EventWorkflowCancelled  EventType = "WorkflowCancelled"
+	EventWorkflowTerminated EventType = "WorkflowTerminated"
+	EventActivityScheduled  EventType = "ActivityScheduled"
+	EventActivityCompleted  EventType = "ActivityCompleted"
+	EventActivityFailed     EventType = "ActivityFailed"
+	EventActivityTimedOut   EventType = "ActivityTimedOut"
+	EventTimerStarted       EventType = "TimerStarted"
+	EventTimerFired         EventType = "TimerFired"
+	EventSignalReceived     EventType = "SignalReceived"
+	EventMarkerRecorded     EventType = "MarkerRecorded"
+)
+
+// IsCommand reports whether events of this type are produced by workflow
+// code (and therefore matched on replay) rather than delivered to it.
+func (t EventType) IsCommand() bool {
+	switch t {
+	case EventActivityScheduled, EventTimerStarted, EventMarkerRecorded,
+		EventWorkflowCompleted, EventWorkflowFailed:
+		return true
+	}
+	return false
+}
+
+// IsTerminal reports whether the event closes the run.
+func (t EventType) IsTerminal() bool {
+	switch t {
+	case EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowCancelled, EventWorkflowTerminated:
+		return true
+	}
+	return false
+}
+
+// Event is one recorded history event. EventID is dense from 0 per execution.
+type Event struct {
+	EventID   int64           `json:"event_id"`
+	Type      EventType       `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Command is an event produced by a workflow task, not yet appended.
+type Command struct {
+	Type EventType
+	Data json.RawMessage
+}
+
+// WorkflowStartedData is the payload of WorkflowStarted.
+type WorkflowStartedData struct {
+	WorkflowName   string          `json:"workflow_name"`
+	WorkflowID     string          `json:"workflow_id"`
+	Input          json.RawMessage `json:"input"`
+	Queue          string          `json:"queue,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// WorkflowCompletedData is the payload of WorkflowCompleted.
+type WorkflowCompletedData struct {
+	Output json.RawMessage `json:"output"`
+}
+
+// WorkflowFailedData is the payload of WorkflowFailed.
+type WorkflowFailedData struct {
+	Error ErrorInfo `json:"error"`
+}
+
+// WorkflowClosedData is the payload of WorkflowCancelled and WorkflowTerminated.
+type WorkflowClosedData struct {
+	Reason string `json:"reason,omitempty"`
+	// ReplacedBy is set when a start with a terminating policy replaced the run.
+	ReplacedBy string `json:"replaced_by,omitempty"`
+}
+
+// ActivityScheduledData is the payload of ActivityScheduled. The
+// idempotency key is recorded so operators can find it.
+type ActivityScheduledData struct {
+	ActivityID     string          `json:"activity_id"`
+	Name           string          `json:"name"`
+	Input          json.RawMessage `json:"input"`
+	Queue          string          `json:"queue,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Options        ActivityOptions `json:"options"`
+}
+
+// ActivityCompletedData is the payload of ActivityCompleted.
+type ActivityCompletedData struct {
+	ActivityID string          `json:"activity_id"`
+	Output     json.RawMessage `json:"output"`
+	Attempt    int             `json:"attempt"`
+}
+
+// ActivityFailedData is the payload of ActivityFailed (a final failure).
+type ActivityFailedData struct {
+	ActivityID string    `json:"activity_id"`
+	Error      ErrorInfo `json:"error"`
+	Attempt    int       `json:"attempt"`
+}
+
+// ActivityTimedOutData is the payload of ActivityTimedOut.
+type ActivityTimedOutData struct {
+	ActivityID  string `json:"activity_id"`
+	TimeoutType string `json:"timeout_type"`
+	Attempt     int    `json:"attempt"`
+}
+
+// TimerStartedData is the payload of TimerStarted. FireAt is filled in by
+// the engine from the database clock when the command is appended.
+type TimerStartedData struct {
+	TimerID    string     `json:"timer_id"`
+	DurationMS int64      `json:"duration_ms"`
+	FireAt     *time.Time `json:"fire_at,omitempty"`
+}
+
+// TimerFiredData is the payload of TimerFired.
+type TimerFiredData struct {
+	TimerID string `json:"timer_id"`
+}
+
+// SignalReceivedData is the payload of SignalReceived.
+type SignalReceivedData struct {
+	SignalName     string          `json:"signal_name"`
+	Payload        json.RawMessage `json:"payload"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// MarkerRecordedData is the payload of MarkerRecorded (side effects).
+type MarkerRecordedData struct {
+	Name     string          `json:"name"`
+	MarkerID string          `json:"marker_id"`
+	Details  json.RawMessage `json:"details"`
+}
+
+// NewCommand encodes a payload into a command.
+func NewCommand(t EventType, data any) Command {
+	return Command{Type: t, Data: mustJSON(data)}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Payload structs of this package always encode; user values are
+		// encoded by encodeValue, which returns errors instead.
+		panic("harvest: encode history payload: " + err.Error())
+	}
+	return b
+}
+
+func encodeValue(v any) (json.RawMessage, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func decodeValue[T any](raw json.RawMessage) (T, error) {
+	var v T
+	if len(raw) == 0 {
+		return v, nil
+	}
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}

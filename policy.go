@@ -1,0 +1,196 @@
+package harvest
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"time"
+)
+
+// Defaults of activity options and retry policies.
+const (
+	// DefaultMaxAttempts is the number of attempts of an activity without a
+	// retry policy (the first try plus two retries).
+	DefaultMaxAttempts = 3
+	// DefaultInitialInterval is the delay before the first retry.
+	DefaultInitialInterval = time.Second
+	// DefaultBackoffCoefficient multiplies the delay after every retry.
+	DefaultBackoffCoefficient = 2.0
+	// DefaultMaxInterval caps the delay between retries.
+	DefaultMaxInterval = 300 * time.Second
+	// DefaultStartToClose bounds one attempt of an activity.
+	DefaultStartToClose = 10 * time.Minute
+	// DefaultQueue is the task queue of activities without one.
+	DefaultQueue = "default"
+)
+
+// RetryPolicy decides whether and when a failed activity attempt is retried.
+// Zero fields take the defaults above; MaxAttempts < 0 means unlimited.
+type RetryPolicy struct {
+	MaxAttempts        int
+	InitialInterval    time.Duration
+	BackoffCoefficient float64
+	MaxInterval        time.Duration
+	// NonRetryableErrors lists ApplicationError types (or Go error types,
+	// as "%T" prints them) that end retries at once.
+	NonRetryableErrors []string
+}
+
+// Exponential returns a policy of maxAttempts attempts whose delays start at
+// initial and double up to DefaultMaxInterval.
+func Exponential(maxAttempts int, initial time.Duration) *RetryPolicy {
+	return &RetryPolicy{MaxAttempts: maxAttempts, InitialInterval: initial, BackoffCoefficient: 2}
+}
+
+// WithDefaults returns the policy with zero fields filled in.
+func (p RetryPolicy) WithDefaults() RetryPolicy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.InitialInterval <= 0 {
+		p.InitialInterval = DefaultInitialInterval
+	}
+	if p.BackoffCoefficient < 1 {
+		p.BackoffCoefficient = DefaultBackoffCoefficient
+	}
+	if p.MaxInterval <= 0 {
+		p.MaxInterval = DefaultMaxInterval
+	}
+	return p
+}
+
+// Backoff is the delay after the given failed attempt (1-based):
+// initial × coefficient^(attempt−1), capped at MaxInterval.
+func (p RetryPolicy) Backoff(attempt int) time.Duration {
+	p = p.WithDefaults()
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := float64(p.InitialInterval) * math.Pow(p.BackoffCoefficient, float64(attempt-1))
+	if d > float64(p.MaxInterval) || math.IsInf(d, 0) || math.IsNaN(d) {
+		return p.MaxInterval
+	}
+	return time.Duration(d)
+}
+
+// ShouldRetry reports whether a failure of the given attempt is retried.
+func (p RetryPolicy) ShouldRetry(attempt int, info ErrorInfo) bool {
+	p = p.WithDefaults()
+	if info.NonRetryable || (info.Type != "" && slices.Contains(p.NonRetryableErrors, info.Type)) {
+		return false
+	}
+	return p.MaxAttempts < 0 || attempt < p.MaxAttempts
+}
+
+// ActivityOptions configure one activity invocation. Zero fields take the
+// defaults: StartToClose 10m, no schedule-to-close or heartbeat timeout,
+// retry Exponential(3, 1s), queue "default".
+type ActivityOptions struct {
+	// StartToClose bounds one attempt.
+	StartToClose time.Duration
+	// ScheduleToClose bounds all attempts together, retries included.
+	ScheduleToClose time.Duration
+	// HeartbeatTimeout fails an attempt that does not heartbeat in time.
+	HeartbeatTimeout time.Duration
+	// Retry is the retry policy; nil means the default policy.
+	Retry *RetryPolicy
+	// Queue names the task queue.
+	Queue string
+}
+
+// WithDefaults returns the options with zero fields filled in.
+func (o ActivityOptions) WithDefaults() ActivityOptions {
+	if o.StartToClose <= 0 {
+		o.StartToClose = DefaultStartToClose
+	}
+	if o.Queue == "" {
+		o.Queue = DefaultQueue
+	}
+	p := RetryPolicy{}
+	if o.Retry != nil {
+		p = *o.Retry
+	}
+	p = p.WithDefaults()
+	o.Retry = &p
+	return o
+}
+
+// merge overlays the non-zero fields of b on a.
+func (o ActivityOptions) merge(b ActivityOptions) ActivityOptions {
+	if b.StartToClose > 0 {
+		o.StartToClose = b.StartToClose
+	}
+	if b.ScheduleToClose > 0 {
+		o.ScheduleToClose = b.ScheduleToClose
+	}
+	if b.HeartbeatTimeout > 0 {
+		o.HeartbeatTimeout = b.HeartbeatTimeout
+	}
+	if b.Retry != nil {
+		o.Retry = b.Retry
+	}
+	if b.Queue != "" {
+		o.Queue = b.Queue
+	}
+	return o
+}
+
+type retryWire struct {
+	MaxAttempts        int      `json:"max_attempts"`
+	InitialIntervalMS  int64    `json:"initial_interval_ms"`
+	BackoffCoefficient float64  `json:"backoff_coefficient"`
+	MaxIntervalMS      int64    `json:"max_interval_ms"`
+	NonRetryableErrors []string `json:"non_retryable_errors,omitempty"`
+}
+
+type optionsWire struct {
+	StartToCloseMS     int64      `json:"start_to_close_ms"`
+	ScheduleToCloseMS  int64      `json:"schedule_to_close_ms,omitempty"`
+	HeartbeatTimeoutMS int64      `json:"heartbeat_timeout_ms,omitempty"`
+	Retry              *retryWire `json:"retry,omitempty"`
+	Queue              string     `json:"queue,omitempty"`
+}
+
+// MarshalJSON encodes durations as integer milliseconds.
+func (o ActivityOptions) MarshalJSON() ([]byte, error) {
+	w := optionsWire{
+		StartToCloseMS:     o.StartToClose.Milliseconds(),
+		ScheduleToCloseMS:  o.ScheduleToClose.Milliseconds(),
+		HeartbeatTimeoutMS: o.HeartbeatTimeout.Milliseconds(),
+		Queue:              o.Queue,
+	}
+	if o.Retry != nil {
+		w.Retry = &retryWire{
+			MaxAttempts:        o.Retry.MaxAttempts,
+			InitialIntervalMS:  o.Retry.InitialInterval.Milliseconds(),
+			BackoffCoefficient: o.Retry.BackoffCoefficient,
+			MaxIntervalMS:      o.Retry.MaxInterval.Milliseconds(),
+			NonRetryableErrors: o.Retry.NonRetryableErrors,
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes the form MarshalJSON writes.
+func (o *ActivityOptions) UnmarshalJSON(b []byte) error {
+	var w optionsWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*o = ActivityOptions{
+		StartToClose:     time.Duration(w.StartToCloseMS) * time.Millisecond,
+		ScheduleToClose:  time.Duration(w.ScheduleToCloseMS) * time.Millisecond,
+		HeartbeatTimeout: time.Duration(w.HeartbeatTimeoutMS) * time.Millisecond,
+		Queue:            w.Queue,
+	}
+	if w.Retry != nil {
+		o.Retry = &RetryPolicy{
+			MaxAttempts:        w.Retry.MaxAttempts,
+			InitialInterval:    time.Duration(w.Retry.InitialIntervalMS) * time.Millisecond,
+			BackoffCoefficient: w.Retry.BackoffCoefficient,
+			MaxInterval:        time.Duration(w.Retry.MaxIntervalMS) * time.Millisecond,
+			NonRetryableErrors: w.Retry.NonRetryableErrors,
+		}
+	}
+	return nil
+}

@@ -1,0 +1,423 @@
+package harvest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// WorkflowTask is the input of one workflow task: the run and its full
+// history, WorkflowStarted first.
+type WorkflowTask struct {
+	Info    WorkflowInfo
+	History []Event
+}
+
+// TaskResult is what a workflow task produced.
+type TaskResult struct {
+	// Commands are the new events to append, in order.
+	Commands []Command
+	// Closed is true when the last command closes the run.
+	Closed bool
+}
+
+// RunWorkflowTask replays the workflow over task.History and runs it until
+// it blocks or returns; the result lists the commands that are not in the
+// history yet.
+//
+// Replay model: the code is started, then every delivered event of the
+// history (activity results, timer fires, signals) is handed to it in
+// order, and after each one the code runs until it blocks again. Commands
+// the code issues are matched, in issue order, against the commands already
+// recorded (ActivityScheduled, TimerStarted, MarkerRecorded, completion);
+// a mismatch, or recorded commands the code no longer issues, is a
+// NonDeterminismError. A panic is a PanicError. Both fail the task, never
+// the history. ctx bounds how long the code may run without blocking.
+func (r *Registry) RunWorkflowTask(ctx context.Context, task WorkflowTask, logger zerolog.Logger) (TaskResult, error) {
+	if len(task.History) == 0 || task.History[0].Type != EventWorkflowStarted {
+		return TaskResult{}, errors.New("run workflow task: history must start with WorkflowStarted")
+	}
+	def, ok := r.workflow(task.Info.WorkflowName)
+	if !ok {
+		return TaskResult{}, fmt.Errorf("run workflow task %q: %w", task.Info.WorkflowName, ErrUnknownWorkflow)
+	}
+	var started WorkflowStartedData
+	if err := json.Unmarshal(task.History[0].Data, &started); err != nil {
+		return TaskResult{}, fmt.Errorf("run workflow task: decode WorkflowStarted: %w", err)
+	}
+	s := newRunState(task, logger)
+	s.start(def, started.Input)
+	defer s.stop()
+	if err := s.drive(ctx, task.History[1:]); err != nil {
+		return TaskResult{}, err
+	}
+	return TaskResult{Commands: s.commands, Closed: s.done}, nil
+}
+
+// runState is one replay: the workflow coroutine and what it has issued.
+// The driver and the coroutine never run at the same time: they hand
+// control over through resume and yielded.
+type runState struct {
+	info   WorkflowInfo
+	now    time.Time
+	logger zerolog.Logger
+
+	seq      int
+	recorded []Event // command events already in history
+	cursor   int     // next recorded command to match
+	commands []Command
+
+	activities map[string]*future
+	timers     map[string]*future
+	signals    map[string][]json.RawMessage
+
+	ndErr    error
+	panicErr *PanicError
+	done     bool
+	exiting  bool
+	stuck    bool
+
+	resume  chan bool
+	yielded chan struct{}
+	exited  chan struct{}
+}
+
+func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
+	s := &runState{
+		info:       task.Info,
+		now:        task.History[0].Timestamp,
+		logger:     logger,
+		activities: map[string]*future{},
+		timers:     map[string]*future{},
+		signals:    map[string][]json.RawMessage{},
+		resume:     make(chan bool),
+		yielded:    make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	if s.info.StartedAt.IsZero() {
+		s.info.StartedAt = s.now
+	}
+	for _, ev := range task.History {
+		if ev.Type.IsCommand() {
+			s.recorded = append(s.recorded, ev)
+		}
+	}
+	return s
+}
+
+func (s *runState) start(def workflowDef, input json.RawMessage) {
+	go func() {
+		defer close(s.exited)
+		if !<-s.resume {
+			return
+		}
+		out, err := s.runUser(def, input)
+		if s.panicErr == nil {
+			s.complete(out, err)
+		}
+		s.done = true
+		s.yielded <- struct{}{}
+	}()
+}
+
+func (s *runState) runUser(def workflowDef, input json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.panicErr = &PanicError{Value: fmt.Sprint(r), Stack: string(debug.Stack())}
+		}
+	}()
+	return def.run(wfContext{s}, input)
+}
+
+func (s *runState) complete(out json.RawMessage, err error) {
+	if err != nil {
+		s.issue(EventWorkflowFailed, "", "", func() json.RawMessage {
+			return mustJSON(WorkflowFailedData{Error: ToErrorInfo(err)})
+		})
+		return
+	}
+	s.issue(EventWorkflowCompleted, "", "", func() json.RawMessage {
+		return mustJSON(WorkflowCompletedData{Output: out})
+	})
+}
+
+// drive runs the coroutine to its first block, then delivers events.
+func (s *runState) drive(ctx context.Context, events []Event) error {
+	if err := s.step(ctx); err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if s.finished() || ev.Type.IsTerminal() {
+			break
+		}
+		if ev.Type.IsCommand() {
+			continue
+		}
+		if ev.Timestamp.After(s.now) {
+			s.now = ev.Timestamp
+		}
+		if err := s.deliver(ev); err != nil {
+			s.ndErr = err
+			break
+		}
+		if err := s.step(ctx); err != nil {
+			return err
+		}
+	}
+	switch {
+	case s.panicErr != nil:
+		return s.panicErr
+	case s.ndErr != nil:
+		return s.ndErr
+	case s.cursor < len(s.recorded):
+		next := s.recorded[s.cursor]
+		return &NonDeterminismError{EventID: next.EventID, Message: fmt.Sprintf(
+			"history has %d recorded command(s) the code no longer issues, next %s", len(s.recorded)-s.cursor, describe(next))}
+	}
+	return nil
+}
+
+func (s *runState) finished() bool { return s.done || s.ndErr != nil || s.panicErr != nil }
+
+func (s *runState) step(ctx context.Context) error {
+	s.resume <- true
+	select {
+	case <-s.yielded:
+		return nil
+	case <-ctx.Done():
+		s.stuck = true
+		return fmt.Errorf("workflow code did not yield: %w", ctx.Err())
+	}
+}
+
+// stop ends the coroutine if it is still blocked inside workflow code.
+func (s *runState) stop() {
+	if s.stuck {
+		return // still running user code; it cannot be interrupted
+	}
+	if !s.done {
+		s.exiting = true
+		s.resume <- false
+	}
+	<-s.exited
+}
+
+// yield hands control back to the driver; called on the coroutine only.
+func (s *runState) yield() {
+	if s.exiting {
+		runtime.Goexit()
+	}
+	s.yielded <- struct{}{}
+	if !<-s.resume {
+		runtime.Goexit()
+	}
+}
+
+// await blocks the coroutine until cond holds.
+func (s *runState) await(cond func() bool) {
+	for !cond() {
+		s.yield()
+	}
+}
+
+// nonDeterministic records the error and parks the coroutine for good.
+func (s *runState) nonDeterministic(eventID int64, msg string) {
+	s.ndErr = &NonDeterminismError{EventID: eventID, Message: msg}
+	for {
+		s.yield()
+	}
+}
+
+func (s *runState) deliver(ev Event) error {
+	var d struct {
+		ActivityID  string          `json:"activity_id"`
+		TimerID     string          `json:"timer_id"`
+		SignalName  string          `json:"signal_name"`
+		Payload     json.RawMessage `json:"payload"`
+		Output      json.RawMessage `json:"output"`
+		Error       ErrorInfo       `json:"error"`
+		TimeoutType string          `json:"timeout_type"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return &NonDeterminismError{EventID: ev.EventID, Message: "undecodable " + string(ev.Type) + ": " + err.Error()}
+	}
+	switch ev.Type {
+	case EventActivityCompleted, EventActivityFailed, EventActivityTimedOut:
+		f, ok := s.activities[d.ActivityID]
+		if !ok {
+			return &NonDeterminismError{EventID: ev.EventID, Message: fmt.Sprintf("%s for activity %s that the code did not schedule", ev.Type, d.ActivityID)}
+		}
+		switch ev.Type {
+		case EventActivityCompleted:
+			f.resolve(d.Output, nil)
+		case EventActivityFailed:
+			f.resolve(nil, &ActivityError{ActivityID: d.ActivityID, ActivityName: s.activityName(d.ActivityID), Info: d.Error})
+		default:
+			f.resolve(nil, &ActivityError{ActivityID: d.ActivityID, ActivityName: s.activityName(d.ActivityID), TimeoutType: d.TimeoutType,
+				Info: ErrorInfo{Message: "timeout: " + d.TimeoutType, Type: "timeout"}})
+		}
+	case EventTimerFired:
+		f, ok := s.timers[d.TimerID]
+		if !ok {
+			return &NonDeterminismError{EventID: ev.EventID, Message: fmt.Sprintf("TimerFired for timer %s that the code did not start", d.TimerID)}
+		}
+		f.resolve(nil, nil)
+	case EventSignalReceived:
+		s.signals[d.SignalName] = append(s.signals[d.SignalName], d.Payload)
+	}
+	return nil
+}
+
+func (s *runState) activityName(id string) string {
+	for _, ev := range s.recorded {
+		if ev.Type == EventActivityScheduled {
+			if gotID, name := identity(ev); gotID == id {
+				return name
+			}
+		}
+	}
+	for _, c := range s.commands {
+		if c.Type == EventActivityScheduled {
+			if gotID, name := identity(Event{Type: c.Type, Data: c.Data}); gotID == id {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// issue matches a command against the next recorded one, or records it as
+// new. It returns the recorded event when the command was replayed.
+func (s *runState) issue(t EventType, id, name string, data func() json.RawMessage) (*Event, bool) {
+	if s.exiting {
+		runtime.Goexit()
+	}
+	if s.cursor < len(s.recorded) {
+		ev := s.recorded[s.cursor]
+		gotID, gotName := identity(ev)
+		if ev.Type != t || gotID != id || gotName != name {
+			s.nonDeterministic(ev.EventID, fmt.Sprintf("code issued %s, history has %s",
+				describe(Event{Type: t, Data: data()}), describe(ev)))
+		}
+		s.cursor++
+		return &ev, false
+	}
+	s.commands = append(s.commands, Command{Type: t, Data: data()})
+	return nil, true
+}
+
+func (s *runState) nextSeq() string {
+	s.seq++
+	return strconv.Itoa(s.seq)
+}
+
+func (s *runState) scheduleActivity(name string, input json.RawMessage, opts ActivityOptions) *future {
+	id := s.nextSeq()
+	f := &future{}
+	s.issue(EventActivityScheduled, id, name, func() json.RawMessage {
+		return mustJSON(ActivityScheduledData{ActivityID: id, Name: name, Input: input, Queue: opts.Queue,
+			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts})
+	})
+	s.activities[id] = f
+	return f
+}
+
+func (s *runState) startTimer(d time.Duration) *future {
+	if d <= 0 {
+		return resolvedFuture(nil, nil)
+	}
+	id := s.nextSeq()
+	f := &future{}
+	s.issue(EventTimerStarted, id, "", func() json.RawMessage {
+		return mustJSON(TimerStartedData{TimerID: id, DurationMS: d.Milliseconds()})
+	})
+	s.timers[id] = f
+	return f
+}
+
+func (s *runState) recordMarker(name string) (json.RawMessage, bool) {
+	id := s.nextSeq()
+	ev, isNew := s.issue(EventMarkerRecorded, id, name, func() json.RawMessage {
+		return mustJSON(MarkerRecordedData{Name: name, MarkerID: id})
+	})
+	if isNew {
+		return nil, true
+	}
+	var m MarkerRecordedData
+	if err := json.Unmarshal(ev.Data, &m); err != nil {
+		s.nonDeterministic(ev.EventID, "undecodable MarkerRecorded: "+err.Error())
+	}
+	return m.Details, false
+}
+
+// fillMarker sets the details of the marker command just issued.
+func (s *runState) fillMarker(details json.RawMessage) {
+	last := &s.commands[len(s.commands)-1]
+	var m MarkerRecordedData
+	_ = json.Unmarshal(last.Data, &m)
+	m.Details = details
+	last.Data = mustJSON(m)
+}
+
+func (s *runState) hasSignal(name string) bool { return len(s.signals[name]) > 0 }
+
+func (s *runState) popSignal(name string) json.RawMessage {
+	q := s.signals[name]
+	v := q[0]
+	s.signals[name] = q[1:]
+	return v
+}
+
+// identity extracts what a recorded command is matched by.
+func identity(ev Event) (id, name string) {
+	var d struct {
+		ActivityID string `json:"activity_id"`
+		TimerID    string `json:"timer_id"`
+		MarkerID   string `json:"marker_id"`
+		Name       string `json:"name"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	switch ev.Type {
+	case EventActivityScheduled:
+		return d.ActivityID, d.Name
+	case EventTimerStarted:
+		return d.TimerID, ""
+	case EventMarkerRecorded:
+		return d.MarkerID, d.Name
+	}
+	return "", ""
+}
+
+func describe(ev Event) string {
+	id, name := identity(ev)
+	switch {
+	case name != "":
+		return fmt.Sprintf("%s(%s %s)", ev.Type, id, name)
+	case id != "":
+		return fmt.Sprintf("%s(%s)", ev.Type, id)
+	}
+	return string(ev.Type)
+}
+
+// wfContext is the Context handed to workflow code.
+type wfContext struct{ s *runState }
+
+var nopLogger = zerolog.Nop()
+
+func (c wfContext) Info() WorkflowInfo { return c.s.info }
+func (c wfContext) Now() time.Time     { return c.s.now }
+func (c wfContext) IsReplaying() bool  { return c.s.cursor < len(c.s.recorded) }
+func (c wfContext) state() *runState   { return c.s }
+func (c wfContext) Logger() *zerolog.Logger {
+	if c.IsReplaying() {
+		return &nopLogger
+	}
+	return &c.s.logger
+}
