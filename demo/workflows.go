@@ -1,0 +1,117 @@
+package demo
+
+import (
+	"time"
+
+	"github.com/harvestd/harvest"
+)
+
+// Names of the demo workflows and signal.
+const (
+	OnboardingName = "onboarding"
+	OrderName      = "order"
+	ApprovedSignal = "approved"
+)
+
+// OnboardingInput is the onboarding workflow's input.
+type OnboardingInput struct {
+	UserID int    `json:"user_id"`
+	Email  string `json:"email,omitempty"`
+}
+
+// OnboardingResult is the onboarding workflow's output.
+type OnboardingResult struct {
+	UserRecord string `json:"user_record"`
+	EmailID    string `json:"email_id"`
+}
+
+// OrderInput is the order workflow's input.
+type OrderInput struct {
+	OrderID     string `json:"order_id"`
+	AmountCents int    `json:"amount_cents"`
+	CustomerID  string `json:"customer_id"`
+	// ApprovalTimeoutMS bounds the wait for the "approved" signal
+	// (default one hour).
+	ApprovalTimeoutMS int64 `json:"approval_timeout_ms,omitempty"`
+	// SleepMS is the pause after approval (default one second).
+	SleepMS int64 `json:"sleep_ms,omitempty"`
+}
+
+// OrderResult is the order workflow's output.
+type OrderResult struct {
+	ChargeID string `json:"charge_id"`
+	Status   string `json:"status"` // "approved" or "approval_timeout"
+	Approver string `json:"approver,omitempty"`
+}
+
+// Approval is the payload of the "approved" signal.
+type Approval struct {
+	By string `json:"by"`
+}
+
+// Approved is the typed "approved" signal.
+var Approved = harvest.NewSignal[Approval](ApprovedSignal)
+
+// Demo is the demo workflows and activities bound to their services.
+type Demo struct {
+	Services   *Services
+	CreateUser *harvest.Activity[OnboardingInput, OnboardingResult]
+	ChargeCard *harvest.Activity[OrderInput, string]
+	Onboarding *harvest.Workflow[OnboardingInput, OnboardingResult]
+	Order      *harvest.Workflow[OrderInput, OrderResult]
+}
+
+// New binds the demo definitions to svc.
+func New(svc *Services) *Demo {
+	d := &Demo{Services: svc}
+	d.CreateUser = harvest.NewActivity("create_user", func(ctx *harvest.ActivityContext, in OnboardingInput) (OnboardingResult, error) {
+		rec, err := svc.UserDB.Do(ctx, ctx.Subkey("db").String())
+		if err != nil {
+			return OnboardingResult{}, err
+		}
+		mail, err := svc.Mailer.Do(ctx, ctx.Subkey("email").String())
+		return OnboardingResult{UserRecord: rec, EmailID: mail}, err
+	}, harvest.ActivityOptions{StartToClose: 30 * time.Second})
+	d.ChargeCard = harvest.NewActivity("charge_card", func(ctx *harvest.ActivityContext, in OrderInput) (string, error) {
+		return svc.Payments.Do(ctx, ctx.IdempotencyKey().String())
+	}, harvest.ActivityOptions{StartToClose: 30 * time.Second, Retry: harvest.Exponential(3, 200*time.Millisecond)})
+	d.Onboarding = harvest.NewWorkflow(OnboardingName, func(ctx harvest.Context, in OnboardingInput) (OnboardingResult, error) {
+		return d.CreateUser.Execute(ctx, in).Get(ctx)
+	})
+	d.Order = harvest.NewWorkflow(OrderName, d.order)
+	return d
+}
+
+func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
+	charge, err := d.ChargeCard.Execute(ctx, in).Get(ctx)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	timeout := msOr(in.ApprovalTimeoutMS, time.Hour)
+	approval, ok, err := Approved.ReceiveWithTimeout(ctx, timeout)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	if !ok {
+		return OrderResult{ChargeID: charge, Status: "approval_timeout"}, nil
+	}
+	if err := harvest.Sleep(ctx, msOr(in.SleepMS, time.Second)); err != nil {
+		return OrderResult{}, err
+	}
+	return OrderResult{ChargeID: charge, Status: "approved", Approver: approval.By}, nil
+}
+
+// Definitions lists everything to register.
+func (d *Demo) Definitions() []harvest.Registrable {
+	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.Onboarding, d.Order}
+}
+
+// Register adds the demo definitions to reg.
+func (d *Demo) Register(reg *harvest.Registry) error { return reg.Register(d.Definitions()...) }
+
+func msOr(ms int64, def time.Duration) time.Duration {
+	if ms <= 0 {
+		return def
+	}
+	return time.Duration(ms) * time.Millisecond
+}

@@ -1,0 +1,329 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// Activity timeout types, as recorded in ActivityTimedOut.
+const (
+	TimeoutStartToClose    = "start_to_close"
+	TimeoutScheduleToClose = "schedule_to_close"
+	TimeoutHeartbeat       = "heartbeat"
+)
+
+// leaseGrace is added to start-to-close for the task's lock: a task still
+// running after that (its engine crashed without losing the lease) is
+// reclaimed as a new attempt.
+const leaseGrace = 5 * time.Second
+
+var (
+	errStartToClose    = errors.New(TimeoutStartToClose)
+	errScheduleToClose = errors.New(TimeoutScheduleToClose)
+	errHeartbeat       = errors.New(TimeoutHeartbeat)
+	errStaleAttempt    = errors.New("activity attempt is no longer current")
+)
+
+// claimedTask is one activity attempt handed to this engine.
+type claimedTask struct {
+	TaskID        int64
+	ExecutionID   uuid.UUID
+	WorkflowName  string
+	WorkflowID    string
+	ActivityID    string
+	Name          string
+	Input         json.RawMessage
+	Key           string
+	Options       harvest.ActivityOptions
+	Attempt       int
+	CloseDeadline *time.Time
+	Heartbeat     json.RawMessage
+	ClaimedAt     time.Time // database clock
+}
+
+// activityLoop claims due activity tasks up to the free worker slots and
+// runs each in its own goroutine; it waits for them before returning.
+func (e *Engine) activityLoop(ctx context.Context) {
+	slots := make(chan struct{}, e.cfg.ActivityWorkers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(e.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		if free := cap(slots) - len(slots); free > 0 {
+			tasks, err := e.claimActivities(ctx, free)
+			if err != nil && ctx.Err() == nil {
+				e.log.Warn().Err(err).Msg("claim activities failed")
+			}
+			for _, task := range tasks {
+				slots <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-slots; e.nudge(e.actWake) }()
+					e.runActivity(ctx, task)
+				}()
+			}
+			if len(tasks) == free {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.actWake:
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Engine) claimActivities(ctx context.Context, limit int) ([]claimedTask, error) {
+	var tasks []claimedTask
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			WITH c AS (
+				SELECT task_id FROM harvest_tasks
+				 WHERE (status = 'pending' AND scheduled_at <= now())
+				    OR (status = 'running' AND (locked_until < now() OR claim_epoch < $1))
+				 ORDER BY scheduled_at
+				 LIMIT $2 FOR UPDATE SKIP LOCKED)
+			UPDATE harvest_tasks t
+			   SET status = 'running', attempt = t.attempt + 1, claim_epoch = $1,
+			       locked_until = now() + ((t.options->>'start_to_close_ms')::bigint + $3) * interval '1 millisecond'
+			  FROM c, harvest_executions e
+			 WHERE t.task_id = c.task_id AND e.execution_id = t.execution_id
+			RETURNING t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
+			          t.input, t.idempotency_key, t.options, t.attempt, t.close_deadline, t.heartbeat_details, now()`,
+			e.epoch.Load(), limit, leaseGrace.Milliseconds())
+		if err != nil {
+			return fmt.Errorf("claim activities: %w", err)
+		}
+		tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimedTask, error) {
+			var t claimedTask
+			var opts []byte
+			err := row.Scan(&t.TaskID, &t.ExecutionID, &t.WorkflowName, &t.WorkflowID, &t.ActivityID, &t.Name,
+				&t.Input, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &t.Heartbeat, &t.ClaimedAt)
+			if err == nil {
+				err = json.Unmarshal(opts, &t.Options)
+			}
+			return t, err
+		})
+		if err != nil {
+			return fmt.Errorf("claim activities: %w", err)
+		}
+		return nil
+	})
+	return tasks, err
+}
+
+// runActivity runs one attempt and records its outcome. If the engine is
+// stopping, nothing is recorded: the attempt is reclaimed by the next owner.
+func (e *Engine) runActivity(ctx context.Context, t claimedTask) {
+	log := e.log.With().Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).
+		Str("activity", t.Name).Int("attempt", t.Attempt).Logger()
+	policy := t.Options.WithDefaults().Retry
+	switch {
+	case t.CloseDeadline != nil && !t.ClaimedAt.Before(*t.CloseDeadline):
+		e.finishActivity(ctx, t, nil, errScheduleToClose, TimeoutScheduleToClose)
+		return
+	case policy.MaxAttempts > 0 && t.Attempt > policy.MaxAttempts:
+		// The previous attempt was lost (its lock expired): it counts.
+		e.finishActivity(ctx, t, nil, errStartToClose, TimeoutStartToClose)
+		return
+	}
+	actx, cancel, hb := e.attemptContext(ctx, t)
+	defer cancel()
+	info := harvest.ActivityInfo{
+		ExecutionID: t.ExecutionID.String(), WorkflowName: t.WorkflowName, WorkflowID: t.WorkflowID,
+		ActivityID: t.ActivityID, ActivityName: t.Name, Attempt: t.Attempt,
+		IdempotencyKey: harvest.IdempotencyKey(t.Key), HeartbeatDetails: t.Heartbeat,
+	}
+	info.Deadline, _ = actx.Deadline()
+	out, err := e.callActivity(harvest.NewActivityContext(actx, info, hb, log), t)
+	if ctx.Err() != nil {
+		return
+	}
+	timeoutType := ""
+	if err != nil && actx.Err() != nil {
+		switch cause := context.Cause(actx); {
+		case errors.Is(cause, errStaleAttempt):
+			return
+		case errors.Is(cause, errStartToClose), errors.Is(cause, errScheduleToClose), errors.Is(cause, errHeartbeat):
+			timeoutType = cause.Error()
+		}
+	}
+	e.finishActivity(ctx, t, out, err, timeoutType)
+}
+
+func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("activity panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return e.reg.RunActivity(actx, t.Name, t.Input)
+}
+
+// attemptContext bounds the attempt by start-to-close, schedule-to-close
+// and the heartbeat timeout, and returns the heartbeat function.
+func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Context, context.CancelFunc, harvest.HeartbeatFunc) {
+	opts := t.Options.WithDefaults()
+	deadline, cause := time.Now().Add(opts.StartToClose), errStartToClose
+	if t.CloseDeadline != nil {
+		if d := time.Now().Add(t.CloseDeadline.Sub(t.ClaimedAt)); d.Before(deadline) {
+			deadline, cause = d, errScheduleToClose
+		}
+	}
+	dctx, cancelDeadline := context.WithDeadlineCause(ctx, deadline, cause)
+	actx, cancelCause := context.WithCancelCause(dctx)
+	var watchdog *time.Timer
+	if opts.HeartbeatTimeout > 0 {
+		watchdog = time.AfterFunc(opts.HeartbeatTimeout, func() { cancelCause(errHeartbeat) })
+	}
+	hb := func(hctx context.Context, details json.RawMessage) error {
+		if err := e.recordHeartbeat(hctx, t, details); err != nil {
+			if errors.Is(err, errStaleAttempt) {
+				cancelCause(errStaleAttempt)
+			}
+			return err
+		}
+		if watchdog != nil {
+			watchdog.Reset(opts.HeartbeatTimeout)
+		}
+		return nil
+	}
+	cancel := func() {
+		if watchdog != nil {
+			watchdog.Stop()
+		}
+		cancelCause(context.Canceled)
+		cancelDeadline()
+	}
+	return actx, cancel, hb
+}
+
+func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details json.RawMessage) error {
+	return e.withTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE harvest_tasks SET heartbeat_at = now(), heartbeat_details = $3
+			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'`, t.TaskID, t.Attempt, nullJSON(details))
+		if err != nil {
+			return fmt.Errorf("record heartbeat: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errStaleAttempt
+		}
+		return nil
+	})
+}
+
+// finishActivity records an attempt's outcome if the attempt is still the
+// current one: completion, a retry with backoff, or the final failure.
+func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) {
+	wake := false
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		ex, err := lockExecution(ctx, tx, t.ExecutionID)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		current, err := lockCurrentAttempt(ctx, tx, t)
+		if err != nil || !current {
+			return err
+		}
+		if IsTerminal(ex.State) {
+			return deleteTask(ctx, tx, t.TaskID)
+		}
+		var ev harvest.Command
+		if runErr == nil {
+			ev = harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
+				ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
+		} else {
+			info := harvest.ToErrorInfo(runErr)
+			if retried, err := e.maybeRetry(ctx, tx, t, info, timeoutType); err != nil || retried {
+				return err
+			}
+			ev = failureCommand(t, info, timeoutType)
+		}
+		if err := deleteTask(ctx, tx, t.TaskID); err != nil {
+			return err
+		}
+		wake = true
+		return appendEvents(ctx, tx, ex, []harvest.Command{ev}, true)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).Msg("record activity outcome failed")
+		}
+		return
+	}
+	if wake {
+		e.nudge(e.wfWake)
+	}
+}
+
+func lockCurrentAttempt(ctx context.Context, tx pgx.Tx, t claimedTask) (bool, error) {
+	var attempt int
+	var status string
+	err := tx.QueryRow(ctx, `SELECT attempt, status FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, t.TaskID).Scan(&attempt, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock activity task: %w", err)
+	}
+	return attempt == t.Attempt && status == "running", nil
+}
+
+// maybeRetry reschedules the task when the policy and the
+// schedule-to-close deadline allow another attempt.
+func (e *Engine) maybeRetry(ctx context.Context, tx pgx.Tx, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, error) {
+	policy := t.Options.WithDefaults().Retry
+	if timeoutType == TimeoutScheduleToClose || !policy.ShouldRetry(t.Attempt, info) {
+		return false, nil
+	}
+	delay := policy.Backoff(t.Attempt)
+	lastErr, err := json.Marshal(info)
+	if err != nil {
+		return false, fmt.Errorf("encode activity error: %w", err)
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE harvest_tasks
+		   SET status = 'pending', scheduled_at = now() + $2 * interval '1 millisecond',
+		       locked_until = NULL, last_error = $3
+		 WHERE task_id = $1
+		   AND (close_deadline IS NULL OR now() + $2 * interval '1 millisecond' < close_deadline)`,
+		t.TaskID, delay.Milliseconds(), string(lastErr))
+	if err != nil {
+		return false, fmt.Errorf("reschedule activity: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) harvest.Command {
+	if timeoutType != "" {
+		return harvest.NewCommand(harvest.EventActivityTimedOut, harvest.ActivityTimedOutData{
+			ActivityID: t.ActivityID, TimeoutType: timeoutType, Attempt: t.Attempt})
+	}
+	return harvest.NewCommand(harvest.EventActivityFailed, harvest.ActivityFailedData{
+		ActivityID: t.ActivityID, Error: info, Attempt: t.Attempt})
+}
+
+func deleteTask(ctx context.Context, tx pgx.Tx, id int64) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM harvest_tasks WHERE task_id = $1`, id); err != nil {
+		return fmt.Errorf("delete activity task: %w", err)
+	}
+	return nil
+}

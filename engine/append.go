@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// Execution states.
+const (
+	StateRunning        = "RUNNING"
+	StateCompleted      = "COMPLETED"
+	StateFailed         = "FAILED"
+	StateCancelled      = "CANCELLED"
+	StateTimedOut       = "TIMED_OUT"
+	StateTerminated     = "TERMINATED"
+	StateContinuedAsNew = "CONTINUED_AS_NEW"
+)
+
+// IsTerminal reports whether a state is closed.
+func IsTerminal(state string) bool { return state != StateRunning }
+
+// execRow is the locked part of an execution a write transaction needs.
+type execRow struct {
+	ID           uuid.UUID
+	WorkflowName string
+	WorkflowID   string
+	State        string
+	NextEventID  int64
+	CreatedAt    time.Time
+}
+
+// lockExecution takes the execution's row lock (ErrNotFound if absent).
+func lockExecution(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*execRow, error) {
+	r := &execRow{ID: id}
+	err := tx.QueryRow(ctx, `
+		SELECT workflow_name, workflow_id, state, next_event_id, created_at
+		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
+		Scan(&r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("lock execution %s: %w", id, translate(err))
+	}
+	return r, nil
+}
+
+// appendEvents appends events after the locked execution's last one and
+// advances next_event_id; wake schedules a workflow task now.
+func appendEvents(ctx context.Context, tx pgx.Tx, ex *execRow, cmds []harvest.Command, wake bool) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(cmds))
+	types := make([]string, len(cmds))
+	data := make([]string, len(cmds))
+	for i, c := range cmds {
+		ids[i] = ex.NextEventID + int64(i)
+		types[i] = string(c.Type)
+		data[i] = string(c.Data)
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
+		SELECT $1, u.event_id, u.event_type, u.data::jsonb
+		  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(event_id, event_type, data)`,
+		ex.ID, ids, types, data); err != nil {
+		return fmt.Errorf("append %d events to %s: %w", len(cmds), ex.ID, translate(err))
+	}
+	ex.NextEventID += int64(len(cmds))
+	if _, err := tx.Exec(ctx, `
+		UPDATE harvest_executions
+		   SET next_event_id = $2, updated_at = now(),
+		       wf_task_due_at = CASE WHEN $3 THEN least(coalesce(wf_task_due_at, now()), now()) ELSE wf_task_due_at END
+		 WHERE execution_id = $1`, ex.ID, ex.NextEventID, wake); err != nil {
+		return fmt.Errorf("advance execution %s: %w", ex.ID, err)
+	}
+	return nil
+}
+
+// closeExecution seals a run: state, result, no more tasks or timers.
+func closeExecution(ctx context.Context, tx pgx.Tx, ex *execRow, state string, output, errInfo json.RawMessage) error {
+	releaseSlot := state == StateTerminated || state == StateContinuedAsNew
+	if _, err := tx.Exec(ctx, `
+		UPDATE harvest_executions
+		   SET state = $2, output = $3, error = $4, completed_at = now(), updated_at = now(),
+		       wf_task_due_at = NULL, wf_task_attempt = 0, last_error = NULL,
+		       holds_slot = holds_slot AND NOT $5
+		 WHERE execution_id = $1`, ex.ID, state, nullJSON(output), nullJSON(errInfo), releaseSlot); err != nil {
+		return fmt.Errorf("close execution %s: %w", ex.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM harvest_tasks WHERE execution_id = $1`, ex.ID); err != nil {
+		return fmt.Errorf("drop tasks of %s: %w", ex.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM harvest_timers WHERE execution_id = $1`, ex.ID); err != nil {
+		return fmt.Errorf("drop timers of %s: %w", ex.ID, err)
+	}
+	ex.State = state
+	return nil
+}
+
+// forceClose appends WorkflowCancelled/WorkflowTerminated and seals the run.
+func forceClose(ctx context.Context, tx pgx.Tx, ex *execRow, state, reason, replacedBy string) error {
+	t := harvest.EventWorkflowCancelled
+	if state == StateTerminated {
+		t = harvest.EventWorkflowTerminated
+	}
+	cmd := harvest.NewCommand(t, harvest.WorkflowClosedData{Reason: reason, ReplacedBy: replacedBy})
+	if err := appendEvents(ctx, tx, ex, []harvest.Command{cmd}, false); err != nil {
+		return err
+	}
+	return closeExecution(ctx, tx, ex, state, nil, nil)
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Config.
+const (
+	// IdempotencyWindowDefault is how long a start idempotency key dedups.
+	IdempotencyWindowDefault = 24 * time.Hour
+	// WorkflowWorkersDefault is the number of concurrent workflow tasks.
+	WorkflowWorkersDefault = 4
+	// ActivityWorkersDefault bounds concurrently running activities.
+	ActivityWorkersDefault = 16
+	// PollIntervalDefault is the backstop poll for due tasks and timers.
+	PollIntervalDefault = time.Second
+	// LeaseTTLDefault is how long a lease lasts without renewal.
+	LeaseTTLDefault = 15 * time.Second
+	// SweepIntervalDefault is how often expired start claims are purged.
+	SweepIntervalDefault = time.Minute
+	// SweepBatchDefault is how many claims one sweep statement deletes.
+	SweepBatchDefault = 1000
+	// WorkflowTaskTimeoutDefault bounds workflow code between two yields.
+	WorkflowTaskTimeoutDefault = 10 * time.Second
+	// TaskRetryMaxDefault caps the backoff of a failing workflow task.
+	TaskRetryMaxDefault = time.Minute
+)
+
+// Config configures one shard engine. Zero fields take the defaults above.
+type Config struct {
+	// ShardID is the shard this database is (0..65534). Required to match
+	// what the database recorded on first acquisition.
+	ShardID uint16
+	// NodeID names the owner in the lease row. Required.
+	NodeID string
+	// TakeOver acquires the lease even while another node holds it (the
+	// caller knows that node is gone). Fencing keeps this safe.
+	TakeOver bool
+	// IdempotencyWindow is the start idempotency key window.
+	IdempotencyWindow time.Duration
+	// WorkflowWorkers is the number of concurrent workflow tasks.
+	WorkflowWorkers int
+	// ActivityWorkers bounds concurrently running activities.
+	ActivityWorkers int
+	// PollInterval is the backstop poll for due work.
+	PollInterval time.Duration
+	// LeaseTTL is the lease lifetime; it is renewed every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// SweepInterval is how often expired start claims are purged.
+	SweepInterval time.Duration
+	// SweepBatch is the number of claims one sweep statement deletes.
+	SweepBatch int
+	// WorkflowTaskTimeout bounds workflow code between two yields.
+	WorkflowTaskTimeout time.Duration
+	// TaskRetryMax caps the retry backoff of a failing workflow task.
+	TaskRetryMax time.Duration
+	// Logger is the engine's logger; the engine adds shard_id.
+	Logger zerolog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, IdempotencyWindowDefault)
+	c.WorkflowWorkers = cmp.Or(c.WorkflowWorkers, WorkflowWorkersDefault)
+	c.ActivityWorkers = cmp.Or(c.ActivityWorkers, ActivityWorkersDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, LeaseTTLDefault)
+	c.SweepInterval = cmp.Or(c.SweepInterval, SweepIntervalDefault)
+	c.SweepBatch = cmp.Or(c.SweepBatch, SweepBatchDefault)
+	c.WorkflowTaskTimeout = cmp.Or(c.WorkflowTaskTimeout, WorkflowTaskTimeoutDefault)
+	c.TaskRetryMax = cmp.Or(c.TaskRetryMax, TaskRetryMaxDefault)
+	return c
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("node id is required"))
+	}
+	if c.ShardID == 0xFFFF {
+		errs = append(errs, errors.New("shard id 65535 is reserved"))
+	}
+	for name, d := range map[string]time.Duration{
+		"idempotency window": c.IdempotencyWindow, "poll interval": c.PollInterval, "lease ttl": c.LeaseTTL,
+		"sweep interval": c.SweepInterval, "workflow task timeout": c.WorkflowTaskTimeout, "task retry max": c.TaskRetryMax,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative", name))
+		}
+	}
+	if c.WorkflowWorkers < 0 || c.ActivityWorkers < 0 || c.SweepBatch < 0 {
+		errs = append(errs, errors.New("worker counts and sweep batch must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("engine config: %w", err)
+	}
+	return nil
+}

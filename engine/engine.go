@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest"
+)
+
+// Engine runs one shard. Create it with New, then Start it; the request
+// methods (StartWorkflow, Signal, …) work only while it holds the lease.
+type Engine struct {
+	pool *pgxpool.Pool
+	reg  *harvest.Registry
+	cfg  Config
+	log  zerolog.Logger
+
+	epoch  atomic.Int64
+	owning atomic.Bool
+
+	wfWake  chan struct{}
+	actWake chan struct{}
+	tmWake  chan struct{}
+	closed  *broadcast
+
+	mu      sync.Mutex
+	running bool
+	cancel  context.CancelCauseFunc
+	loops   sync.WaitGroup
+}
+
+// New returns an engine for the shard database behind pool.
+func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Engine{
+		pool:    pool,
+		reg:     reg,
+		cfg:     cfg,
+		log:     cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
+		wfWake:  make(chan struct{}, 1),
+		actWake: make(chan struct{}, 1),
+		tmWake:  make(chan struct{}, 1),
+		closed:  newBroadcast(),
+	}, nil
+}
+
+// ShardID is the shard this engine runs.
+func (e *Engine) ShardID() uint16 { return e.cfg.ShardID }
+
+// Epoch is the lease epoch held (0 before Start).
+func (e *Engine) Epoch() int64 { return e.epoch.Load() }
+
+// Owning reports whether the engine holds the lease and runs its loops.
+func (e *Engine) Owning() bool { return e.owning.Load() }
+
+// Registry is the registry the engine runs workflows from.
+func (e *Engine) Registry() *harvest.Registry { return e.reg }
+
+// Start takes the shard lease and starts the shard's loops: workflow
+// tasks, activities, timers, lease renewal and the claim sweeper. The
+// loops run until Stop or until the lease is lost; ctx only bounds Start.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running {
+		return errors.New("engine already started")
+	}
+	epoch, err := e.acquireLease(ctx)
+	if err != nil {
+		return err
+	}
+	e.epoch.Store(epoch)
+	e.owning.Store(true)
+	loopCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	e.cancel = cancel
+	e.running = true
+	e.spawn(loopCtx, e.renewLoop)
+	for range e.cfg.WorkflowWorkers {
+		e.spawn(loopCtx, e.workflowLoop)
+	}
+	e.spawn(loopCtx, e.activityLoop)
+	e.spawn(loopCtx, e.timerLoop)
+	e.spawn(loopCtx, e.sweepLoop)
+	e.nudge(e.wfWake)
+	e.nudge(e.actWake)
+	e.nudge(e.tmWake)
+	e.log.Info().Int64("epoch", epoch).Str("node_id", e.cfg.NodeID).Msg("shard lease acquired")
+	return nil
+}
+
+// Stop stops the loops, waits for them (running activities are cancelled
+// and left to be reclaimed) and releases the lease so a successor can start
+// at once.
+func (e *Engine) Stop() {
+	if !e.halt(errStopped) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
+	defer cancel()
+	if err := e.releaseLease(ctx); err != nil {
+		e.log.Warn().Err(err).Msg("lease release failed")
+	}
+}
+
+var (
+	errStopped   = errors.New("engine stopped")
+	errLeaseLost = errors.New("shard lease lost")
+)
+
+// halt cancels the loops and waits for them; false if not running.
+func (e *Engine) halt(cause error) bool {
+	e.mu.Lock()
+	if !e.running {
+		e.mu.Unlock()
+		return false
+	}
+	e.running = false
+	e.owning.Store(false)
+	e.cancel(cause)
+	e.mu.Unlock()
+	e.loops.Wait()
+	return true
+}
+
+// lostLease stops every loop at once; it may be called from a loop.
+func (e *Engine) lostLease(current *OwnershipLostError) {
+	if !e.owning.CompareAndSwap(true, false) {
+		return
+	}
+	e.log.Warn().Int64("epoch", e.epoch.Load()).Int64("new_epoch", current.Epoch).
+		Str("owner", current.Owner).Msg("shard lease lost, stopping shard loops")
+	e.mu.Lock()
+	if e.cancel != nil {
+		e.cancel(errLeaseLost)
+	}
+	e.mu.Unlock()
+}
+
+func (e *Engine) spawn(ctx context.Context, loop func(context.Context)) {
+	e.loops.Add(1)
+	go func() {
+		defer e.loops.Done()
+		loop(ctx)
+	}()
+}
+
+// nudge wakes a loop without blocking.
+func (e *Engine) nudge(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) checkOwning() error {
+	if !e.owning.Load() {
+		return fmt.Errorf("shard %d: %w", e.cfg.ShardID, ErrNotRunning)
+	}
+	return nil
+}
+
+// broadcast wakes every waiter when any execution closes.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+}

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Sentinel errors of the engine.
+var (
+	// ErrNotFound: no such execution on this shard.
+	ErrNotFound = errors.New("not found")
+	// ErrUnknownWorkflow: the workflow name is not registered.
+	ErrUnknownWorkflow = errors.New("unknown workflow")
+	// ErrInvalidArgument: a request field is missing or malformed.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrTerminateNotAllowed: the policy would terminate a running run but
+	// the caller may not terminate.
+	ErrTerminateNotAllowed = errors.New("terminating a running execution needs admin rights")
+	// ErrLeaseHeld: another live node holds the shard lease.
+	ErrLeaseHeld = errors.New("shard lease held by another node")
+	// ErrShardMismatch: the database belongs to another shard id.
+	ErrShardMismatch = errors.New("database belongs to another shard")
+	// ErrNotRunning: the engine is not started or has stopped.
+	ErrNotRunning = errors.New("engine not running")
+	// ErrDuplicate: a unique constraint refused a row (SQLSTATE 23505).
+	ErrDuplicate = errors.New("duplicate")
+)
+
+// OwnershipLostError reports that another node took the shard lease: the
+// write was not committed. Owner and Epoch are the lease's current holder.
+type OwnershipLostError struct {
+	Shard uint16
+	Epoch int64
+	Owner string
+}
+
+func (e *OwnershipLostError) Error() string {
+	return fmt.Sprintf("shard %d ownership lost: now owned by %q at epoch %d", e.Shard, e.Owner, e.Epoch)
+}
+
+// ConflictError is a start refused by the reuse/conflict policy (HTTP 409).
+type ConflictError struct {
+	ExistingExecutionID string
+	ExistingState       string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("workflow id already used by execution %s (%s)", e.ExistingExecutionID, e.ExistingState)
+}
+
+// TerminalError refuses an operation on a closed execution (HTTP 409).
+type TerminalError struct {
+	ExecutionID string
+	State       string
+}
+
+func (e *TerminalError) Error() string {
+	return fmt.Sprintf("execution %s is %s", e.ExecutionID, e.State)
+}
+
+// translate maps driver errors to engine errors at the boundary.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%s: %w", pgErr.ConstraintName, ErrDuplicate)
+	}
+	return err
+}

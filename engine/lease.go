@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// acquireLease bumps the epoch if the lease is free, expired, already ours
+// (a restart of this node) or TakeOver is set. The UPDATE waits for every
+// in-flight fenced transaction of the previous epoch (they hold FOR SHARE),
+// so none of them can commit after it.
+func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
+	var epoch int64
+	err := e.pool.QueryRow(ctx, `
+		UPDATE harvest_shard_lease
+		   SET owner_node = $1, epoch = epoch + 1, acquired_at = now(),
+		       expires_at = now() + $2 * interval '1 millisecond',
+		       shard_id = coalesce(shard_id, $3)
+		 WHERE (shard_id IS NULL OR shard_id = $3)
+		   AND (owner_node IS NULL OR owner_node = $1 OR expires_at < now() OR $4)
+		RETURNING epoch`,
+		e.cfg.NodeID, e.cfg.LeaseTTL.Milliseconds(), int(e.cfg.ShardID), e.cfg.TakeOver).Scan(&epoch)
+	if err == nil {
+		return epoch, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
+	}
+	var (
+		shard   *int
+		owner   *string
+		expires *time.Time
+	)
+	if err := e.pool.QueryRow(ctx, `SELECT shard_id, owner_node, expires_at FROM harvest_shard_lease`).Scan(&shard, &owner, &expires); err != nil {
+		return 0, fmt.Errorf("read lease of shard %d: %w", e.cfg.ShardID, err)
+	}
+	if shard != nil && *shard != int(e.cfg.ShardID) {
+		return 0, fmt.Errorf("shard %d, database says %d: %w", e.cfg.ShardID, *shard, ErrShardMismatch)
+	}
+	return 0, fmt.Errorf("shard %d held by %q until %s: %w", e.cfg.ShardID, deref(owner), expires.Format(time.RFC3339), ErrLeaseHeld)
+}
+
+// renewLease extends the lease; a changed epoch means it was lost.
+func (e *Engine) renewLease(ctx context.Context) error {
+	tag, err := e.pool.Exec(ctx, `
+		UPDATE harvest_shard_lease SET expires_at = now() + $2 * interval '1 millisecond'
+		 WHERE epoch = $1`, e.epoch.Load(), e.cfg.LeaseTTL.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("renew lease of shard %d: %w", e.cfg.ShardID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return e.currentOwner(ctx)
+	}
+	return nil
+}
+
+// releaseLease frees the lease if we still hold it.
+func (e *Engine) releaseLease(ctx context.Context) error {
+	_, err := e.pool.Exec(ctx, `
+		UPDATE harvest_shard_lease SET owner_node = NULL, expires_at = now() WHERE epoch = $1`, e.epoch.Load())
+	if err != nil {
+		return fmt.Errorf("release lease of shard %d: %w", e.cfg.ShardID, err)
+	}
+	return nil
+}
+
+func (e *Engine) currentOwner(ctx context.Context) error {
+	lost := &OwnershipLostError{Shard: e.cfg.ShardID}
+	var owner *string
+	if err := e.pool.QueryRow(ctx, `SELECT epoch, owner_node FROM harvest_shard_lease`).Scan(&lost.Epoch, &owner); err != nil {
+		return fmt.Errorf("read lease of shard %d: %w", e.cfg.ShardID, err)
+	}
+	lost.Owner = deref(owner)
+	return lost
+}
+
+func (e *Engine) renewLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := e.renewLease(ctx)
+		var lost *OwnershipLostError
+		if errors.As(err, &lost) {
+			e.lostLease(lost)
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn().Err(err).Msg("lease renewal failed")
+		}
+	}
+}
+
+// fence checks, inside tx, that our epoch is still the lease's epoch. The
+// FOR SHARE lock makes a concurrent takeover wait for this transaction.
+func (e *Engine) fence(ctx context.Context, tx pgx.Tx) error {
+	var (
+		epoch int64
+		owner *string
+	)
+	if err := tx.QueryRow(ctx, `SELECT epoch, owner_node FROM harvest_shard_lease FOR SHARE`).Scan(&epoch, &owner); err != nil {
+		return fmt.Errorf("fence shard %d: %w", e.cfg.ShardID, err)
+	}
+	if epoch != e.epoch.Load() {
+		lost := &OwnershipLostError{Shard: e.cfg.ShardID, Epoch: epoch, Owner: deref(owner)}
+		e.lostLease(lost)
+		return lost
+	}
+	return nil
+}
+
+// withTx runs fn in a fenced transaction and commits it.
+func (e *Engine) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := e.checkOwning(); err != nil {
+		return err
+	}
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := e.fence(ctx, tx); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// Limits of the read paths.
+const (
+	// DescribeHistoryLimit is how many events Describe includes.
+	DescribeHistoryLimit = 100
+	// HistoryPageDefault and HistoryPageMax bound History pages.
+	HistoryPageDefault = 100
+	HistoryPageMax     = 1000
+	// ListPageDefault and ListPageMax bound List pages.
+	ListPageDefault = 50
+	ListPageMax     = 200
+)
+
+// Execution is the stored state of a run.
+type Execution struct {
+	ExecutionID    uuid.UUID       `json:"execution_id"`
+	WorkflowName   string          `json:"workflow_name"`
+	WorkflowID     string          `json:"workflow_id"`
+	State          string          `json:"state"`
+	Queue          string          `json:"queue"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Output         json.RawMessage `json:"output,omitempty"`
+	Error          json.RawMessage `json:"error,omitempty"`
+	Memo           json.RawMessage `json:"memo,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	// LastError is the last workflow task failure (non-determinism,
+	// panic, unknown workflow): the run is stuck until the code is fixed.
+	LastError   string     `json:"last_error,omitempty"`
+	TaskAttempt int        `json:"task_attempt,omitempty"`
+	EventCount  int64      `json:"event_count"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// PendingActivity is an activity task not yet finished.
+type PendingActivity struct {
+	ActivityID     string          `json:"activity_id"`
+	Name           string          `json:"name"`
+	Status         string          `json:"status"`
+	Attempt        int             `json:"attempt"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	ScheduledAt    time.Time       `json:"scheduled_at"`
+	LastError      json.RawMessage `json:"last_error,omitempty"`
+	Heartbeat      json.RawMessage `json:"heartbeat_details,omitempty"`
+}
+
+// PendingTimer is a timer not yet fired.
+type PendingTimer struct {
+	TimerID string    `json:"timer_id"`
+	FireAt  time.Time `json:"fire_at"`
+}
+
+// Description is Describe's answer.
+type Description struct {
+	Execution         Execution         `json:"execution"`
+	PendingActivities []PendingActivity `json:"pending_activities"`
+	PendingTimers     []PendingTimer    `json:"pending_timers"`
+	History           []harvest.Event   `json:"history"`
+	HistoryTruncated  bool              `json:"history_truncated"`
+}
+
+const executionColumns = `execution_id, workflow_name, workflow_id, state, queue, input, output, error, memo,
+	coalesce(idempotency_key, ''), coalesce(last_error, ''), wf_task_attempt, next_event_id, created_at, updated_at, completed_at`
+
+func scanExecution(row pgx.Row) (Execution, error) {
+	var x Execution
+	err := row.Scan(&x.ExecutionID, &x.WorkflowName, &x.WorkflowID, &x.State, &x.Queue, &x.Input, &x.Output, &x.Error,
+		&x.Memo, &x.IdempotencyKey, &x.LastError, &x.TaskAttempt, &x.EventCount, &x.CreatedAt, &x.UpdatedAt, &x.CompletedAt)
+	return x, err
+}
+
+// GetExecution reads one run.
+func (e *Engine) GetExecution(ctx context.Context, id uuid.UUID) (Execution, error) {
+	x, err := scanExecution(e.pool.QueryRow(ctx, `SELECT `+executionColumns+` FROM harvest_executions WHERE execution_id = $1`, id))
+	if err != nil {
+		return Execution{}, fmt.Errorf("execution %s: %w", id, translate(err))
+	}
+	return x, nil
+}
+
+// Describe returns a run with its pending work and first history events.
+func (e *Engine) Describe(ctx context.Context, id uuid.UUID) (Description, error) {
+	x, err := e.GetExecution(ctx, id)
+	if err != nil {
+		return Description{}, err
+	}
+	d := Description{Execution: x}
+	if d.PendingActivities, err = e.pendingActivities(ctx, id); err != nil {
+		return Description{}, err
+	}
+	if d.PendingTimers, err = e.pendingTimers(ctx, id); err != nil {
+		return Description{}, err
+	}
+	if d.History, err = loadHistory(ctx, e.pool, &execRow{ID: id}, 0, DescribeHistoryLimit); err != nil {
+		return Description{}, err
+	}
+	d.HistoryTruncated = x.EventCount > DescribeHistoryLimit
+	return d, nil
+}
+
+func (e *Engine) pendingActivities(ctx context.Context, id uuid.UUID) ([]PendingActivity, error) {
+	rows, err := e.pool.Query(ctx, `
+		SELECT activity_id, activity_name, status, attempt, idempotency_key, scheduled_at, last_error, heartbeat_details
+		  FROM harvest_tasks WHERE execution_id = $1 ORDER BY task_id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("pending activities of %s: %w", id, err)
+	}
+	acts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PendingActivity])
+	if err != nil {
+		return nil, fmt.Errorf("pending activities of %s: %w", id, err)
+	}
+	return acts, nil
+}
+
+func (e *Engine) pendingTimers(ctx context.Context, id uuid.UUID) ([]PendingTimer, error) {
+	rows, err := e.pool.Query(ctx, `SELECT timer_id, fire_at FROM harvest_timers WHERE execution_id = $1 ORDER BY fire_at`, id)
+	if err != nil {
+		return nil, fmt.Errorf("pending timers of %s: %w", id, err)
+	}
+	timers, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PendingTimer])
+	if err != nil {
+		return nil, fmt.Errorf("pending timers of %s: %w", id, err)
+	}
+	return timers, nil
+}
+
+// Result waits up to wait for the run to close and returns it; the
+// returned execution may still be RUNNING when wait elapsed.
+func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (Execution, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(e.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		closed := e.closed.wait()
+		x, err := e.GetExecution(ctx, id)
+		if err != nil || IsTerminal(x.State) {
+			return x, err
+		}
+		select {
+		case <-ctx.Done():
+			return x, ctx.Err()
+		case <-deadline.C:
+			return x, nil
+		case <-closed:
+		case <-tick.C:
+		}
+	}
+}
+
+// HistoryQuery selects a page of history.
+type HistoryQuery struct {
+	// After is the last event_id already seen (-1: from the start).
+	After int64
+	// Limit defaults to HistoryPageDefault, at most HistoryPageMax.
+	Limit int
+	// Types keeps only these event types (empty: all).
+	Types []string
+}
+
+// HistoryPage is one page of history.
+type HistoryPage struct {
+	Events      []harvest.Event `json:"events"`
+	NextCursor  *int64          `json:"next_cursor"`
+	TotalEvents int64           `json:"total_events"`
+	LastEventID int64           `json:"last_event_id"`
+}
+
+// History pages through a run's events in event_id order.
+func (e *Engine) History(ctx context.Context, id uuid.UUID, q HistoryQuery) (HistoryPage, error) {
+	x, err := e.GetExecution(ctx, id)
+	if err != nil {
+		return HistoryPage{}, err
+	}
+	limit := clamp(q.Limit, HistoryPageDefault, HistoryPageMax)
+	rows, err := e.pool.Query(ctx, `
+		SELECT event_id, event_type, data, created_at FROM harvest_events
+		 WHERE execution_id = $1 AND event_id > $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR event_type = ANY($3))
+		 ORDER BY event_id LIMIT $4`, id, q.After, q.Types, limit+1)
+	if err != nil {
+		return HistoryPage{}, fmt.Errorf("history of %s: %w", id, err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (harvest.Event, error) {
+		var ev harvest.Event
+		var t string
+		err := row.Scan(&ev.EventID, &t, &ev.Data, &ev.Timestamp)
+		ev.Type = harvest.EventType(t)
+		return ev, err
+	})
+	if err != nil {
+		return HistoryPage{}, fmt.Errorf("history of %s: %w", id, err)
+	}
+	page := HistoryPage{Events: events, TotalEvents: x.EventCount, LastEventID: x.EventCount - 1}
+	if len(events) > limit {
+		page.Events = events[:limit]
+		next := page.Events[limit-1].EventID
+		page.NextCursor = &next
+	}
+	return page, nil
+}
+
+// ListQuery filters and pages List.
+type ListQuery struct {
+	States       []string
+	WorkflowName string
+	WorkflowID   string
+	PageSize     int
+	// Cursor is NextCursor of the previous page.
+	Cursor string
+	// Ascending lists oldest first (default newest first).
+	Ascending bool
+}
+
+// ListPage is one page of runs.
+type ListPage struct {
+	Workflows  []Execution `json:"workflows"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+// List pages runs by (created_at, execution_id) keyset.
+func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
+	size := clamp(q.PageSize, ListPageDefault, ListPageMax)
+	curT, curID, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return ListPage{}, err
+	}
+	for _, s := range q.States {
+		if !validState(s) {
+			return ListPage{}, fmt.Errorf("state %q: %w", s, ErrInvalidArgument)
+		}
+	}
+	cmpOp, order := "<", "DESC"
+	if q.Ascending {
+		cmpOp, order = ">", "ASC"
+	}
+	rows, err := e.pool.Query(ctx, `
+		SELECT `+executionColumns+` FROM harvest_executions
+		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR state = ANY($1))
+		   AND ($2 = '' OR workflow_name = $2)
+		   AND ($3 = '' OR workflow_id = $3)
+		   AND ($4::timestamptz IS NULL OR (created_at, execution_id) `+cmpOp+` ($4, $5::uuid))
+		 ORDER BY created_at `+order+`, execution_id `+order+`
+		 LIMIT $6`, q.States, q.WorkflowName, q.WorkflowID, curT, curID, size+1)
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list executions: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Execution, error) { return scanExecution(row) })
+	if err != nil {
+		return ListPage{}, fmt.Errorf("list executions: %w", err)
+	}
+	page := ListPage{Workflows: list}
+	if len(list) > size {
+		page.Workflows = list[:size]
+		last := page.Workflows[size-1]
+		page.NextCursor = encodeCursor(last.CreatedAt, last.ExecutionID)
+	}
+	return page, nil
+}
+
+func validState(s string) bool {
+	switch s {
+	case StateRunning, StateCompleted, StateFailed, StateCancelled, StateTimedOut, StateTerminated, StateContinuedAsNew:
+		return true
+	}
+	return false
+}
+
+func encodeCursor(t time.Time, id uuid.UUID) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(t.UTC().Format(time.RFC3339Nano) + "|" + id.String()))
+}
+
+func decodeCursor(c string) (*time.Time, *uuid.UUID, error) {
+	if c == "" {
+		return nil, nil, nil
+	}
+	bad := fmt.Errorf("cursor %q: %w", c, ErrInvalidArgument)
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, nil, bad
+	}
+	ts, idText, ok := strings.Cut(string(raw), "|")
+	if !ok {
+		return nil, nil, bad
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, nil, bad
+	}
+	id, err := uuid.Parse(idText)
+	if err != nil {
+		return nil, nil, errors.Join(bad, err)
+	}
+	return &t, &id, nil
+}
+
+func clamp(v, def, limit int) int {
+	if v <= 0 {
+		return def
+	}
+	return min(v, limit)
+}

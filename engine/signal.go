@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// SignalRequest delivers a signal to a run.
+type SignalRequest struct {
+	ExecutionID uuid.UUID
+	SignalName  string
+	Payload     json.RawMessage
+	// IdempotencyKey, when set, dedups on (ExecutionID, IdempotencyKey).
+	IdempotencyKey string
+}
+
+// SignalResult is the outcome of a signal.
+type SignalResult struct {
+	ExecutionID uuid.UUID
+	// Delivered is false when the key had already been delivered.
+	Delivered bool
+}
+
+// Signal appends one SignalReceived. A keyed duplicate reports
+// Delivered=false, even after the run closed, provided the key first landed
+// while it was live; a new key or no key on a closed run is a
+// *TerminalError. Unkeyed signals are at-least-once.
+func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, error) {
+	if req.SignalName == "" {
+		return SignalResult{}, fmt.Errorf("signal name is empty: %w", ErrInvalidArgument)
+	}
+	res := SignalResult{ExecutionID: req.ExecutionID}
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		ex, err := lockExecution(ctx, tx, req.ExecutionID)
+		if err != nil {
+			return err
+		}
+		if seen, err := signalKeySeen(ctx, tx, ex.ID, req.IdempotencyKey); err != nil || seen {
+			return err
+		}
+		if IsTerminal(ex.State) {
+			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
+		}
+		res.Delivered = true
+		return deliverSignal(ctx, tx, ex, req.SignalName, req.Payload, req.IdempotencyKey)
+	})
+	if err != nil {
+		return SignalResult{}, err
+	}
+	if res.Delivered {
+		e.nudge(e.wfWake)
+	}
+	return res, nil
+}
+
+func signalKeySeen(ctx context.Context, tx pgx.Tx, id uuid.UUID, key string) (bool, error) {
+	if key == "" {
+		return false, nil
+	}
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM harvest_signals WHERE execution_id = $1 AND idempotency_key = $2`, id, key).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check signal key: %w", err)
+	}
+	return true, nil
+}
+
+// deliverSignal records the signal in the ledger and appends its event.
+func deliverSignal(ctx context.Context, tx pgx.Tx, ex *execRow, name string, payload json.RawMessage, key string) error {
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO harvest_signals (execution_id, signal_name, idempotency_key, event_id)
+		VALUES ($1, $2, $3, $4)`, ex.ID, name, nullString(key), ex.NextEventID); err != nil {
+		return fmt.Errorf("record signal: %w", translate(err))
+	}
+	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
+		SignalName: name, Payload: inputOrNull(payload), IdempotencyKey: key})
+	return appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true)
+}
+
+// SignalWithStartRequest signals the run holding a workflow id, starting
+// one first when needed.
+type SignalWithStartRequest struct {
+	Start         StartRequest // WorkflowID required; IdempotencyKey/ConflictPolicy unused
+	SignalName    string
+	SignalPayload json.RawMessage
+	// IdempotencyKey applies to the signal, scoped to (workflow name,
+	// workflow id): a retry after the run closed starts and queues nothing.
+	IdempotencyKey string
+}
+
+// SignalWithStartResult is the outcome of a signal-with-start.
+type SignalWithStartResult struct {
+	ExecutionID     uuid.UUID
+	WorkflowName    string
+	WorkflowID      string
+	State           string
+	StartedFresh    bool
+	SignalDelivered bool
+}
+
+// SignalWithStart applies the signal-with-start matrix (see
+// decideSignalWithStart) and delivers the signal in the same transaction.
+func (e *Engine) SignalWithStart(ctx context.Context, req SignalWithStartRequest) (SignalWithStartResult, error) {
+	if err := e.checkOwning(); err != nil {
+		return SignalWithStartResult{}, err
+	}
+	switch {
+	case req.Start.WorkflowName == "":
+		return SignalWithStartResult{}, fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)
+	case req.Start.WorkflowID == "":
+		return SignalWithStartResult{}, fmt.Errorf("workflow_id is required: %w", ErrInvalidArgument)
+	case req.SignalName == "":
+		return SignalWithStartResult{}, fmt.Errorf("signal_name is required: %w", ErrInvalidArgument)
+	}
+	if err := e.freshChecks(ctx, StartRequest{WorkflowName: req.Start.WorkflowName}); err != nil {
+		return SignalWithStartResult{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := e.signalWithStartTx(ctx, req)
+		if errors.Is(err, ErrDuplicate) && attempt < maxSlotRaces {
+			continue
+		}
+		return res, err
+	}
+}
+
+func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartRequest) (SignalWithStartResult, error) {
+	sr := req.Start
+	res := SignalWithStartResult{WorkflowName: sr.WorkflowName, WorkflowID: sr.WorkflowID}
+	closed := false
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		prior, err := lockSlotHolder(ctx, tx, sr.WorkflowName, sr.WorkflowID)
+		if err != nil {
+			return err
+		}
+		if found, err := e.findSignalKey(ctx, tx, req, &res); err != nil || found {
+			return err
+		}
+		d := decideSignalWithStart(prior.state(), sr.ReusePolicy)
+		switch d {
+		case decideReject:
+			return &ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
+		case decideSignal:
+			res.ExecutionID, res.State, res.SignalDelivered = prior.ID, prior.State, true
+			return deliverSignal(ctx, tx, prior, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+		case decideTerminateAndStart:
+			if !sr.AllowTerminate {
+				return ErrTerminateNotAllowed
+			}
+			closed = true
+		}
+		newID := NewExecutionID(e.cfg.ShardID)
+		if d == decideTerminateAndStart {
+			if err := forceClose(ctx, tx, prior, StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
+				return err
+			}
+		}
+		if err := releaseSlot(ctx, tx, prior); err != nil {
+			return err
+		}
+		sr.IdempotencyKey = ""
+		ex, err := insertExecution(ctx, tx, newID, sr)
+		if err != nil {
+			return err
+		}
+		if err := appendEvents(ctx, tx, ex, []harvest.Command{startedCommand(sr)}, true); err != nil {
+			return err
+		}
+		res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, StateRunning, true, true
+		return deliverSignal(ctx, tx, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+	})
+	if err != nil {
+		return SignalWithStartResult{}, err
+	}
+	e.nudge(e.wfWake)
+	if closed {
+		e.closed.fire()
+	}
+	return res, nil
+}
+
+// findSignalKey looks for the signal key on any run of the workflow id.
+func (e *Engine) findSignalKey(ctx context.Context, tx pgx.Tx, req SignalWithStartRequest, res *SignalWithStartResult) (bool, error) {
+	if req.IdempotencyKey == "" {
+		return false, nil
+	}
+	err := tx.QueryRow(ctx, `
+		SELECT e.execution_id, e.state
+		  FROM harvest_signals s JOIN harvest_executions e ON e.execution_id = s.execution_id
+		 WHERE e.workflow_name = $1 AND e.workflow_id = $2 AND s.idempotency_key = $3
+		 ORDER BY s.signal_id LIMIT 1`, req.Start.WorkflowName, req.Start.WorkflowID, req.IdempotencyKey).
+		Scan(&res.ExecutionID, &res.State)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find signal key: %w", err)
+	}
+	return true, nil
+}

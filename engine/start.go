@@ -1,0 +1,284 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// StartRequest starts a workflow run.
+type StartRequest struct {
+	WorkflowName string
+	// WorkflowID is the business id; empty mints a random one.
+	WorkflowID string
+	Input      json.RawMessage
+	Queue      string
+	Memo       json.RawMessage
+	// IdempotencyKey, when set, dedups the start within the window on
+	// (WorkflowName, IdempotencyKey), ahead of every other check.
+	IdempotencyKey string
+	ReusePolicy    ReusePolicy
+	ConflictPolicy ConflictPolicy
+	// AllowTerminate permits policy cells that terminate a running run.
+	AllowTerminate bool
+	// FreshChecks runs only for a genuinely fresh start (no live claim of
+	// the key): input schema, delay, callbacks, admission gate.
+	FreshChecks func(ctx context.Context) error
+}
+
+// StartResult is the outcome of a start.
+type StartResult struct {
+	ExecutionID  uuid.UUID
+	WorkflowName string
+	WorkflowID   string
+	State        string
+	// StartedFresh is true when this request created the run.
+	StartedFresh bool
+	// Deduplicated is true when the idempotency key was already claimed.
+	Deduplicated bool
+}
+
+// LookupStartKey is the read-only replay probe: the run a live claim of
+// (name, key) points to. ok is false when the key is unclaimed or expired.
+func (e *Engine) LookupStartKey(ctx context.Context, name, key string) (StartResult, bool, error) {
+	res, err := lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+	if errors.Is(err, ErrNotFound) {
+		return StartResult{}, false, nil
+	}
+	if err != nil {
+		return StartResult{}, false, err
+	}
+	return res, true, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func lookupClaim(ctx context.Context, q querier, name, key string, windowMS int64) (StartResult, error) {
+	res := StartResult{WorkflowName: name, Deduplicated: true}
+	var wfID, state *string
+	err := q.QueryRow(ctx, `
+		SELECT c.execution_id, e.workflow_id, e.state
+		  FROM harvest_start_idempotency c
+		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
+		 WHERE c.workflow_name = $1 AND c.idempotency_key = $2
+		   AND c.created_at >= now() - $3 * interval '1 millisecond'`, name, key, windowMS).
+		Scan(&res.ExecutionID, &wfID, &state)
+	if err != nil {
+		return StartResult{}, translate(err)
+	}
+	res.WorkflowID, res.State = deref(wfID), deref(state)
+	return res, nil
+}
+
+// maxSlotRaces bounds retries after losing the workflow id slot race.
+const maxSlotRaces = 5
+
+// StartWorkflow starts a run, deduplicating by idempotency key first and
+// then applying the reuse/conflict matrix to the run holding the workflow
+// id. N concurrent starts with one key create exactly one run.
+func (e *Engine) StartWorkflow(ctx context.Context, req StartRequest) (StartResult, error) {
+	if err := e.checkOwning(); err != nil {
+		return StartResult{}, err
+	}
+	if req.WorkflowName == "" {
+		return StartResult{}, fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)
+	}
+	if req.IdempotencyKey != "" {
+		if res, ok, err := e.LookupStartKey(ctx, req.WorkflowName, req.IdempotencyKey); err != nil || ok {
+			return res, err
+		}
+	}
+	if err := e.freshChecks(ctx, req); err != nil {
+		return StartResult{}, err
+	}
+	if req.WorkflowID == "" {
+		req.WorkflowID = uuid.NewString()
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := e.startTx(ctx, req)
+		if errors.Is(err, ErrDuplicate) && attempt < maxSlotRaces {
+			continue // lost a race for the workflow id slot: re-read the winner
+		}
+		return res, err
+	}
+}
+
+func (e *Engine) freshChecks(ctx context.Context, req StartRequest) error {
+	if !e.reg.HasWorkflow(req.WorkflowName) {
+		return fmt.Errorf("workflow %q: %w", req.WorkflowName, ErrUnknownWorkflow)
+	}
+	if req.FreshChecks != nil {
+		return req.FreshChecks(ctx)
+	}
+	return nil
+}
+
+func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, error) {
+	var res StartResult
+	closed := false
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		newID := NewExecutionID(e.cfg.ShardID)
+		if req.IdempotencyKey != "" {
+			claimed, err := e.claimKey(ctx, tx, req.WorkflowName, req.IdempotencyKey, newID)
+			if err != nil {
+				return err
+			}
+			if !claimed {
+				res, err = lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
+				return err
+			}
+		}
+		prior, err := lockSlotHolder(ctx, tx, req.WorkflowName, req.WorkflowID)
+		if err != nil {
+			return err
+		}
+		switch decideStart(prior.state(), req.ReusePolicy, req.ConflictPolicy) {
+		case decideReject:
+			return &ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
+		case decideAttach:
+			res = StartResult{ExecutionID: prior.ID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: prior.State}
+			return e.pointClaim(ctx, tx, req, prior.ID)
+		case decideTerminateAndStart:
+			if !req.AllowTerminate {
+				return ErrTerminateNotAllowed
+			}
+			if err := forceClose(ctx, tx, prior, StateTerminated, "replaced by a new start", newID.String()); err != nil {
+				return err
+			}
+			closed = true
+		}
+		if err := releaseSlot(ctx, tx, prior); err != nil {
+			return err
+		}
+		ex, err := insertExecution(ctx, tx, newID, req)
+		if err != nil {
+			return err
+		}
+		res = StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, StartedFresh: true}
+		return appendEvents(ctx, tx, ex, []harvest.Command{startedCommand(req)}, true)
+	})
+	if err != nil {
+		return StartResult{}, err
+	}
+	if res.StartedFresh {
+		e.nudge(e.wfWake)
+	}
+	if closed {
+		e.closed.fire()
+	}
+	return res, nil
+}
+
+// claimKey inserts the key's claim, or takes over an expired one. false
+// means a live claim exists (possibly committed a moment ago by a
+// concurrent start, whose insert this one waited for).
+func (e *Engine) claimKey(ctx context.Context, tx pgx.Tx, name, key string, id uuid.UUID) (bool, error) {
+	var got uuid.UUID
+	err := tx.QueryRow(ctx, `
+		INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
+		   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
+		 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
+		RETURNING execution_id`, name, key, id, int(e.cfg.ShardID), e.cfg.IdempotencyWindow.Milliseconds()).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim start key: %w", translate(err))
+	}
+	return true, nil
+}
+
+// pointClaim makes the request's claim point at an attached run, so
+// retries of the key return that run.
+func (e *Engine) pointClaim(ctx context.Context, tx pgx.Tx, req StartRequest, id uuid.UUID) error {
+	if req.IdempotencyKey == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `
+		UPDATE harvest_start_idempotency SET execution_id = $3
+		 WHERE workflow_name = $1 AND idempotency_key = $2`, req.WorkflowName, req.IdempotencyKey, id)
+	if err != nil {
+		return fmt.Errorf("point start key: %w", err)
+	}
+	return nil
+}
+
+// lockSlotHolder locks the run holding (name, workflow_id), if any.
+func lockSlotHolder(ctx context.Context, tx pgx.Tx, name, workflowID string) (*execRow, error) {
+	var id uuid.UUID
+	err := tx.QueryRow(ctx, `
+		SELECT execution_id FROM harvest_executions
+		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot`, name, workflowID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find run of %s/%s: %w", name, workflowID, err)
+	}
+	return lockExecution(ctx, tx, id)
+}
+
+func (r *execRow) state() string {
+	if r == nil {
+		return ""
+	}
+	return r.State
+}
+
+func releaseSlot(ctx context.Context, tx pgx.Tx, prior *execRow) error {
+	if prior == nil {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE harvest_executions SET holds_slot = false WHERE execution_id = $1`, prior.ID); err != nil {
+		return fmt.Errorf("release slot of %s: %w", prior.ID, err)
+	}
+	return nil
+}
+
+func insertExecution(ctx context.Context, tx pgx.Tx, id uuid.UUID, req StartRequest) (*execRow, error) {
+	queue := req.Queue
+	if queue == "" {
+		queue = harvest.DefaultQueue
+	}
+	ex := &execRow{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning}
+	err := tx.QueryRow(ctx, `
+		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo, idempotency_key)
+		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7)
+		RETURNING created_at`, id, req.WorkflowName, req.WorkflowID, queue,
+		nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo), nullString(req.IdempotencyKey)).Scan(&ex.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("insert execution: %w", translate(err))
+	}
+	return ex, nil
+}
+
+func startedCommand(req StartRequest) harvest.Command {
+	return harvest.NewCommand(harvest.EventWorkflowStarted, harvest.WorkflowStartedData{
+		WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, Input: inputOrNull(req.Input),
+		Queue: req.Queue, IdempotencyKey: req.IdempotencyKey,
+	})
+}
+
+func inputOrNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

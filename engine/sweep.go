@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// sweepLoop purges expired start claims every SweepInterval.
+func (e *Engine) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := e.SweepStartClaims(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn().Err(err).Msg("start claim sweep failed")
+		} else if n > 0 {
+			e.log.Debug().Int64("deleted", n).Msg("expired start claims swept")
+		}
+	}
+}
+
+// SweepStartClaims deletes start claims older than the idempotency window
+// in batches of SweepBatch and returns how many it deleted.
+func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := e.withTx(ctx, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `
+				DELETE FROM harvest_start_idempotency
+				 WHERE ctid IN (SELECT ctid FROM harvest_start_idempotency
+				                 WHERE created_at < now() - $1 * interval '1 millisecond'
+				                 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+				e.cfg.IdempotencyWindow.Milliseconds(), e.cfg.SweepBatch)
+			n = tag.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("sweep start claims: %w", err)
+		}
+		total += n
+		if n < int64(e.cfg.SweepBatch) {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// timerBatch is how many due timers one pass fires.
+const timerBatch = 100
+
+// timerLoop fires due timers (database clock) until ctx ends. Besides
+// nudges and the poll tick it wakes when the next known timer is due.
+func (e *Engine) timerLoop(ctx context.Context) {
+	e.drainLoop(ctx, e.tmWake, e.fireDueTimers)
+}
+
+type dueTimer struct {
+	ExecutionID uuid.UUID
+	TimerID     string
+}
+
+// fireDueTimers fires up to timerBatch due timers, each in its own
+// transaction that locks the execution before the timer row.
+func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
+	rows, err := e.pool.Query(ctx, `
+		SELECT execution_id, timer_id FROM harvest_timers WHERE fire_at <= now() ORDER BY fire_at LIMIT $1`, timerBatch)
+	if err != nil {
+		return false, fmt.Errorf("find due timers: %w", err)
+	}
+	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dueTimer])
+	if err != nil {
+		return false, fmt.Errorf("find due timers: %w", err)
+	}
+	fired := 0
+	for _, d := range due {
+		ok, err := e.fireTimer(ctx, d)
+		if err != nil {
+			return fired > 0, err
+		}
+		if ok {
+			fired++
+		}
+	}
+	if fired > 0 {
+		e.nudge(e.wfWake)
+	}
+	e.armNextTimer(ctx)
+	return len(due) == timerBatch, nil
+}
+
+func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (bool, error) {
+	fired := false
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		ex, err := lockExecution(ctx, tx, d.ExecutionID)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM harvest_timers WHERE execution_id = $1 AND timer_id = $2`, d.ExecutionID, d.TimerID)
+		if err != nil {
+			return fmt.Errorf("delete timer: %w", err)
+		}
+		if tag.RowsAffected() == 0 || IsTerminal(ex.State) {
+			return nil
+		}
+		fired = true
+		cmd := harvest.NewCommand(harvest.EventTimerFired, harvest.TimerFiredData{TimerID: d.TimerID})
+		return appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true)
+	})
+	return fired, err
+}
+
+// armNextTimer nudges the timer loop when the earliest pending timer is
+// due sooner than the next poll tick.
+func (e *Engine) armNextTimer(ctx context.Context) {
+	var in *float64
+	err := e.pool.QueryRow(ctx, `SELECT extract(epoch FROM min(fire_at) - now()) FROM harvest_timers`).Scan(&in)
+	if err != nil || in == nil {
+		return
+	}
+	wait := time.Duration(*in * float64(time.Second))
+	if wait <= 0 || wait >= e.cfg.PollInterval {
+		return
+	}
+	time.AfterFunc(wait, func() { e.nudge(e.tmWake) })
+}
