@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // Activity timeout types, as recorded in ActivityTimedOut.
@@ -230,7 +231,7 @@ func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details jso
 // finishActivity records an attempt's outcome if the attempt is still the
 // current one: completion, a retry with backoff, or the final failure.
 func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) {
-	wake := false
+	wake, outcome := false, ""
 	err := e.withTx(ctx, func(tx pgx.Tx) error {
 		ex, err := lockExecution(ctx, tx, t.ExecutionID)
 		if errors.Is(err, ErrNotFound) {
@@ -247,15 +248,20 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 			return deleteTask(ctx, tx, t.TaskID)
 		}
 		var ev harvest.Command
+		outcome = "completed"
 		if runErr == nil {
 			ev = harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
 				ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
 		} else {
 			info := harvest.ToErrorInfo(runErr)
 			if retried, err := e.maybeRetry(ctx, tx, t, info, timeoutType); err != nil || retried {
+				outcome = "retried"
 				return err
 			}
-			ev = failureCommand(t, info, timeoutType)
+			ev, outcome = failureCommand(t, info, timeoutType), "failed"
+			if timeoutType != "" {
+				outcome = "timed_out"
+			}
 		}
 		if err := deleteTask(ctx, tx, t.TaskID); err != nil {
 			return err
@@ -268,6 +274,9 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 			e.log.Warn().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).Msg("record activity outcome failed")
 		}
 		return
+	}
+	if outcome != "" {
+		metrics.ActivityAttempts.WithLabelValues(outcome).Inc()
 	}
 	if wake {
 		e.nudge(e.wfWake)

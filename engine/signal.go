@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // SignalRequest delivers a signal to a run.
@@ -55,7 +56,10 @@ func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, e
 		return SignalResult{}, err
 	}
 	if res.Delivered {
+		metrics.Signals.WithLabelValues("delivered").Inc()
 		e.nudge(e.wfWake)
+	} else {
+		metrics.Signals.WithLabelValues("deduplicated").Inc()
 	}
 	return res, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // StartRequest starts a workflow run.
@@ -85,6 +86,28 @@ const maxSlotRaces = 5
 // then applying the reuse/conflict matrix to the run holding the workflow
 // id. N concurrent starts with one key create exactly one run.
 func (e *Engine) StartWorkflow(ctx context.Context, req StartRequest) (StartResult, error) {
+	res, err := e.startWorkflow(ctx, req)
+	recordStart(res, err)
+	return res, err
+}
+
+func recordStart(res StartResult, err error) {
+	var conflict *ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		metrics.Starts.WithLabelValues("rejected").Inc()
+	case err != nil:
+	case res.Deduplicated:
+		metrics.Starts.WithLabelValues("deduplicated").Inc()
+		metrics.StartDedupHits.Inc()
+	case res.StartedFresh:
+		metrics.Starts.WithLabelValues("fresh").Inc()
+	default:
+		metrics.Starts.WithLabelValues("attached").Inc()
+	}
+}
+
+func (e *Engine) startWorkflow(ctx context.Context, req StartRequest) (StartResult, error) {
 	if err := e.checkOwning(); err != nil {
 		return StartResult{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // workflowLoop runs due workflow tasks until ctx ends.
@@ -47,6 +48,7 @@ func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(co
 // execution's row lock, in one fenced transaction.
 func (e *Engine) runWorkflowTask(ctx context.Context) (bool, error) {
 	found, closedRun, newWork := false, false, false
+	began := time.Now()
 	err := e.withTx(ctx, func(tx pgx.Tx) error {
 		ex, attempt, err := claimWorkflowTask(ctx, tx)
 		if err != nil || ex == nil {
@@ -73,6 +75,9 @@ func (e *Engine) runWorkflowTask(ctx context.Context) (bool, error) {
 		closedRun = res.Closed
 		return e.applyCommands(ctx, tx, ex, res)
 	})
+	if found && err == nil {
+		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
+	}
 	if closedRun {
 		e.closed.fire()
 	}

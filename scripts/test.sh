@@ -32,3 +32,9 @@ fi
 
 go vet ./...
 go test -race -count=1 -timeout 30m "$@" ./...
+
+# Each mutating HTTP route has a fuzz target; run each briefly (CI-sized).
+fuzztime=${HARVEST_FUZZTIME:-10s}
+for target in FuzzStart FuzzSignal FuzzSignalWithStart FuzzCancel FuzzTerminate; do
+	go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" ./api/
+done

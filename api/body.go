@@ -1,0 +1,152 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Limits on identifiers, checked before anything reaches the database.
+const (
+	maxNameLen = 256
+	maxIDLen   = 1024
+	maxKeyLen  = 1024
+)
+
+// readBody reads the whole body under the size limit.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+	r := http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+	b, err := io.ReadAll(r)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+			msg: fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes)}
+	}
+	if err != nil {
+		return nil, badRequest(codeInvalidJSON, "read request body: "+err.Error())
+	}
+	return b, nil
+}
+
+// decodeObject strictly decodes a JSON object body into dst: unknown
+// fields, wrong types and trailing data are errors naming the problem. An
+// empty body is the empty object.
+func decodeObject(body []byte, dst any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil
+	}
+	if body[0] != '{' {
+		return badRequest(codeInvalidJSON, "request body must be a JSON object")
+	}
+	if err := checkJSONText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return badRequest(codeInvalidJSON, describeJSONError(err))
+	}
+	if dec.More() {
+		return badRequest(codeInvalidJSON, "malformed JSON: data after the object")
+	}
+	return nil
+}
+
+// decodePayload accepts any JSON value; an empty body is null.
+func decodePayload(body []byte) (json.RawMessage, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid(body) {
+		var v any
+		return nil, badRequest(codeInvalidJSON, describeJSONError(json.Unmarshal(body, &v)))
+	}
+	if err := checkJSONText(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+func describeJSONError(err error) string {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("malformed JSON at byte %d: %s", syntax.Offset, syntax.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return fmt.Sprintf("field %q: expected %s, got JSON %s", field, typ.Type, typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "malformed JSON: unexpected end of input"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// checkJSONText refuses what PostgreSQL's jsonb cannot store: invalid
+// UTF-8 and the \u0000 escape.
+func checkJSONText(b []byte) error {
+	if !utf8.Valid(b) {
+		return badRequest(codeInvalidJSON, "JSON must be valid UTF-8")
+	}
+	for i := bytes.Index(b, []byte(`\u0000`)); i >= 0; {
+		backslashes := 0
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return badRequest(codeInvalidJSON, `JSON strings must not contain \u0000`)
+		}
+		next := bytes.Index(b[i+1:], []byte(`\u0000`))
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return nil
+}
+
+// checkText validates an identifier: non-empty when required, valid
+// UTF-8, no NUL or control characters, bounded length.
+func checkText(field, v string, maxLen int, required bool) error {
+	switch {
+	case v == "" && required:
+		return badRequest(codeInvalidArgument, field+" must not be empty")
+	case len(v) > maxLen:
+		return badRequest(codeInvalidArgument, fmt.Sprintf("%s is longer than %d bytes", field, maxLen))
+	case !utf8.ValidString(v):
+		return badRequest(codeInvalidArgument, field+" must be valid UTF-8")
+	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return badRequest(codeInvalidArgument, field+" must not contain control characters")
+	}
+	return nil
+}
+
+// idempotencyKey reads the Idempotency-Key header: present reports
+// whether the header was sent (an empty header is an error, never "no key").
+func idempotencyKey(c *gin.Context) (key string, present bool, err error) {
+	vals, ok := c.Request.Header[http.CanonicalHeaderKey("Idempotency-Key")]
+	if !ok {
+		return "", false, nil
+	}
+	key = strings.TrimSpace(vals[0])
+	if key == "" {
+		return "", true, badRequest(codeInvalidArgument, "Idempotency-Key header must not be empty")
+	}
+	return key, true, checkText("Idempotency-Key", key, maxKeyLen, true)
+}

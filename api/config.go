@@ -1,0 +1,41 @@
+package api
+
+import (
+	"cmp"
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Config.
+const (
+	// MaxBodyBytesDefault is the request body limit (1 MiB).
+	MaxBodyBytesDefault = 1 << 20
+	// ResultWaitMaxDefault caps the result long-poll.
+	ResultWaitMaxDefault = 30 * time.Second
+)
+
+// Config configures the HTTP API. Zero fields take the defaults above.
+type Config struct {
+	// MaxBodyBytes limits request bodies; larger ones get 413.
+	MaxBodyBytes int64
+	// ResultWaitMax caps ?wait= of the result route.
+	ResultWaitMax time.Duration
+	// Logger logs server faults (5xx), never requests at info level.
+	Logger zerolog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
+	c.ResultWaitMax = cmp.Or(c.ResultWaitMax, ResultWaitMaxDefault)
+	return c
+}
+
+// Validate reports invalid fields.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes < 0 || c.ResultWaitMax < 0 {
+		return errors.New("api config: limits must not be negative")
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/harvestd/harvest/engine"
+)
+
+// Machine-readable error codes of the JSON error body.
+const (
+	codeInvalidJSON     = "invalid_json"
+	codeInvalidArgument = "invalid_argument"
+	codeUnknownWorkflow = "unknown_workflow"
+	codeNotFound        = "not_found"
+	codeNoRoute         = "no_route"
+	codeMethod          = "method_not_allowed"
+	codeConflict        = "conflict"
+	codeTerminal        = "execution_terminal"
+	codeForbidden       = "forbidden"
+	codeTooLarge        = "payload_too_large"
+	codeUnavailable     = "unavailable"
+	codeInternal        = "internal"
+)
+
+// apiError is a client-facing failure: status, code, message and extra
+// fields merged into the body.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+	extra  gin.H
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(code, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: code, msg: msg}
+}
+
+// abort writes the one JSON error shape: {"error": msg, "code": code, …}.
+func abort(c *gin.Context, e *apiError) {
+	body := gin.H{"error": e.msg, "code": e.code}
+	for k, v := range e.extra {
+		body[k] = v
+	}
+	if e.status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", "1")
+	}
+	c.AbortWithStatusJSON(e.status, body)
+}
+
+// fail maps an error (engine or api) to its HTTP answer.
+func (s *Server) fail(c *gin.Context, err error) {
+	abort(c, s.classify(c, err))
+}
+
+func (s *Server) classify(c *gin.Context, err error) *apiError {
+	var (
+		ae       *apiError
+		conflict *engine.ConflictError
+		terminal *engine.TerminalError
+		lost     *engine.OwnershipLostError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &conflict):
+		return &apiError{status: http.StatusConflict, code: codeConflict, msg: conflict.Error(),
+			extra: gin.H{"existing_execution_id": conflict.ExistingExecutionID, "existing_state": conflict.ExistingState}}
+	case errors.As(err, &terminal):
+		return &apiError{status: http.StatusConflict, code: codeTerminal, msg: terminal.Error(),
+			extra: gin.H{"execution_id": terminal.ExecutionID, "state": terminal.State}}
+	case errors.Is(err, engine.ErrInvalidArgument):
+		return badRequest(codeInvalidArgument, err.Error())
+	case errors.Is(err, engine.ErrUnknownWorkflow):
+		return &apiError{status: http.StatusNotFound, code: codeUnknownWorkflow, msg: err.Error()}
+	case errors.Is(err, engine.ErrNotFound):
+		return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "execution not found"}
+	case errors.Is(err, engine.ErrTerminateNotAllowed):
+		return &apiError{status: http.StatusForbidden, code: codeForbidden, msg: err.Error()}
+	case errors.As(err, &lost):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: err.Error(),
+			extra: gin.H{"owner": lost.Owner}}
+	case errors.Is(err, engine.ErrNotRunning), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: err.Error()}
+	}
+	s.log.Error().Err(err).Str("method", c.Request.Method).Str("route", c.FullPath()).Msg("request failed")
+	return &apiError{status: http.StatusInternalServerError, code: codeInternal, msg: "internal error"}
+}

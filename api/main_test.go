@@ -1,0 +1,143 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var (
+	goSignal = harvest.NewSignal[string]("go")
+	blockWF  = harvest.NewWorkflow("block", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
+		return goSignal.Receive(ctx)
+	})
+)
+
+type testBundle struct {
+	pool   *pgxpool.Pool
+	engine *engine.Engine
+	server *Server
+	url    string
+	svc    *demo.Services
+}
+
+func setup(t testing.TB) *testBundle {
+	t.Helper()
+	b := &testBundle{pool: pgtest.NewPool(t), svc: demo.NewServices()}
+	reg := harvest.NewRegistry()
+	require.NoError(t, demo.New(b.svc).Register(reg))
+	require.NoError(t, reg.Register(blockWF))
+	e, err := engine.New(b.pool, reg, engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(e.Stop)
+	b.engine = e
+	b.server, err = New(Config{MaxBodyBytes: 64 << 10}, SingleShard(e))
+	require.NoError(t, err)
+	ts := httptest.NewServer(b.server)
+	t.Cleanup(ts.Close)
+	b.url = ts.URL + BasePath
+	return b
+}
+
+// response is a decoded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// do sends a request; body is sent verbatim when it is a string or []byte,
+// else JSON-encoded. headers alternate name, value.
+func (b *testBundle) do(t testing.TB, method, path string, body any, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewBufferString(v)
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, b.url+path, rd)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	out := response{Status: res.StatusCode, Header: res.Header, Raw: raw}
+	if len(raw) > 0 {
+		require.NoError(t, json.Unmarshal(raw, &out.Body), "body %s", raw)
+	}
+	return out
+}
+
+// requireError checks the one JSON error shape.
+func requireError(t testing.TB, r response, status int, code string) {
+	t.Helper()
+	require.Equal(t, status, r.Status, "body %s", r.Raw)
+	require.Equal(t, code, r.Body["code"], "body %s", r.Raw)
+	require.NotEmpty(t, r.Body["error"], "body %s", r.Raw)
+}
+
+// counts snapshots the rows a mutating request could add.
+func (b *testBundle) counts(t testing.TB) [4]int {
+	t.Helper()
+	var c [4]int
+	for i, table := range []string{"harvest_executions", "harvest_events", "harvest_start_idempotency", "harvest_signals"} {
+		require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&c[i]))
+	}
+	return c
+}
+
+// doRaw is do for fuzzers: the body is sent verbatim and a non-JSON answer
+// fails the test instead of being decoded blindly.
+func (b *testBundle) doRaw(t testing.TB, method, path string, body []byte, headers ...string) response {
+	t.Helper()
+	for i := 1; i < len(headers); i += 2 {
+		if !validHeaderValue(headers[i]) {
+			headers[i] = "k"
+		}
+	}
+	return b.do(t, method, path, body, headers...)
+}
+
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+func urlPathEscape(s string) string { return url.PathEscape(s) }

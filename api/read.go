@@ -1,0 +1,158 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/harvestd/harvest/engine"
+)
+
+// describe handles GET /workflows/{execution_id}.
+func (s *Server) describe(c *gin.Context) {
+	id, shard, err := s.executionShard(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	d, err := shard.Describe(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{
+		"execution": d.Execution, "pending_activities": nonNil(d.PendingActivities), "pending_timers": nonNil(d.PendingTimers),
+		"history": nonNil(d.History), "history_truncated": d.HistoryTruncated,
+		"history_endpoint": BasePath + "/workflows/" + id.String() + "/history",
+	})
+}
+
+// result handles GET /workflows/{execution_id}/result?wait=.
+func (s *Server) result(c *gin.Context) {
+	id, shard, err := s.executionShard(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	wait, err := parseWait(c.Query("wait"), s.cfg.ResultWaitMax)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	x, err := shard.Result(c.Request.Context(), id, wait)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !engine.IsTerminal(x.State) {
+		c.Header("Retry-After", "1")
+		c.Status(http.StatusNoContent)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"execution_id": id.String(), "state": x.State, "output": x.Output,
+		"error": x.Error, "completed_at": x.CompletedAt})
+}
+
+// parseWait reads a Go duration ("10s") or plain seconds ("10"), capped.
+func parseWait(v string, max time.Duration) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, serr := strconv.ParseFloat(v, 64)
+		if serr != nil {
+			return 0, badRequest(codeInvalidArgument, fmt.Sprintf("wait %q is neither a duration nor seconds", v))
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, badRequest(codeInvalidArgument, "wait must not be negative")
+	}
+	return min(d, max), nil
+}
+
+// history handles GET /workflows/{execution_id}/history.
+func (s *Server) history(c *gin.Context) {
+	id, shard, err := s.executionShard(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	q := engine.HistoryQuery{After: -1, Types: c.QueryArray("event_type")}
+	if v := c.Query("after"); v != "" {
+		if q.After, err = strconv.ParseInt(v, 10, 64); err != nil || q.After < 0 {
+			s.fail(c, badRequest(codeInvalidArgument, fmt.Sprintf("after %q must be an event_id (integer >= 0)", v)))
+			return
+		}
+	}
+	if q.Limit, err = intParam(c, "limit", engine.HistoryPageMax); err != nil {
+		s.fail(c, err)
+		return
+	}
+	page, err := shard.History(c.Request.Context(), id, q)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	page.Events = nonNil(page.Events)
+	c.JSON(http.StatusOK, page)
+}
+
+// list handles GET /workflows.
+func (s *Server) list(c *gin.Context) {
+	q := engine.ListQuery{States: c.QueryArray("state"), WorkflowName: c.Query("workflow_name"),
+		WorkflowID: c.Query("workflow_id"), Cursor: c.Query("cursor")}
+	for i, st := range q.States {
+		q.States[i] = strings.ToUpper(st)
+	}
+	var err error
+	if q.PageSize, err = intParam(c, "page_size", engine.ListPageMax); err != nil {
+		s.fail(c, err)
+		return
+	}
+	switch c.Query("order") {
+	case "", "desc":
+	case "asc":
+		q.Ascending = true
+	default:
+		s.fail(c, badRequest(codeInvalidArgument, "order must be asc or desc"))
+		return
+	}
+	shards := s.router.All()
+	if len(shards) != 1 {
+		s.fail(c, &apiError{status: http.StatusNotImplemented, code: codeUnavailable, msg: "listing across shards is not supported yet"})
+		return
+	}
+	page, err := shards[0].List(c.Request.Context(), q)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	page.Workflows = nonNil(page.Workflows)
+	c.JSON(http.StatusOK, page)
+}
+
+// intParam reads an optional integer query parameter in 1..max.
+func intParam(c *gin.Context, name string, max int) (int, error) {
+	v := c.Query(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, badRequest(codeInvalidArgument, fmt.Sprintf("%s %q must be an integer from 1 to %d", name, v, max))
+	}
+	return n, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,114 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/metrics"
+)
+
+// BasePath prefixes every API route.
+const BasePath = "/api/harvest"
+
+// Server is the HTTP API of one node; it is an http.Handler.
+type Server struct {
+	cfg    Config
+	router Router
+	log    zerolog.Logger
+	gin    *gin.Engine
+}
+
+// New builds the API over router.
+func New(cfg Config, router Router) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New()}
+	s.gin.HandleMethodNotAllowed = true
+	s.gin.Use(s.recoverJSON)
+	s.gin.NoRoute(func(c *gin.Context) {
+		abort(c, &apiError{status: http.StatusNotFound, code: codeNoRoute, msg: "no route " + c.Request.Method + " " + c.Request.URL.Path})
+	})
+	s.gin.NoMethod(func(c *gin.Context) {
+		abort(c, &apiError{status: http.StatusMethodNotAllowed, code: codeMethod, msg: "method " + c.Request.Method + " not allowed here"})
+	})
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.gin.GET("/healthz", s.healthz)
+	s.gin.GET("/readyz", s.readyz)
+	s.gin.GET("/metrics", gin.WrapH(metrics.Handler()))
+
+	g := s.gin.Group(BasePath)
+	g.GET("/openapi.json", s.openAPI)
+	g.GET("/workflows", s.list)
+	// Gin needs one wildcard name per path position: :id is the workflow
+	// name on start routes and the execution id everywhere else.
+	g.POST("/workflows/:id/start", s.start)
+	g.POST("/workflows/:id/signal-with-start", s.signalWithStart)
+	g.POST("/workflows/:id/signal/:signal", s.signal)
+	g.GET("/workflows/:id", s.describe)
+	g.GET("/workflows/:id/result", s.result)
+	g.GET("/workflows/:id/history", s.history)
+	g.POST("/workflows/:id/cancel", s.cancel)
+	g.POST("/workflows/:id/terminate", s.terminate)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.gin.ServeHTTP(w, r) }
+
+// Routes lists "METHOD path" of every registered route (for the OpenAPI test).
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.gin.Routes() {
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
+}
+
+// recoverJSON turns a handler panic into the JSON 500 shape.
+func (s *Server) recoverJSON(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Str("panic", fmt.Sprint(r)).Str("route", c.FullPath()).Msg("handler panicked")
+			abort(c, &apiError{status: http.StatusInternalServerError, code: codeInternal, msg: "internal error"})
+		}
+	}()
+	c.Next()
+}
+
+// executionShard parses the :id path parameter and routes it.
+func (s *Server) executionShard(c *gin.Context) (uuid.UUID, Shard, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, nil, badRequest(codeInvalidArgument, fmt.Sprintf("execution id %q is not a UUID", c.Param("id")))
+	}
+	shard, err := s.router.ForExecution(id)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	return id, shard, nil
+}
+
+func (s *Server) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+
+func (s *Server) readyz(c *gin.Context) {
+	for _, sh := range s.router.All() {
+		if !sh.Owning() {
+			abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "a shard of this node is not leased"})
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+var _ Shard = (*engine.Engine)(nil)

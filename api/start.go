@@ -1,0 +1,166 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/harvestd/harvest/engine"
+)
+
+// startBody is the body of POST /workflows/{name}/start.
+type startBody struct {
+	WorkflowID     string          `json:"workflow_id"`
+	Input          json.RawMessage `json:"input"`
+	Queue          string          `json:"queue"`
+	Memo           json.RawMessage `json:"memo"`
+	IdempotencyKey *string         `json:"idempotency_key"`
+	ReusePolicy    string          `json:"reuse_policy"`
+	ConflictPolicy *string         `json:"conflict_policy"`
+	// Deferred-start policies: recognised so that combining them with a
+	// key gets its own 400; not supported by this server.
+	Throttle     json.RawMessage `json:"throttle"`
+	Debounce     json.RawMessage `json:"debounce"`
+	BatchKey     json.RawMessage `json:"batch_key"`
+	BatchMaxSize json.RawMessage `json:"batch_max_size"`
+	BatchMaxWait json.RawMessage `json:"batch_max_wait"`
+}
+
+func (b *startBody) deferred() bool {
+	return b.Throttle != nil || b.Debounce != nil || b.BatchKey != nil || b.BatchMaxSize != nil || b.BatchMaxWait != nil
+}
+
+// start handles POST /workflows/{name}/start. A committed keyed replay is
+// answered before any check a fresh start runs (see docs/http-api.md).
+func (s *Server) start(c *gin.Context) {
+	name := c.Param("id")
+	if err := checkText("workflow name", name, maxNameLen, true); err != nil {
+		s.fail(c, err)
+		return
+	}
+	headerKey, hasHeader, err := idempotencyKey(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	raw, err := s.readBody(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var body startBody
+	if decodeErr := decodeObject(raw, &body); decodeErr != nil {
+		// The body is irrelevant to a replay: a header key still finds
+		// its claim, by key routing (the workflow id is unknown).
+		if hasHeader && s.replay(c, name, "", headerKey) {
+			return
+		}
+		s.fail(c, decodeErr)
+		return
+	}
+	key := headerKey
+	if !hasHeader && body.IdempotencyKey != nil {
+		key = *body.IdempotencyKey
+		if err := checkText("idempotency_key", key, maxKeyLen, true); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	if key != "" && s.replay(c, name, body.WorkflowID, key) {
+		return
+	}
+	req, err := s.startRequest(name, key, &body)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	shard, err := s.router.ForStart(name, req.WorkflowID, key)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	res, err := shard.StartWorkflow(c.Request.Context(), req)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	status := http.StatusOK
+	if res.StartedFresh {
+		status = http.StatusCreated
+	}
+	c.JSON(status, startResponse(res, key != "", body.ConflictPolicy != nil))
+}
+
+// replay answers 200 from a live claim of the key; false if there is none.
+func (s *Server) replay(c *gin.Context, name, workflowID, key string) bool {
+	shard, err := s.router.ForStart(name, workflowID, key)
+	if err != nil {
+		s.fail(c, err)
+		return true
+	}
+	res, ok, err := shard.LookupStartKey(c.Request.Context(), name, key)
+	if err != nil {
+		s.fail(c, err)
+		return true
+	}
+	if !ok {
+		return false
+	}
+	c.JSON(http.StatusOK, startResponse(res, true, false))
+	return true
+}
+
+func (s *Server) startRequest(name, key string, b *startBody) (engine.StartRequest, error) {
+	switch {
+	case b.deferred() && key != "":
+		return engine.StartRequest{}, badRequest(codeInvalidArgument,
+			"an idempotency key cannot be combined with throttle, debounce or batch: those defer the start and return no execution_id")
+	case b.deferred():
+		return engine.StartRequest{}, badRequest(codeInvalidArgument, "throttle, debounce and batch starts are not supported by this server")
+	}
+	if err := checkText("workflow_id", b.WorkflowID, maxIDLen, false); err != nil {
+		return engine.StartRequest{}, err
+	}
+	if err := checkText("queue", b.Queue, maxNameLen, false); err != nil {
+		return engine.StartRequest{}, err
+	}
+	reuse, err := engine.ParseReusePolicy(b.ReusePolicy)
+	if err != nil {
+		return engine.StartRequest{}, err
+	}
+	conflict, err := engine.ParseConflictPolicy(deref(b.ConflictPolicy))
+	if err != nil {
+		return engine.StartRequest{}, err
+	}
+	return engine.StartRequest{
+		WorkflowName: name, WorkflowID: b.WorkflowID, Input: b.Input, Queue: b.Queue, Memo: b.Memo,
+		IdempotencyKey: key, ReusePolicy: reuse, ConflictPolicy: conflict,
+		// No auth scopes yet: every caller may use terminating policies.
+		AllowTerminate: true,
+	}, nil
+}
+
+func startResponse(res engine.StartResult, keyed, conflictSent bool) gin.H {
+	out := gin.H{
+		"execution_id":  res.ExecutionID.String(),
+		"workflow_name": res.WorkflowName,
+		"workflow_id":   res.WorkflowID,
+		"state":         res.State,
+	}
+	if keyed || conflictSent {
+		out["started_fresh"] = res.StartedFresh
+	}
+	if keyed {
+		out["deduplicated"] = res.Deduplicated
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,49 @@
+// Package metrics holds Harvest's Prometheus collectors. They live on a
+// registry of their own (Registry), which harvestd serves at /metrics.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Registry is the registry every Harvest collector is registered on.
+var Registry = prometheus.NewRegistry()
+
+// Collectors. Label values are fixed sets, never ids.
+var (
+	// Starts counts start requests by result: fresh, attached, deduplicated, rejected.
+	Starts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harvest_starts_total", Help: "Workflow start requests by result (fresh, attached, deduplicated, rejected).",
+	}, []string{"result"})
+	// StartDedupHits counts starts answered from an idempotency claim.
+	StartDedupHits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harvest_start_dedup_hits_total", Help: "Starts answered from a live idempotency claim.",
+	})
+	// Signals counts signals by result: delivered, deduplicated.
+	Signals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harvest_signals_total", Help: "Signals by result (delivered, deduplicated).",
+	}, []string{"result"})
+	// ActivityAttempts counts finished activity attempts by outcome.
+	ActivityAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harvest_activity_attempts_total", Help: "Activity attempts by outcome (completed, retried, failed, timed_out).",
+	}, []string{"outcome"})
+	// WorkflowTaskSeconds observes workflow task latency (claim to commit).
+	WorkflowTaskSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "harvest_workflow_task_seconds", Help: "Workflow task latency from claim to commit.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
+)
+
+func init() {
+	Registry.MustRegister(Starts, StartDedupHits, Signals, ActivityAttempts, WorkflowTaskSeconds,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// Handler serves the registry in the Prometheus text format.
+func Handler() http.Handler {
+	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry})
+}
