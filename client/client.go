@@ -1,0 +1,197 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Defaults of New.
+const (
+	// UserAgentDefault is the User-Agent header unless WithUserAgent is given.
+	UserAgentDefault = "harvest-go-client"
+	// basePath prefixes every API route.
+	basePath = "/api/harvest"
+	// errorBodyMax bounds how much of an error body is read.
+	errorBodyMax = 1 << 20
+)
+
+// Client calls the HTTP API of one harvestd node. It is safe for concurrent
+// use.
+type Client struct {
+	baseURL   string
+	http      *http.Client
+	token     string
+	userAgent string
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the http.Client requests go through (default
+// http.DefaultClient; nil keeps it). Its Timeout, if any, also bounds
+// Result's long-poll.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.http = hc
+		}
+	}
+}
+
+// WithToken sends "Authorization: Bearer <token>" on every request. An
+// empty token sends no Authorization header.
+func WithToken(token string) Option {
+	return func(c *Client) { c.token = token }
+}
+
+// WithUserAgent sets the User-Agent header (default UserAgentDefault).
+func WithUserAgent(ua string) Option {
+	return func(c *Client) { c.userAgent = ua }
+}
+
+// New returns a client of the node at baseURL, e.g.
+// "http://127.0.0.1:7233". A baseURL without a scheme gets "http://"; a
+// path in baseURL (a reverse proxy prefix) is kept in front of
+// /api/harvest. A malformed baseURL is reported by the first request.
+func New(baseURL string, opts ...Option) *Client {
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	c := &Client{baseURL: strings.TrimRight(baseURL, "/"), http: http.DefaultClient, userAgent: UserAgentDefault}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
+}
+
+// call is one API request, fully encoded before the first attempt so that
+// a retry resends identical bytes and the same Idempotency-Key.
+type call struct {
+	method string
+	// path is below /api/harvest, with its segments already escaped.
+	path  string
+	query url.Values
+	// body is the encoded JSON body; nil sends none.
+	body []byte
+	// key is sent as the Idempotency-Key header when not empty.
+	key string
+}
+
+// reply is a 2xx answer.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do runs c and decodes a non-empty 2xx body into out (when out is not
+// nil). A non-2xx answer is an *Error.
+func (c *Client) do(ctx context.Context, cl call, out any) (*reply, error) {
+	rep, err := c.send(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if out != nil && len(bytes.TrimSpace(rep.body)) > 0 {
+		if err := json.Unmarshal(rep.body, out); err != nil {
+			return nil, fmt.Errorf("%s %s: decode %d answer: %w", cl.method, cl.path, rep.status, err)
+		}
+	}
+	return rep, nil
+}
+
+// send makes one attempt of cl. It is the seam for a retry loop: every
+// attempt builds a fresh *http.Request from the same call.
+func (c *Client) send(ctx context.Context, cl call) (*reply, error) {
+	req, err := c.newRequest(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err // a *url.Error: it names the method and URL
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, decodeError(resp)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read %d answer: %w", cl.method, cl.path, resp.StatusCode, err)
+	}
+	return &reply{status: resp.StatusCode, header: resp.Header, body: body}, nil
+}
+
+func (c *Client) newRequest(ctx context.Context, cl call) (*http.Request, error) {
+	target := c.baseURL + basePath + cl.path
+	if len(cl.query) > 0 {
+		target += "?" + cl.query.Encode()
+	}
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", cl.method, cl.path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if cl.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if cl.key != "" {
+		req.Header.Set("Idempotency-Key", cl.key)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	return req, nil
+}
+
+// encodeBody encodes a request body struct.
+func encodeBody(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return b, nil
+}
+
+// rawJSON encodes a caller's value (input, payload, memo). nil, and an
+// empty json.RawMessage, are "absent" and give nil; a json.RawMessage or
+// []byte holding JSON is sent as is.
+func rawJSON(field string, v any) (json.RawMessage, error) {
+	var b []byte
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		b = x
+	case []byte:
+		b = x
+	default:
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", field, err)
+		}
+		return enc, nil
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("encode %s: not valid JSON", field)
+	}
+	return b, nil
+}
+
+// seg escapes one path segment.
+func seg(s string) string { return url.PathEscape(s) }

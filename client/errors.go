@@ -1,0 +1,135 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// Sentinel errors: classes of *Error, matched with errors.Is. An *Error
+// matches by its code when the server sent a known one, else by its HTTP
+// status (for answers of proxies that know no codes).
+var (
+	// ErrNotFound: no such execution (not_found) or workflow name
+	// (unknown_workflow); HTTP 404.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the reuse/conflict policy refused a start or
+	// signal-with-start (conflict); HTTP 409.
+	ErrConflict = errors.New("conflict")
+	// ErrTerminal: a signal (new key or none) or cancel hit a closed run
+	// (execution_terminal).
+	ErrTerminal = errors.New("execution terminal")
+	// ErrInvalid: the request is malformed (invalid_json,
+	// invalid_argument); HTTP 400.
+	ErrInvalid = errors.New("invalid request")
+	// ErrUnavailable: the shard is not served right now (unavailable);
+	// HTTP 502, 503 or 504. Safe to retry with the same idempotency key.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrTooLarge: the request body exceeds the server's limit
+	// (payload_too_large); HTTP 413.
+	ErrTooLarge = errors.New("payload too large")
+)
+
+// Error codes of the server's error body (docs/http-api.md).
+const (
+	CodeInvalidJSON     = "invalid_json"
+	CodeInvalidArgument = "invalid_argument"
+	CodeUnknownWorkflow = "unknown_workflow"
+	CodeNotFound        = "not_found"
+	CodeConflict        = "conflict"
+	CodeTerminal        = "execution_terminal"
+	CodeForbidden       = "forbidden"
+	CodeTooLarge        = "payload_too_large"
+	CodeUnavailable     = "unavailable"
+	CodeInternal        = "internal"
+)
+
+// codeClass maps known codes to their sentinel; a nil value is a known code
+// with no sentinel.
+var codeClass = map[string]error{
+	CodeInvalidJSON:     ErrInvalid,
+	CodeInvalidArgument: ErrInvalid,
+	CodeUnknownWorkflow: ErrNotFound,
+	CodeNotFound:        ErrNotFound,
+	CodeConflict:        ErrConflict,
+	CodeTerminal:        ErrTerminal,
+	CodeForbidden:       nil,
+	CodeTooLarge:        ErrTooLarge,
+	CodeUnavailable:     ErrUnavailable,
+	CodeInternal:        nil,
+}
+
+// statusClass classifies answers without a known code.
+var statusClass = map[int]error{
+	http.StatusBadRequest:            ErrInvalid,
+	http.StatusNotFound:              ErrNotFound,
+	http.StatusConflict:              ErrConflict,
+	http.StatusRequestEntityTooLarge: ErrTooLarge,
+	http.StatusBadGateway:            ErrUnavailable,
+	http.StatusServiceUnavailable:    ErrUnavailable,
+	http.StatusGatewayTimeout:        ErrUnavailable,
+}
+
+// Error is a non-2xx answer of the server.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Code is the body's machine code ("not_found", …); empty when the
+	// body was not the JSON error shape.
+	Code string
+	// Message is the body's human "error" message, else the body text or
+	// the status text.
+	Message string
+	// Body is the whole decoded JSON body, including extra facts such as
+	// existing_execution_id or state; nil when the body was not JSON.
+	Body map[string]any
+}
+
+// Error formats as "<message> (<code>, HTTP <status>)".
+func (e *Error) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+	}
+	return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status)
+}
+
+// Is matches the sentinel of e's code, or of its status when the code is
+// empty or unknown.
+func (e *Error) Is(target error) bool {
+	if class, known := codeClass[e.Code]; known {
+		return class != nil && class == target
+	}
+	class := statusClass[e.Status]
+	return class != nil && class == target
+}
+
+// Field returns a string field of the error body (e.g.
+// "existing_execution_id"), or "".
+func (e *Error) Field(name string) string {
+	s, _ := e.Body[name].(string)
+	return s
+}
+
+// errorTextMax bounds Message when the body is not JSON (an HTML page of a
+// proxy, say).
+const errorTextMax = 512
+
+// decodeError builds the *Error of a non-2xx answer.
+func decodeError(resp *http.Response) *Error {
+	e := &Error{Status: resp.StatusCode}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyMax))
+	raw = bytes.TrimSpace(raw)
+	if json.Unmarshal(raw, &e.Body) == nil && e.Body != nil {
+		e.Code, _ = e.Body["code"].(string)
+		e.Message, _ = e.Body["error"].(string)
+	} else if len(raw) > 0 {
+		e.Message = string(raw[:min(len(raw), errorTextMax)])
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	return e
+}

@@ -1,0 +1,283 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/client"
+	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// serverBundle is a real node: engine and API on their own database.
+type serverBundle struct {
+	engine *engine.Engine
+	api    *client.Client
+}
+
+func setupServer(t *testing.T) *serverBundle {
+	t.Helper()
+	reg := harvest.NewRegistry()
+	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
+	e, err := engine.New(pgtest.NewPool(t), reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
+		Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(e.Stop)
+	srv, err := api.New(api.Config{}, api.SingleShard(e))
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &serverBundle{engine: e, api: client.New(hs.URL)}
+}
+
+// waitingOrder is an order that waits an hour for its approval.
+var waitingOrder = json.RawMessage(`{"order_id":"o-1","amount_cents":100,"customer_id":"c-1"}`)
+
+func TestServerStartFields(t *testing.T) {
+	t.Parallel()
+
+	t.Run("UnkeyedStartOmitsStartedFreshAndDeduplicated", func(t *testing.T) {
+		t.Parallel()
+		b := setupServer(t)
+		res, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{Input: waitingOrder})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, res.Status)
+		require.Nil(t, res.StartedFresh, "raw: %s", res.Raw)
+		require.Nil(t, res.Deduplicated, "raw: %s", res.Raw)
+		require.Equal(t, "RUNNING", res.State)
+		require.NotEmpty(t, res.WorkflowID, "the server mints a workflow id")
+	})
+
+	t.Run("KeyedStartTwice", func(t *testing.T) {
+		t.Parallel()
+		b := setupServer(t)
+		req := client.StartRequest{Input: waitingOrder, IdempotencyKey: "evt-1"}
+		first, err := b.api.Start(ctxT(t), demo.OrderName, req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, first.Status)
+		require.Equal(t, ptr(true), first.StartedFresh)
+		require.Equal(t, ptr(false), first.Deduplicated)
+
+		req.Input = json.RawMessage(`{"different":"body"}`)
+		again, err := b.api.Start(ctxT(t), demo.OrderName, req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, again.Status)
+		require.Equal(t, first.ExecutionID, again.ExecutionID)
+		require.Equal(t, ptr(false), again.StartedFresh)
+		require.Equal(t, ptr(true), again.Deduplicated)
+	})
+
+	t.Run("ConflictPolicyAloneBringsStartedFresh", func(t *testing.T) {
+		t.Parallel()
+		b := setupServer(t)
+		first, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{WorkflowID: "w", Input: waitingOrder,
+			ConflictPolicy: client.ConflictUseExisting})
+		require.NoError(t, err)
+		require.Equal(t, ptr(true), first.StartedFresh)
+		require.Nil(t, first.Deduplicated)
+
+		attached, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{WorkflowID: "w", ConflictPolicy: client.ConflictUseExisting})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, attached.Status)
+		require.Equal(t, first.ExecutionID, attached.ExecutionID)
+		require.Equal(t, ptr(false), attached.StartedFresh)
+		require.Nil(t, attached.Deduplicated)
+	})
+}
+
+func TestServerSignals(t *testing.T) {
+	t.Parallel()
+
+	t.Run("KeyedSignalDeliversOnceAlsoAfterClose", func(t *testing.T) {
+		t.Parallel()
+		b := setupServer(t)
+		run, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{Input: waitingOrder})
+		require.NoError(t, err)
+		opts := client.SignalOptions{IdempotencyKey: "sig-1"}
+		first, err := b.api.Signal(ctxT(t), run.ExecutionID, demo.ApprovedSignal, json.RawMessage(`{"by":"ann"}`), opts)
+		require.NoError(t, err)
+		require.True(t, first.SignalDelivered)
+		dup, err := b.api.Signal(ctxT(t), run.ExecutionID, demo.ApprovedSignal, demo.Approval{By: "bob"}, opts)
+		require.NoError(t, err)
+		require.False(t, dup.SignalDelivered)
+
+		_, err = b.api.Cancel(ctxT(t), run.ExecutionID, "done")
+		require.NoError(t, err)
+		late, err := b.api.Signal(ctxT(t), run.ExecutionID, demo.ApprovedSignal, nil, opts)
+		require.NoError(t, err, "a retry of a delivered key is acknowledged after close")
+		require.False(t, late.SignalDelivered)
+
+		_, err = b.api.Signal(ctxT(t), run.ExecutionID, demo.ApprovedSignal, nil, client.SignalOptions{IdempotencyKey: "sig-2"})
+		require.ErrorIs(t, err, client.ErrTerminal)
+		require.NotErrorIs(t, err, client.ErrConflict)
+		var apiErr *client.Error
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, "CANCELLED", apiErr.Field("state"))
+		require.Equal(t, run.ExecutionID, apiErr.Field("execution_id"))
+
+		page, err := b.api.History(ctxT(t), run.ExecutionID, client.HistoryQuery{EventTypes: []string{"SignalReceived"}})
+		require.NoError(t, err)
+		require.Len(t, page.Events, 1)
+		require.JSONEq(t, `{"signal_name":"approved","payload":{"by":"ann"},"idempotency_key":"sig-1"}`, string(page.Events[0].Data))
+	})
+
+	t.Run("SignalWithStart", func(t *testing.T) {
+		t.Parallel()
+		b := setupServer(t)
+		req := client.SignalWithStartRequest{WorkflowID: "ord-1", SignalName: demo.ApprovedSignal,
+			SignalPayload: demo.Approval{By: "cy"}, Input: waitingOrder, IdempotencyKey: "sws-1"}
+		first, err := b.api.SignalWithStart(ctxT(t), demo.OrderName, req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, first.Status)
+		require.Equal(t, ptr(true), first.StartedFresh, "raw: %s", first.Raw)
+		require.True(t, first.SignalDelivered)
+
+		again, err := b.api.SignalWithStart(ctxT(t), demo.OrderName, req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, again.Status)
+		require.Equal(t, first.ExecutionID, again.ExecutionID)
+		require.Equal(t, ptr(false), again.StartedFresh, "raw: %s", again.Raw)
+		require.False(t, again.SignalDelivered)
+	})
+}
+
+func TestServerErrors(t *testing.T) {
+	t.Parallel()
+	b := setupServer(t)
+
+	t.Run("UnknownExecution", func(t *testing.T) {
+		t.Parallel()
+		_, err := b.api.Describe(ctxT(t), uuid.NewString())
+		require.ErrorIs(t, err, client.ErrNotFound)
+		var apiErr *client.Error
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, client.CodeNotFound, apiErr.Code)
+		require.Equal(t, http.StatusNotFound, apiErr.Status)
+		require.NotEmpty(t, apiErr.Message)
+	})
+
+	t.Run("UnknownWorkflow", func(t *testing.T) {
+		t.Parallel()
+		_, err := b.api.Start(ctxT(t), "nope", client.StartRequest{})
+		require.ErrorIs(t, err, client.ErrNotFound)
+		var apiErr *client.Error
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, client.CodeUnknownWorkflow, apiErr.Code)
+	})
+
+	t.Run("ConflictCarriesTheExistingRun", func(t *testing.T) {
+		t.Parallel()
+		run, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{WorkflowID: "taken", Input: waitingOrder})
+		require.NoError(t, err)
+		_, err = b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{WorkflowID: "taken", ReusePolicy: client.ReuseRejectDuplicate})
+		require.ErrorIs(t, err, client.ErrConflict)
+		var apiErr *client.Error
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, run.ExecutionID, apiErr.Field("existing_execution_id"))
+		require.Equal(t, "RUNNING", apiErr.Field("existing_state"))
+	})
+
+	t.Run("InvalidPolicy", func(t *testing.T) {
+		t.Parallel()
+		_, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{ReusePolicy: "sometimes"})
+		require.ErrorIs(t, err, client.ErrInvalid)
+	})
+
+	t.Run("TooLarge", func(t *testing.T) {
+		t.Parallel()
+		big := strings.Repeat("x", api.MaxBodyBytesDefault)
+		_, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{Input: big})
+		require.ErrorIs(t, err, client.ErrTooLarge)
+	})
+
+	t.Run("CancelClosedRun", func(t *testing.T) {
+		t.Parallel()
+		run, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{Input: waitingOrder})
+		require.NoError(t, err)
+		term, err := b.api.Terminate(ctxT(t), run.ExecutionID, "ops")
+		require.NoError(t, err)
+		require.True(t, term.NewlyTerminated)
+		_, err = b.api.Cancel(ctxT(t), run.ExecutionID, "late")
+		require.ErrorIs(t, err, client.ErrTerminal)
+		again, err := b.api.Terminate(ctxT(t), run.ExecutionID, "again")
+		require.NoError(t, err)
+		require.False(t, again.NewlyTerminated)
+		require.Equal(t, "TERMINATED", again.State)
+	})
+}
+
+func TestServerUnavailableWhenEngineStopped(t *testing.T) {
+	t.Parallel()
+	b := setupServer(t)
+	b.engine.Stop()
+	_, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{Input: waitingOrder})
+	require.ErrorIs(t, err, client.ErrUnavailable)
+}
+
+func TestServerReads(t *testing.T) {
+	t.Parallel()
+	b := setupServer(t)
+	run, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{WorkflowID: "r-1", Input: waitingOrder, Memo: map[string]string{"k": "v"}})
+	require.NoError(t, err)
+
+	t.Run("ResultOfRunningRunIsNotClosed", func(t *testing.T) {
+		res, closed, err := b.api.Result(ctxT(t), run.ExecutionID, 50*time.Millisecond)
+		require.NoError(t, err)
+		require.False(t, closed)
+		require.Nil(t, res)
+	})
+
+	t.Run("DescribeAndList", func(t *testing.T) {
+		d, err := b.api.Describe(ctxT(t), run.ExecutionID)
+		require.NoError(t, err)
+		require.Equal(t, run.ExecutionID, d.Execution.ExecutionID)
+		require.Equal(t, "r-1", d.Execution.WorkflowID)
+		require.JSONEq(t, `{"k":"v"}`, string(d.Execution.Memo))
+		require.Equal(t, "WorkflowStarted", d.History[0].Type)
+		require.NotEmpty(t, d.HistoryEndpoint, "raw: %s", d.Raw)
+
+		page, err := b.api.List(ctxT(t), client.ListQuery{WorkflowName: demo.OrderName, States: []string{"RUNNING"}, Order: client.OrderAsc})
+		require.NoError(t, err)
+		require.Len(t, page.Workflows, 1)
+		require.Equal(t, run.ExecutionID, page.Workflows[0].ExecutionID)
+		require.Empty(t, page.NextCursor)
+	})
+
+	t.Run("HistoryAfterNilStartsAtZero", func(t *testing.T) {
+		all, err := b.api.History(ctxT(t), run.ExecutionID, client.HistoryQuery{})
+		require.NoError(t, err)
+		require.Equal(t, int64(0), all.Events[0].EventID)
+		zero := int64(0)
+		after, err := b.api.History(ctxT(t), run.ExecutionID, client.HistoryQuery{After: &zero})
+		require.NoError(t, err)
+		if len(after.Events) > 0 {
+			require.Equal(t, int64(1), after.Events[0].EventID)
+		}
+		require.Len(t, after.Events, len(all.Events)-1)
+	})
+
+	t.Run("ResultOfClosedRun", func(t *testing.T) {
+		_, err := b.api.Terminate(ctxT(t), run.ExecutionID, "end")
+		require.NoError(t, err)
+		res, closed, err := b.api.Result(ctxT(t), run.ExecutionID, time.Second)
+		require.NoError(t, err)
+		require.True(t, closed)
+		require.Equal(t, "TERMINATED", res.State)
+		require.NotNil(t, res.CompletedAt)
+	})
+}
