@@ -50,6 +50,8 @@ func TestStart(t *testing.T) {
 			require.Equal(t, first.Body["execution_id"], r.Body["execution_id"], body)
 			require.Equal(t, true, r.Body["deduplicated"])
 		}
+		big := b.do(t, "POST", "/workflows/onboarding/start", strings.Repeat(" ", 70<<10), "Idempotency-Key", "mal-1")
+		require.Equal(t, http.StatusOK, big.Status, "an oversized body still replays")
 		r := b.do(t, "POST", "/workflows/onboarding/start", `{"input": `, "Idempotency-Key", "never-used")
 		requireError(t, r, http.StatusBadRequest, codeInvalidJSON)
 		r = b.do(t, "POST", "/workflows/onboarding/start", `{"input": `)

@@ -46,6 +46,10 @@ func (s *Server) start(c *gin.Context) {
 	}
 	raw, err := s.readBody(c)
 	if err != nil {
+		// Even an oversized body is irrelevant to a committed replay.
+		if hasHeader && s.replay(c, name, "", headerKey) {
+			return
+		}
 		s.fail(c, err)
 		return
 	}

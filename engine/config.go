@@ -38,9 +38,11 @@ type Config struct {
 	ShardID uint16
 	// NodeID names the owner in the lease row. Required.
 	NodeID string
-	// TakeOver acquires the lease even while another node holds it (the
-	// caller knows that node is gone). Fencing keeps this safe.
-	TakeOver bool
+	// TakeOver, when set, is asked about a lease held by another node that
+	// has not expired; true takes it over (the caller knows that node is
+	// gone, e.g. gossip declared it dead). Fencing keeps this safe even if
+	// the caller is wrong: the old holder can no longer commit.
+	TakeOver func(holder string) bool
 	// IdempotencyWindow is the start idempotency key window.
 	IdempotencyWindow time.Duration
 	// WorkflowWorkers is the number of concurrent workflow tasks.

@@ -93,7 +93,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)
-	e.log.Info().Int64("epoch", epoch).Str("node_id", e.cfg.NodeID).Msg("shard lease acquired")
+	e.log.Info().Int64("epoch", epoch).Msg("shard lease acquired")
 	return nil
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,6 +41,21 @@ type OwnershipLostError struct {
 func (e *OwnershipLostError) Error() string {
 	return fmt.Sprintf("shard %d ownership lost: now owned by %q at epoch %d", e.Shard, e.Owner, e.Epoch)
 }
+
+// LeaseHeldError reports that another live node holds the shard lease;
+// it matches ErrLeaseHeld.
+type LeaseHeldError struct {
+	Shard     uint16
+	Owner     string
+	ExpiresAt time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("shard %d lease held by %q until %s", e.Shard, e.Owner, e.ExpiresAt.Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrLeaseHeld) true.
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 
 // ConflictError is a start refused by the reuse/conflict policy (HTTP 409).
 type ConflictError struct {

@@ -10,38 +10,48 @@ import (
 )
 
 // acquireLease bumps the epoch if the lease is free, expired, already ours
-// (a restart of this node) or TakeOver is set. The UPDATE waits for every
-// in-flight fenced transaction of the previous epoch (they hold FOR SHARE),
-// so none of them can commit after it.
+// (a restart of this node) or Config.TakeOver approves of its holder. The
+// row lock waits for every in-flight fenced transaction of the previous
+// epoch (they hold FOR SHARE), so none of them can commit after the bump.
 func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
-	var epoch int64
-	err := e.pool.QueryRow(ctx, `
-		UPDATE harvest_shard_lease
-		   SET owner_node = $1, epoch = epoch + 1, acquired_at = now(),
-		       expires_at = now() + $2 * interval '1 millisecond',
-		       shard_id = coalesce(shard_id, $3)
-		 WHERE (shard_id IS NULL OR shard_id = $3)
-		   AND (owner_node IS NULL OR owner_node = $1 OR expires_at < now() OR $4)
-		RETURNING epoch`,
-		e.cfg.NodeID, e.cfg.LeaseTTL.Milliseconds(), int(e.cfg.ShardID), e.cfg.TakeOver).Scan(&epoch)
-	if err == nil {
-		return epoch, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
 	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var (
 		shard   *int
 		owner   *string
 		expires *time.Time
+		expired bool
 	)
-	if err := e.pool.QueryRow(ctx, `SELECT shard_id, owner_node, expires_at FROM harvest_shard_lease`).Scan(&shard, &owner, &expires); err != nil {
+	err = tx.QueryRow(ctx, `
+		SELECT shard_id, owner_node, expires_at, coalesce(expires_at < now(), true)
+		  FROM harvest_shard_lease FOR UPDATE`).Scan(&shard, &owner, &expires, &expired)
+	if err != nil {
 		return 0, fmt.Errorf("read lease of shard %d: %w", e.cfg.ShardID, err)
 	}
 	if shard != nil && *shard != int(e.cfg.ShardID) {
 		return 0, fmt.Errorf("shard %d, database says %d: %w", e.cfg.ShardID, *shard, ErrShardMismatch)
 	}
-	return 0, fmt.Errorf("shard %d held by %q until %s: %w", e.cfg.ShardID, deref(owner), expires.Format(time.RFC3339), ErrLeaseHeld)
+	holder := deref(owner)
+	free := holder == "" || expired || holder == e.cfg.NodeID || (e.cfg.TakeOver != nil && e.cfg.TakeOver(holder))
+	if !free {
+		return 0, &LeaseHeldError{Shard: e.cfg.ShardID, Owner: holder, ExpiresAt: deref(expires)}
+	}
+	var epoch int64
+	err = tx.QueryRow(ctx, `
+		UPDATE harvest_shard_lease
+		   SET owner_node = $1, epoch = epoch + 1, acquired_at = now(),
+		       expires_at = now() + $2 * interval '1 millisecond', shard_id = $3
+		RETURNING epoch`, e.cfg.NodeID, e.cfg.LeaseTTL.Milliseconds(), int(e.cfg.ShardID)).Scan(&epoch)
+	if err != nil {
+		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
+	}
+	return epoch, nil
 }
 
 // renewLease extends the lease; a changed epoch means it was lost.

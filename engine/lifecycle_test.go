@@ -111,7 +111,7 @@ func TestFencing(t *testing.T) {
 		b := setup(t)
 		a := b.engine(t)
 		run := start(t, a, StartRequest{WorkflowName: "collect"})
-		other := b.engine(t, func(c *Config) { c.NodeID = "node-b"; c.TakeOver = true })
+		other := b.engine(t, func(c *Config) { c.NodeID = "node-b"; c.TakeOver = func(string) bool { return true } })
 		require.Greater(t, other.Epoch(), a.Epoch())
 
 		var runs, events int
@@ -152,7 +152,7 @@ func TestFencing(t *testing.T) {
 		a := b.engine(t)
 		run := start(t, a, StartRequest{WorkflowName: demo.OrderName, Input: raw(t, demo.OrderInput{OrderID: "f"})})
 		<-started
-		other := b.engine(t, func(c *Config) { c.NodeID = "node-b"; c.TakeOver = true })
+		other := b.engine(t, func(c *Config) { c.NodeID = "node-b"; c.TakeOver = func(string) bool { return true } })
 		eventually(t, "the new owner to re-run the charge", func() bool { return pay.TotalCalls() == 2 })
 		close(release) // the old attempt returns; its completion must be refused
 		eventually(t, "the approval wait", func() bool { return len(eventTypes(t, b.pool, run.ExecutionID)) == 4 })

@@ -1,0 +1,133 @@
+package node
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/engine"
+)
+
+// Defaults of Config.
+const (
+	// DataDirDefault is the data directory, relative to the working
+	// directory.
+	DataDirDefault = ".harvest"
+	// HTTPAddrDefault is the HTTP listen address.
+	HTTPAddrDefault = "127.0.0.1:7233"
+	// IdempotencyWindowDefault is how long a start idempotency key dedups.
+	IdempotencyWindowDefault = engine.IdempotencyWindowDefault
+	// MaxBodyBytesDefault is the HTTP request body limit.
+	MaxBodyBytesDefault = api.MaxBodyBytesDefault
+)
+
+// Names inside the data directory and of the managed database.
+const (
+	// NodeIDFile is the file under DataDir that holds the node id.
+	NodeIDFile = "node-id"
+	// PostgresDir is the managed PostgreSQL data directory under DataDir.
+	PostgresDir = "postgres"
+	// DatabaseName is the database the node uses on the managed server.
+	DatabaseName = "harvest"
+)
+
+// maxNodeIDLen bounds a node id; it is stored in the lease row and logged.
+const maxNodeIDLen = 128
+
+// Config configures one node. Zero fields take the defaults above.
+type Config struct {
+	// NodeID names this process as the shard lease owner. Default: the
+	// content of DataDir/node-id, or a random id generated and written
+	// there on first start, so a restart re-acquires its own lease at once.
+	// It must not contain spaces or control characters.
+	NodeID string
+	// DataDir holds the node id file and the managed PostgreSQL data
+	// (DataDir/postgres). Default DataDirDefault. It is created (mode 0755)
+	// when missing.
+	DataDir string
+	// HTTPAddr is the host:port the HTTP API listens on; port 0 picks a
+	// free port (see Node.Addr). Default HTTPAddrDefault.
+	HTTPAddr string
+	// PostgresDSN points the node at an existing PostgreSQL database whose
+	// schema it migrates. Default empty: run a managed server under
+	// DataDir/postgres with fsync on, listening on a unix socket and on
+	// 127.0.0.1 with a free port, and use its database DatabaseName,
+	// created when missing. The pool holds up to 32 connections unless the
+	// DSN sets pool_max_conns.
+	PostgresDSN string
+	// PGBinDir is the directory holding initdb and postgres for the managed
+	// server. Default: initdb on PATH, else the newest
+	// /usr/lib/postgresql/*/bin. Unused when PostgresDSN is set.
+	PGBinDir string
+	// IdempotencyWindow is how long a start idempotency key dedups.
+	// Default IdempotencyWindowDefault.
+	IdempotencyWindow time.Duration
+	// MaxBodyBytes limits HTTP request bodies; larger ones get 413.
+	// Default MaxBodyBytesDefault.
+	MaxBodyBytes int64
+	// ShardID is the shard this node serves (0..65534). Default 0.
+	ShardID uint16
+	// Logger is the root logger; every component logs through a child of
+	// it. The zero Logger discards.
+	Logger zerolog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.DataDir = cmp.Or(c.DataDir, DataDirDefault)
+	c.HTTPAddr = cmp.Or(c.HTTPAddr, HTTPAddrDefault)
+	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, IdempotencyWindowDefault)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
+	return c
+}
+
+// Validate reports every invalid field; zero fields are valid (they take
+// their defaults).
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeID != "" {
+		errs = append(errs, checkNodeID(c.NodeID))
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("http addr %q: %w", c.HTTPAddr, err))
+		}
+	}
+	if c.PostgresDSN != "" {
+		if _, err := pgxpool.ParseConfig(c.PostgresDSN); err != nil {
+			errs = append(errs, fmt.Errorf("postgres dsn: %w", err))
+		}
+	}
+	if c.IdempotencyWindow < 0 {
+		errs = append(errs, errors.New("idempotency window must not be negative"))
+	}
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, errors.New("max body bytes must not be negative"))
+	}
+	if c.ShardID == 0xFFFF {
+		errs = append(errs, errors.New("shard id 65535 is reserved"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("node config: %w", err)
+	}
+	return nil
+}
+
+// checkNodeID accepts 1..maxNodeIDLen bytes of printable, non-space
+// characters.
+func checkNodeID(id string) error {
+	if id == "" || len(id) > maxNodeIDLen {
+		return fmt.Errorf("node id %q: must be 1 to %d bytes", id, maxNodeIDLen)
+	}
+	if i := strings.IndexFunc(id, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }); i >= 0 {
+		return fmt.Errorf("node id %q: no spaces or control characters allowed", id)
+	}
+	return nil
+}

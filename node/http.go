@@ -1,0 +1,73 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/harvestd/harvest/api"
+)
+
+// HTTP server timeouts. There is no write timeout: the result long-poll
+// holds a response for up to api.ResultWaitMaxDefault.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// serve builds the API over the engine and serves it on a new listener.
+func (n *Node) serve() error {
+	handler, err := api.New(api.Config{
+		MaxBodyBytes: n.cfg.MaxBodyBytes,
+		Logger:       n.root, // api adds its component field
+	}, api.SingleShard(n.engine))
+	if err != nil {
+		return fmt.Errorf("build http api: %w", err)
+	}
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", n.cfg.HTTPAddr, err)
+	}
+	httpLog := n.logger("http")
+	n.ln = ln
+	n.http = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          stdlog.New(httpLog, "", 0),
+	}
+	n.serving = make(chan struct{})
+	go n.runHTTP(n.http, ln, n.serving)
+	return nil
+}
+
+// runHTTP serves until the server is shut down; any other end is a
+// failure reported on Err.
+func (n *Node) runHTTP(srv *http.Server, ln net.Listener, done chan struct{}) {
+	defer close(done)
+	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return
+	}
+	select {
+	case n.errc <- fmt.Errorf("http server: %w", err):
+	default:
+	}
+}
+
+// stopHTTP drains in-flight requests until ctx is done, then closes the
+// remaining connections.
+func (n *Node) stopHTTP(ctx context.Context) error {
+	err := n.http.Shutdown(ctx)
+	if err != nil {
+		_ = n.http.Close()
+		err = fmt.Errorf("drain http requests: %w", err)
+	}
+	<-n.serving
+	n.log.Info().Msg("http server stopped")
+	return err
+}
