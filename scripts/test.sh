@@ -8,26 +8,10 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-have_pg_binaries() {
-	command -v initdb >/dev/null 2>&1 && return 0
-	compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
-}
-
-if [[ -z "${HARVEST_TEST_DSN:-}" ]] && ! have_pg_binaries; then
-	echo "test.sh: no PostgreSQL server binaries found; installing postgresql" >&2
-	if [[ "$(id -u)" -ne 0 ]]; then
-		echo "test.sh: need root to install postgresql (or install it yourself, or set HARVEST_TEST_DSN)" >&2
-		exit 1
-	fi
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update
-	# The package may create and start its own cluster on port 5432; the
-	# tests never use it (they run private servers on their own sockets).
-	apt-get install -y --no-install-recommends postgresql
-	have_pg_binaries || {
-		echo "test.sh: postgresql installed but initdb still not found" >&2
-		exit 1
-	}
+# shellcheck source=lib/ensure-postgres.sh
+source scripts/lib/ensure-postgres.sh
+if [[ -z "${HARVEST_TEST_DSN:-}" ]]; then
+	ensure_postgres
 fi
 
 go vet ./...
