@@ -17,14 +17,13 @@ func (s *Server) cancel(c *gin.Context) { s.close(c, false) }
 func (s *Server) terminate(c *gin.Context) { s.close(c, true) }
 
 func (s *Server) close(c *gin.Context, terminate bool) {
-	id, shard, err := s.executionShard(c)
+	raw, err := s.readBody(c)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	raw, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
+	id, shard := s.executionShard(c, raw)
+	if shard == nil {
 		return
 	}
 	var b closeBody

@@ -22,6 +22,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// ResultWaitMax caps ?wait= of the result route.
 	ResultWaitMax time.Duration
+	// NodeID names this node in the forwarding header.
+	NodeID string
 	// Logger logs server faults (5xx), never requests at info level.
 	Logger zerolog.Logger
 }

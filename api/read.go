@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -14,9 +13,8 @@ import (
 
 // describe handles GET /workflows/{execution_id}.
 func (s *Server) describe(c *gin.Context) {
-	id, shard, err := s.executionShard(c)
-	if err != nil {
-		s.fail(c, err)
+	id, shard := s.executionShard(c, nil)
+	if shard == nil {
 		return
 	}
 	d, err := shard.Describe(c.Request.Context(), id)
@@ -33,9 +31,8 @@ func (s *Server) describe(c *gin.Context) {
 
 // result handles GET /workflows/{execution_id}/result?wait=.
 func (s *Server) result(c *gin.Context) {
-	id, shard, err := s.executionShard(c)
-	if err != nil {
-		s.fail(c, err)
+	id, shard := s.executionShard(c, nil)
+	if shard == nil {
 		return
 	}
 	wait, err := parseWait(c.Query("wait"), s.cfg.ResultWaitMax)
@@ -78,11 +75,11 @@ func parseWait(v string, max time.Duration) (time.Duration, error) {
 
 // history handles GET /workflows/{execution_id}/history.
 func (s *Server) history(c *gin.Context) {
-	id, shard, err := s.executionShard(c)
-	if err != nil {
-		s.fail(c, err)
+	id, shard := s.executionShard(c, nil)
+	if shard == nil {
 		return
 	}
+	var err error
 	q := engine.HistoryQuery{After: -1, Types: c.QueryArray("event_type")}
 	if v := c.Query("after"); v != "" {
 		if q.After, err = strconv.ParseInt(v, 10, 64); err != nil || q.After < 0 {
@@ -100,40 +97,6 @@ func (s *Server) history(c *gin.Context) {
 		return
 	}
 	page.Events = nonNil(page.Events)
-	c.JSON(http.StatusOK, page)
-}
-
-// list handles GET /workflows.
-func (s *Server) list(c *gin.Context) {
-	q := engine.ListQuery{States: c.QueryArray("state"), WorkflowName: c.Query("workflow_name"),
-		WorkflowID: c.Query("workflow_id"), Cursor: c.Query("cursor")}
-	for i, st := range q.States {
-		q.States[i] = strings.ToUpper(st)
-	}
-	var err error
-	if q.PageSize, err = intParam(c, "page_size", engine.ListPageMax); err != nil {
-		s.fail(c, err)
-		return
-	}
-	switch c.Query("order") {
-	case "", "desc":
-	case "asc":
-		q.Ascending = true
-	default:
-		s.fail(c, badRequest(codeInvalidArgument, "order must be asc or desc"))
-		return
-	}
-	shards := s.router.All()
-	if len(shards) != 1 {
-		s.fail(c, &apiError{status: http.StatusNotImplemented, code: codeUnavailable, msg: "listing across shards is not supported yet"})
-		return
-	}
-	page, err := shards[0].List(c.Request.Context(), q)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	page.Workflows = nonNil(page.Workflows)
 	c.JSON(http.StatusOK, page)
 }
 

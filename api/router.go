@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,23 +25,50 @@ type Shard interface {
 	Owning() bool
 }
 
-// Router picks the shard that serves a request.
-type Router interface {
-	// ForStart is the shard of a new placement: routed by (name,
-	// workflowID) when workflowID is set, else by (name, key).
-	ForStart(name, workflowID, key string) (Shard, error)
-	// ForExecution is the shard an execution id was minted on.
-	ForExecution(id uuid.UUID) (Shard, error)
-	// All lists the shards served here (for list and readiness).
-	All() []Shard
+// Target is where a request for one shard is served: here (Shard set) or
+// by the owner at URL.
+type Target struct {
+	ShardID uint16
+	// Shard is set when this node serves the shard right now.
+	Shard Shard
+	// Owner is the node id this node believes owns the shard ("" unknown).
+	Owner string
+	// URL is the owner's API base URL ("http://host:port"); empty when
+	// the owner is unknown or is this node still acquiring the lease.
+	URL string
 }
 
-// single routes everything to one shard.
+// Router places requests on shards and shards on nodes.
+type Router interface {
+	// ForStart places a new run: by (name, workflowID) when workflowID is
+	// set, else by (name, key) when key is set, else on any writable shard
+	// (preferably one served here).
+	ForStart(name, workflowID, key string) (Target, error)
+	// ForShard routes an existing shard (execution ids carry theirs).
+	ForShard(shard uint16) (Target, error)
+	// Shards lists every readable shard of the catalog.
+	Shards() []uint16
+	// MintWorkflowID returns a fresh workflow id that routes, as
+	// (name, id), to shard.
+	MintWorkflowID(name string, shard uint16) (string, error)
+	// Ready is nil once every shard this node should serve is leased.
+	Ready() error
+}
+
+// single routes everything to one shard served here.
 type single struct{ s Shard }
 
-// SingleShard is the Router of a one-shard node.
+// SingleShard is the Router of a one-node, one-shard deployment.
 func SingleShard(s Shard) Router { return single{s} }
 
-func (r single) ForStart(string, string, string) (Shard, error) { return r.s, nil }
-func (r single) ForExecution(uuid.UUID) (Shard, error)          { return r.s, nil }
-func (r single) All() []Shard                                   { return []Shard{r.s} }
+func (r single) ForStart(string, string, string) (Target, error) { return Target{Shard: r.s}, nil }
+func (r single) ForShard(id uint16) (Target, error)              { return Target{ShardID: id, Shard: r.s}, nil }
+func (r single) Shards() []uint16                                { return []uint16{0} }
+func (r single) MintWorkflowID(string, uint16) (string, error)   { return uuid.NewString(), nil }
+
+func (r single) Ready() error {
+	if !r.s.Owning() {
+		return errors.New("the shard is not leased")
+	}
+	return nil
+}

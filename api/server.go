@@ -21,6 +21,7 @@ type Server struct {
 	router Router
 	log    zerolog.Logger
 	gin    *gin.Engine
+	client *http.Client
 }
 
 // New builds the API over router.
@@ -30,7 +31,7 @@ func New(cfg Config, router Router) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New()}
+	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient()}
 	s.gin.HandleMethodNotAllowed = true
 	s.gin.Use(s.recoverJSON)
 	s.gin.NoRoute(func(c *gin.Context) {
@@ -86,27 +87,37 @@ func (s *Server) recoverJSON(c *gin.Context) {
 	c.Next()
 }
 
-// executionShard parses the :id path parameter and routes it.
-func (s *Server) executionShard(c *gin.Context) (uuid.UUID, Shard, error) {
+// executionTarget parses the :id path parameter and routes it by the
+// shard its first two bytes name.
+func (s *Server) executionTarget(c *gin.Context) (uuid.UUID, Target, error) {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
-		return uuid.Nil, nil, badRequest(codeInvalidArgument, fmt.Sprintf("execution id %q is not a UUID", c.Param("id")))
+		return uuid.Nil, Target{}, badRequest(codeInvalidArgument, fmt.Sprintf("execution id %q is not a UUID", c.Param("id")))
 	}
-	shard, err := s.router.ForExecution(id)
+	t, err := s.router.ForShard(engine.ShardOf(id))
 	if err != nil {
-		return uuid.Nil, nil, err
+		return uuid.Nil, Target{}, err
 	}
-	return id, shard, nil
+	return id, t, nil
+}
+
+// executionShard routes :id; a nil Shard means the request was forwarded
+// (or refused) and answered. body is what a forward sends.
+func (s *Server) executionShard(c *gin.Context, body []byte) (uuid.UUID, Shard) {
+	id, t, err := s.executionTarget(c)
+	if err != nil {
+		s.fail(c, err)
+		return id, nil
+	}
+	return id, s.serveOrForward(c, t, body)
 }
 
 func (s *Server) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
 
 func (s *Server) readyz(c *gin.Context) {
-	for _, sh := range s.router.All() {
-		if !sh.Owning() {
-			abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "a shard of this node is not leased"})
-			return
-		}
+	if err := s.router.Ready(); err != nil {
+		abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: err.Error()})
+		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }

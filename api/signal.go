@@ -11,7 +11,7 @@ import (
 
 // signal handles POST /workflows/{execution_id}/signal/{signal_name}.
 func (s *Server) signal(c *gin.Context) {
-	id, shard, err := s.executionShard(c)
+	id, t, err := s.executionTarget(c)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -29,6 +29,10 @@ func (s *Server) signal(c *gin.Context) {
 	raw, err := s.readBody(c)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	shard := s.serveOrForward(c, t, raw)
+	if shard == nil {
 		return
 	}
 	payload, err := decodePayload(raw)
@@ -72,14 +76,18 @@ type signalWithStartBody struct {
 
 // signalWithStart handles POST /workflows/{name}/signal-with-start.
 func (s *Server) signalWithStart(c *gin.Context) {
-	req, err := s.signalWithStartRequest(c)
+	req, raw, err := s.signalWithStartRequest(c)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	shard, err := s.router.ForStart(req.Start.WorkflowName, req.Start.WorkflowID, "")
+	t, err := s.router.ForStart(req.Start.WorkflowName, req.Start.WorkflowID, "")
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	shard := s.serveOrForward(c, t, raw)
+	if shard == nil {
 		return
 	}
 	res, err := shard.SignalWithStart(c.Request.Context(), req)
@@ -97,27 +105,27 @@ func (s *Server) signalWithStart(c *gin.Context) {
 	})
 }
 
-func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartRequest, error) {
+func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartRequest, []byte, error) {
 	name := c.Param("id")
 	if err := checkText("workflow name", name, maxNameLen, true); err != nil {
-		return engine.SignalWithStartRequest{}, err
+		return engine.SignalWithStartRequest{}, nil, err
 	}
 	key, hasHeader, err := idempotencyKey(c)
 	if err != nil {
-		return engine.SignalWithStartRequest{}, err
+		return engine.SignalWithStartRequest{}, nil, err
 	}
 	raw, err := s.readBody(c)
 	if err != nil {
-		return engine.SignalWithStartRequest{}, err
+		return engine.SignalWithStartRequest{}, nil, err
 	}
 	var b signalWithStartBody
 	if err := decodeObject(raw, &b); err != nil {
-		return engine.SignalWithStartRequest{}, err
+		return engine.SignalWithStartRequest{}, nil, err
 	}
 	if !hasHeader && b.IdempotencyKey != nil {
 		key = *b.IdempotencyKey
 		if err := checkText("idempotency_key", key, maxKeyLen, true); err != nil {
-			return engine.SignalWithStartRequest{}, err
+			return engine.SignalWithStartRequest{}, nil, err
 		}
 	}
 	for _, f := range []struct {
@@ -125,18 +133,18 @@ func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartR
 		max     int
 	}{{"workflow_id", b.WorkflowID, maxIDLen}, {"signal_name", b.SignalName, maxNameLen}} {
 		if err := checkText(f.name, f.v, f.max, true); err != nil {
-			return engine.SignalWithStartRequest{}, err
+			return engine.SignalWithStartRequest{}, nil, err
 		}
 	}
 	if err := checkText("queue", b.Queue, maxNameLen, false); err != nil {
-		return engine.SignalWithStartRequest{}, err
+		return engine.SignalWithStartRequest{}, nil, err
 	}
 	if b.Input != nil && b.StartInput != nil {
-		return engine.SignalWithStartRequest{}, badRequest(codeInvalidArgument, "send input or start_input, not both")
+		return engine.SignalWithStartRequest{}, nil, badRequest(codeInvalidArgument, "send input or start_input, not both")
 	}
 	reuse, err := engine.ParseReusePolicy(b.IDReusePolicy)
 	if err != nil {
-		return engine.SignalWithStartRequest{}, err
+		return engine.SignalWithStartRequest{}, nil, err
 	}
 	input := b.Input
 	if input == nil {
@@ -146,5 +154,5 @@ func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartR
 		Start: engine.StartRequest{WorkflowName: name, WorkflowID: b.WorkflowID, Input: input, Queue: b.Queue,
 			Memo: b.Memo, ReusePolicy: reuse, AllowTerminate: true},
 		SignalName: b.SignalName, SignalPayload: b.SignalPayload, IdempotencyKey: key,
-	}, nil
+	}, raw, nil
 }

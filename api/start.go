@@ -46,8 +46,9 @@ func (s *Server) start(c *gin.Context) {
 	}
 	raw, err := s.readBody(c)
 	if err != nil {
-		// Even an oversized body is irrelevant to a committed replay.
-		if hasHeader && s.replay(c, name, "", headerKey) {
+		// Even an oversized body is irrelevant to a committed replay (a
+		// replay on another node's shard cannot be probed without the body).
+		if hasHeader && s.replayHere(c, name, "", headerKey) {
 			return
 		}
 		s.fail(c, err)
@@ -57,7 +58,8 @@ func (s *Server) start(c *gin.Context) {
 	if decodeErr := decodeObject(raw, &body); decodeErr != nil {
 		// The body is irrelevant to a replay: a header key still finds
 		// its claim, by key routing (the workflow id is unknown).
-		if hasHeader && s.replay(c, name, "", headerKey) {
+		if hasHeader {
+			s.replayOrFail(c, name, headerKey, raw, decodeErr)
 			return
 		}
 		s.fail(c, decodeErr)
@@ -71,20 +73,34 @@ func (s *Server) start(c *gin.Context) {
 			return
 		}
 	}
-	if key != "" && s.replay(c, name, body.WorkflowID, key) {
-		return
-	}
-	req, err := s.startRequest(name, key, &body)
+	t, err := s.router.ForStart(name, body.WorkflowID, key)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	shard, err := s.router.ForStart(name, req.WorkflowID, key)
+	shard := s.serveOrForward(c, t, raw)
+	if shard == nil {
+		return
+	}
+	if key != "" && s.replay(c, shard, name, key) {
+		return
+	}
+	s.freshStart(c, t, name, key, &body)
+}
+
+func (s *Server) freshStart(c *gin.Context, t Target, name, key string, body *startBody) {
+	req, err := s.startRequest(name, key, body)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	res, err := shard.StartWorkflow(c.Request.Context(), req)
+	if req.WorkflowID == "" {
+		if req.WorkflowID, err = s.router.MintWorkflowID(name, t.ShardID); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	res, err := t.Shard.StartWorkflow(c.Request.Context(), req)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -96,13 +112,34 @@ func (s *Server) start(c *gin.Context) {
 	c.JSON(status, startResponse(res, key != "", body.ConflictPolicy != nil))
 }
 
-// replay answers 200 from a live claim of the key; false if there is none.
-func (s *Server) replay(c *gin.Context, name, workflowID, key string) bool {
-	shard, err := s.router.ForStart(name, workflowID, key)
+// replayOrFail handles a start whose body did not decode but carries a
+// header key: the key's shard answers the replay, or the decode error.
+func (s *Server) replayOrFail(c *gin.Context, name, key string, raw []byte, decodeErr error) {
+	t, err := s.router.ForStart(name, "", key)
 	if err != nil {
 		s.fail(c, err)
-		return true
+		return
 	}
+	shard := s.serveOrForward(c, t, raw)
+	if shard == nil {
+		return
+	}
+	if !s.replay(c, shard, name, key) {
+		s.fail(c, decodeErr)
+	}
+}
+
+// replayHere probes the key on its shard if this node serves it.
+func (s *Server) replayHere(c *gin.Context, name, workflowID, key string) bool {
+	t, err := s.router.ForStart(name, workflowID, key)
+	if err != nil || t.Shard == nil {
+		return false
+	}
+	return s.replay(c, t.Shard, name, key)
+}
+
+// replay answers 200 from a live claim of the key; false if there is none.
+func (s *Server) replay(c *gin.Context, shard Shard, name, key string) bool {
 	res, ok, err := shard.LookupStartKey(c.Request.Context(), name, key)
 	if err != nil {
 		s.fail(c, err)

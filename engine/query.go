@@ -282,6 +282,9 @@ func validState(s string) bool {
 	return false
 }
 
+// ListCursor is the List cursor that continues after x.
+func ListCursor(x Execution) string { return encodeCursor(x.CreatedAt, x.ExecutionID) }
+
 func encodeCursor(t time.Time, id uuid.UUID) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(t.UTC().Format(time.RFC3339Nano) + "|" + id.String()))
 }

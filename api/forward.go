@@ -1,0 +1,84 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// ForwardedHeader marks a request forwarded by another node (its value is
+// that node's id). A node never forwards such a request again: it serves
+// it if it holds the shard's lease, else answers 503 naming the owner it
+// believes in.
+const ForwardedHeader = "X-Harvest-Forwarded"
+
+// forwardTimeout bounds one forwarded request (result long-polls included).
+const forwardTimeout = 60 * time.Second
+
+// headers copied onto a forwarded request and back from its answer.
+var (
+	forwardRequestHeaders  = []string{"Content-Type", "Idempotency-Key", "Authorization", "Accept"}
+	forwardResponseHeaders = []string{"Content-Type", "Retry-After"}
+)
+
+func newForwardClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	return &http.Client{Transport: t, Timeout: forwardTimeout}
+}
+
+// serveOrForward returns the local shard of t, or forwards the request
+// (with body) to t's owner and returns nil: the answer has been written.
+func (s *Server) serveOrForward(c *gin.Context, t Target, body []byte) Shard {
+	if t.Shard != nil {
+		return t.Shard
+	}
+	s.forward(c, t, body)
+	return nil
+}
+
+// forward sends the request to the owner of t and copies its answer back
+// unchanged. At most one hop: a forwarded request is never forwarded again.
+func (s *Server) forward(c *gin.Context, t Target, body []byte) {
+	if from := c.GetHeader(ForwardedHeader); from != "" || t.URL == "" {
+		abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg:   fmt.Sprintf("shard %d is not served here; owner %q", t.ShardID, t.Owner),
+			extra: gin.H{"owner": t.Owner, "shard_id": t.ShardID}})
+		return
+	}
+	req, err := http.NewRequestWithContext(c.Request.Context(), c.Request.Method, t.URL+c.Request.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for _, h := range forwardRequestHeaders {
+		if v, ok := c.Request.Header[h]; ok {
+			req.Header[h] = v
+		}
+	}
+	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
+	res, err := s.client.Do(req)
+	if err != nil {
+		abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg:   fmt.Sprintf("forward to the owner of shard %d (%s) failed", t.ShardID, t.Owner),
+			extra: gin.H{"owner": t.Owner, "shard_id": t.ShardID}})
+		return
+	}
+	defer res.Body.Close()
+	for _, h := range forwardResponseHeaders {
+		if v := res.Header.Get(h); v != "" {
+			c.Header(h, v)
+		}
+	}
+	c.Status(res.StatusCode)
+	if _, err := io.Copy(c.Writer, res.Body); err != nil {
+		s.log.Debug().Err(err).Msg("copy forwarded answer")
+	}
+	c.Abort()
+}

@@ -1,0 +1,165 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/harvestd/harvest/engine"
+)
+
+// listResponse is the answer of GET /workflows.
+type listResponse struct {
+	Workflows  []engine.Execution `json:"workflows"`
+	NextCursor string             `json:"next_cursor,omitempty"`
+	// Status is "partial" when some shards could not be read.
+	Status            string   `json:"status,omitempty"`
+	UnavailableShards []uint16 `json:"unavailable_shards,omitempty"`
+}
+
+// list handles GET /workflows: every shard is asked for a page after the
+// same (created_at, execution_id) cursor, and the pages are merged. The
+// internal ?shard=N restricts the answer to one shard (used between nodes).
+func (s *Server) list(c *gin.Context) {
+	q, err := listQuery(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	shards := s.router.Shards()
+	if v, ok := c.GetQuery("shard"); ok {
+		n, err := strconv.ParseUint(v, 10, 16)
+		if err != nil || !slices.Contains(shards, uint16(n)) {
+			s.fail(c, badRequest(codeInvalidArgument, fmt.Sprintf("shard %q is not a shard of the catalog", v)))
+			return
+		}
+		shards = []uint16{uint16(n)}
+	}
+	pages := make([]engine.ListPage, len(shards))
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, shard := range shards {
+		wg.Go(func() { pages[i], errs[i] = s.listShard(c, shard, q) })
+	}
+	wg.Wait()
+	var out listResponse
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if len(shards) == 1 {
+			s.fail(c, err)
+			return
+		}
+		out.Status = "partial"
+		out.UnavailableShards = append(out.UnavailableShards, shards[i])
+	}
+	out.Workflows, out.NextCursor = mergePages(pages, q)
+	c.JSON(http.StatusOK, out)
+}
+
+func listQuery(c *gin.Context) (engine.ListQuery, error) {
+	q := engine.ListQuery{States: c.QueryArray("state"), WorkflowName: c.Query("workflow_name"),
+		WorkflowID: c.Query("workflow_id"), Cursor: c.Query("cursor")}
+	for i, st := range q.States {
+		q.States[i] = strings.ToUpper(st)
+	}
+	var err error
+	if q.PageSize, err = intParam(c, "page_size", engine.ListPageMax); err != nil {
+		return q, err
+	}
+	if q.PageSize == 0 {
+		q.PageSize = engine.ListPageDefault
+	}
+	switch c.Query("order") {
+	case "", "desc":
+	case "asc":
+		q.Ascending = true
+	default:
+		return q, badRequest(codeInvalidArgument, "order must be asc or desc")
+	}
+	return q, nil
+}
+
+// listShard reads one shard's page, here or from its owner.
+func (s *Server) listShard(c *gin.Context, shard uint16, q engine.ListQuery) (engine.ListPage, error) {
+	t, err := s.router.ForShard(shard)
+	if err != nil {
+		return engine.ListPage{}, err
+	}
+	if t.Shard != nil {
+		return t.Shard.List(c.Request.Context(), q)
+	}
+	if c.GetHeader(ForwardedHeader) != "" || t.URL == "" {
+		return engine.ListPage{}, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg: fmt.Sprintf("shard %d is not served here; owner %q", shard, t.Owner)}
+	}
+	return s.remoteList(c, t, q)
+}
+
+func (s *Server) remoteList(c *gin.Context, t Target, q engine.ListQuery) (engine.ListPage, error) {
+	v := c.Request.URL.Query()
+	v.Set("shard", strconv.Itoa(int(t.ShardID)))
+	u := t.URL + BasePath + "/workflows?" + v.Encode()
+	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		return engine.ListPage{}, err
+	}
+	if auth := c.GetHeader("Authorization"); auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
+	res, err := s.client.Do(req)
+	if err != nil {
+		return engine.ListPage{}, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "list shard: " + err.Error()}
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return engine.ListPage{}, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return engine.ListPage{}, &apiError{status: res.StatusCode, code: codeUnavailable, msg: fmt.Sprintf("list shard %d: HTTP %d", t.ShardID, res.StatusCode)}
+	}
+	var page engine.ListPage
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return engine.ListPage{}, fmt.Errorf("decode shard %d list: %w", t.ShardID, err)
+	}
+	return page, nil
+}
+
+// mergePages merges per-shard pages (each sorted, each after the same
+// cursor) into one page of q.PageSize and its cursor.
+func mergePages(pages []engine.ListPage, q engine.ListQuery) ([]engine.Execution, string) {
+	var all []engine.Execution
+	more := false
+	for _, p := range pages {
+		all = append(all, p.Workflows...)
+		more = more || p.NextCursor != ""
+	}
+	slices.SortFunc(all, func(a, b engine.Execution) int {
+		c := a.CreatedAt.Compare(b.CreatedAt)
+		if c == 0 {
+			c = strings.Compare(a.ExecutionID.String(), b.ExecutionID.String())
+		}
+		if !q.Ascending {
+			c = -c
+		}
+		return c
+	})
+	if len(all) > q.PageSize {
+		all, more = all[:q.PageSize], true
+	}
+	if !more || len(all) == 0 {
+		return nonNil(all), ""
+	}
+	return all, engine.ListCursor(all[len(all)-1])
+}
+
