@@ -162,4 +162,3 @@ func mergePages(pages []engine.ListPage, q engine.ListQuery) ([]engine.Execution
 	}
 	return all, engine.ListCursor(all[len(all)-1])
 }
-
