@@ -139,11 +139,18 @@ func MintWorkflowID(c Catalog, name, key string, candidate func() string) (strin
 	if err != nil {
 		return "", 0, err
 	}
+	id, err := MintForShard(c, name, target, candidate)
+	return id, target, err
+}
+
+// MintForShard draws ids from candidate until one routes, as (name, id),
+// to shard.
+func MintForShard(c Catalog, name string, shard uint16, candidate func() string) (string, error) {
 	for range MintAttemptsMax {
 		id := candidate()
-		if got, err := PickShard(c, name, id); err == nil && got == target {
-			return id, target, nil
+		if got, err := PickShard(c, name, id); err == nil && got == shard {
+			return id, nil
 		}
 	}
-	return "", 0, fmt.Errorf("shard %d: %w", target, ErrMintExhausted)
+	return "", fmt.Errorf("shard %d: %w", shard, ErrMintExhausted)
 }
