@@ -24,6 +24,8 @@ type Config struct {
 	ResultWaitMax time.Duration
 	// NodeID names this node in the forwarding header.
 	NodeID string
+	// Cluster answers GET /cluster/members; nil lists no members.
+	Cluster ClusterView
 	// Logger logs server faults (5xx), never requests at info level.
 	Logger zerolog.Logger
 }

@@ -111,6 +111,11 @@ func (e *Engine) Stop() {
 	}
 }
 
+// Abandon stops the loops like Stop but keeps the lease, as a crashed
+// process would leave it: a successor must wait for its expiry or take it
+// over. For fault drills and tests.
+func (e *Engine) Abandon() { e.halt(errStopped) }
+
 var (
 	errStopped   = errors.New("engine stopped")
 	errLeaseLost = errors.New("shard lease lost")

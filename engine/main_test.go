@@ -142,7 +142,7 @@ func (b *testBundle) engine(t *testing.T, mutate ...func(*Config)) *Engine {
 
 // crash stops an engine's loops without releasing its lease, as a
 // killed process would leave it.
-func crash(e *Engine) { e.halt(errStopped) }
+func crash(e *Engine) { e.Abandon() }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/membership"
 )
 
 // Defaults of Config.
@@ -73,8 +74,24 @@ type Config struct {
 	// MaxBodyBytes limits HTTP request bodies; larger ones get 413.
 	// Default MaxBodyBytesDefault.
 	MaxBodyBytes int64
-	// ShardID is the shard this node serves (0..65534). Default 0.
+	// ShardID is the shard of a one-shard node (0..65534), used when
+	// Shards is empty. Default 0.
 	ShardID uint16
+	// Shards is the static shard catalog of a cluster: shard id → DSN of
+	// its database. Every node of a cluster must list the same shards.
+	// Empty: one shard, ShardID, on PostgresDSN or the managed server.
+	Shards map[uint16]string
+	// Gossip enables cluster membership (hashicorp/memberlist). Nil runs
+	// standalone: this node owns every shard. NodeID and Meta are filled
+	// in by the node.
+	Gossip *membership.Config
+	// AdvertiseHTTP is the host:port other nodes forward requests to.
+	// Default: the bound HTTP address.
+	AdvertiseHTTP string
+	// PollInterval and LeaseTTL tune the shard engines (defaults: the
+	// engine's); tests shrink them.
+	PollInterval time.Duration
+	LeaseTTL     time.Duration
 	// Logger is the root logger; every component logs through a child of
 	// it. The zero Logger discards.
 	Logger zerolog.Logger
@@ -113,6 +130,22 @@ func (c Config) Validate() error {
 	}
 	if c.ShardID == 0xFFFF {
 		errs = append(errs, errors.New("shard id 65535 is reserved"))
+	}
+	for id, dsn := range c.Shards {
+		if id == 0xFFFF {
+			errs = append(errs, errors.New("shard id 65535 is reserved"))
+		}
+		if _, err := pgxpool.ParseConfig(dsn); err != nil {
+			errs = append(errs, fmt.Errorf("dsn of shard %d: %w", id, err))
+		}
+	}
+	if len(c.Shards) > 0 && c.PostgresDSN != "" {
+		errs = append(errs, errors.New("set either shards or a postgres dsn, not both"))
+	}
+	if c.AdvertiseHTTP != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertiseHTTP); err != nil {
+			errs = append(errs, fmt.Errorf("advertise http %q: %w", c.AdvertiseHTTP, err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("node config: %w", err)

@@ -19,21 +19,30 @@ const (
 	idleTimeout       = 2 * time.Minute
 )
 
-// serve builds the API over the engine and serves it on a new listener.
-func (n *Node) serve() error {
-	handler, err := api.New(api.Config{
-		MaxBodyBytes: n.cfg.MaxBodyBytes,
-		Logger:       n.root, // api adds its component field
-	}, api.SingleShard(n.engine))
-	if err != nil {
-		return fmt.Errorf("build http api: %w", err)
-	}
+// listen binds the HTTP address early, so gossip can advertise it.
+func (n *Node) listen() error {
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", n.cfg.HTTPAddr, err)
 	}
-	httpLog := n.logger("http")
 	n.ln = ln
+	return nil
+}
+
+// serve builds the API over the shard router and serves it.
+func (n *Node) serve() error {
+	r := &router{self: n.nodeID, catalog: n.catalog(), mgr: n.mgr, view: n.view}
+	handler, err := api.New(api.Config{
+		MaxBodyBytes: n.cfg.MaxBodyBytes,
+		NodeID:       n.nodeID,
+		Cluster:      clusterInfo{r},
+		Logger:       n.root, // api adds its component field
+	}, r)
+	if err != nil {
+		return fmt.Errorf("build http api: %w", err)
+	}
+	ln := n.ln
+	httpLog := n.logger("http")
 	n.http = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/pgserver"
+	"github.com/harvestd/harvest/internal/shardmgr"
+	"github.com/harvestd/harvest/membership"
 )
 
 // Node is one harvestd process. Create it with New, then Start it once;
@@ -28,8 +31,10 @@ type Node struct {
 	root    zerolog.Logger // cfg.Logger with node_id
 	log     zerolog.Logger // component node
 	pg      *pgserver.Server
-	pool    *pgxpool.Pool
-	engine  *engine.Engine
+	pools   map[uint16]*pgxpool.Pool
+	gossip  *membership.Membership // nil when standalone
+	view    view
+	mgr     *shardmgr.Manager
 	http    *http.Server
 	ln      net.Listener
 	serving chan struct{} // closed when the serve goroutine returns
@@ -67,7 +72,7 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	n.log.Info().Str("http_addr", n.ln.Addr().String()).Int64("epoch", n.engine.Epoch()).Msg("node started")
+	n.log.Info().Str("http_addr", n.ln.Addr().String()).Any("shards", n.mgr.Owned()).Msg("node started")
 	return nil
 }
 
@@ -75,24 +80,105 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.identify(); err != nil {
 		return err
 	}
+	dsns, err := n.shardDSNs(ctx)
+	if err != nil {
+		return err
+	}
+	if err := n.openPools(ctx, dsns); err != nil {
+		return err
+	}
+	if err := n.listen(); err != nil {
+		return err
+	}
+	if err := n.joinCluster(ctx); err != nil {
+		return err
+	}
+	if err := n.startShards(ctx); err != nil {
+		return err
+	}
+	return n.serve()
+}
+
+// shardDSNs is the catalog: Config.Shards, or one shard on PostgresDSN or
+// on the managed server.
+func (n *Node) shardDSNs(ctx context.Context) (map[uint16]string, error) {
+	if len(n.cfg.Shards) > 0 {
+		return n.cfg.Shards, nil
+	}
 	dsn := n.cfg.PostgresDSN
 	if dsn == "" {
 		srv, managedDSN, err := n.startManagedPostgres(ctx)
 		n.pg = srv
 		if err != nil {
-			return err
+			return nil, err
 		}
 		dsn = managedDSN
 	}
-	pool, err := openPool(ctx, dsn)
+	return map[uint16]string{n.cfg.ShardID: dsn}, nil
+}
+
+func (n *Node) openPools(ctx context.Context, dsns map[uint16]string) error {
+	n.pools = map[uint16]*pgxpool.Pool{}
+	for id, dsn := range dsns {
+		pool, err := openPool(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("shard %d: %w", id, err)
+		}
+		n.pools[id] = pool
+	}
+	return nil
+}
+
+// joinCluster starts gossip (or the standalone view) advertising the API.
+func (n *Node) joinCluster(ctx context.Context) error {
+	apiAddr := cmp.Or(n.cfg.AdvertiseHTTP, n.ln.Addr().String())
+	if n.cfg.Gossip == nil {
+		n.view = newStandalone(n.nodeID, apiAddr)
+		return nil
+	}
+	gcfg := *n.cfg.Gossip
+	gcfg.NodeID = n.nodeID
+	gcfg.Meta.NodeID, gcfg.Meta.APIAddr = n.nodeID, apiAddr
+	gcfg.Meta.Version = cmp.Or(gcfg.Meta.Version, Version)
+	gcfg.Logger = n.root
+	m, err := membership.New(gcfg)
 	if err != nil {
 		return err
 	}
-	n.pool = pool
-	if err := n.startEngine(ctx); err != nil {
+	if err := m.Start(ctx); err != nil {
+		return fmt.Errorf("start gossip: %w", err)
+	}
+	n.gossip, n.view = m, m
+	return nil
+}
+
+func (n *Node) startShards(ctx context.Context) error {
+	mgr, err := shardmgr.New(shardmgr.Config{
+		NodeID:   n.nodeID,
+		Pools:    n.pools,
+		Registry: n.reg,
+		Engine: engine.Config{
+			IdempotencyWindow: n.cfg.IdempotencyWindow,
+			PollInterval:      n.cfg.PollInterval,
+			LeaseTTL:          n.cfg.LeaseTTL,
+		},
+		Logger: n.root,
+	}, members{n.view})
+	if err != nil {
 		return err
 	}
-	return n.serve()
+	n.mgr = mgr
+	return mgr.Start(ctx)
+}
+
+// Owned lists the shards this node serves right now.
+func (n *Node) Owned() []uint16 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mgr == nil {
+		return nil
+	}
+	return n.mgr.Owned()
 }
 
 // identify prepares the data directory and resolves the node id, then
@@ -117,24 +203,6 @@ func (n *Node) identify() error {
 // logger is the child of the root logger for one component.
 func (n *Node) logger(component string) zerolog.Logger {
 	return n.root.With().Str("component", component).Logger()
-}
-
-func (n *Node) startEngine(ctx context.Context) error {
-	// The engine adds its own component and shard_id fields.
-	e, err := engine.New(n.pool, n.reg, engine.Config{
-		ShardID:           n.cfg.ShardID,
-		NodeID:            n.nodeID,
-		IdempotencyWindow: n.cfg.IdempotencyWindow,
-		Logger:            n.root,
-	})
-	if err != nil {
-		return err
-	}
-	if err := e.Start(ctx); err != nil {
-		return fmt.Errorf("start engine: %w", err)
-	}
-	n.engine = e
-	return nil
 }
 
 // NodeID is the node id in use; empty before Start.
@@ -177,16 +245,24 @@ func (n *Node) shutdown(ctx context.Context) error {
 	var errs []error
 	if n.http != nil {
 		errs = append(errs, n.stopHTTP(ctx))
-		n.http, n.ln = nil, nil
+		n.http = nil
 	}
-	if n.engine != nil {
-		n.engine.Stop()
-		n.engine = nil
-		n.log.Info().Msg("engine stopped")
+	if n.ln != nil {
+		_ = n.ln.Close()
+		n.ln = nil
 	}
-	if n.pool != nil {
-		n.pool.Close()
-		n.pool = nil
+	if n.mgr != nil {
+		n.mgr.Stop() // releases every lease before the leave is announced
+		n.mgr = nil
+		n.log.Info().Msg("shard engines stopped")
+	}
+	if n.gossip != nil {
+		n.gossip.Stop()
+		n.gossip = nil
+	}
+	for id, pool := range n.pools {
+		pool.Close()
+		delete(n.pools, id)
 	}
 	if n.pg != nil {
 		if err := n.pg.Stop(); err != nil {
@@ -195,4 +271,38 @@ func (n *Node) shutdown(ctx context.Context) error {
 		n.pg = nil
 	}
 	return errors.Join(errs...)
+}
+
+// GossipAddr is the address this node gossips on; empty when standalone.
+func (n *Node) GossipAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.gossip == nil {
+		return ""
+	}
+	return n.gossip.Local().GossipAddr
+}
+
+// crash takes the node down the way a killed process goes: no graceful
+// leave, no lease release. For tests.
+func (n *Node) crash() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.http != nil {
+		_ = n.http.Close()
+		<-n.serving
+		n.http, n.ln = nil, nil
+	}
+	if n.mgr != nil {
+		n.mgr.Abandon()
+		n.mgr = nil
+	}
+	if n.gossip != nil {
+		n.gossip.Shutdown()
+		n.gossip = nil
+	}
+	for id, pool := range n.pools {
+		pool.Close()
+		delete(n.pools, id)
+	}
 }

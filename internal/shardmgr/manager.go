@@ -41,6 +41,9 @@ const (
 type Members interface {
 	// AliveIDs lists the node ids currently alive (this node included).
 	AliveIDs() []string
+	// Gone reports a node known to be dead or left. Only such a holder's
+	// lease is taken over before it expires; an unknown holder is not gone.
+	Gone(nodeID string) bool
 	// Changed is nudged whenever membership changes.
 	Changed() <-chan struct{}
 }
@@ -125,6 +128,22 @@ func (m *Manager) Stop() {
 		wg.Go(e.Stop)
 	}
 	wg.Wait()
+}
+
+// Abandon ends the loop and stops every engine without releasing its
+// lease, as a crash would. For fault drills and tests.
+func (m *Manager) Abandon() {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+		m.cancel = nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s, e := range m.engines {
+		e.Abandon()
+		delete(m.engines, s)
+	}
 }
 
 // Kick asks for a reconcile now.
@@ -212,14 +231,14 @@ func (m *Manager) reconcile(ctx context.Context) (pending bool) {
 	alive := m.aliveIDs()
 	for _, shard := range m.Shards() {
 		owner, _ := ring.OwnerOf(shard, alive)
-		if m.reconcileShard(ctx, shard, owner == m.cfg.NodeID, alive) {
+		if m.reconcileShard(ctx, shard, owner == m.cfg.NodeID) {
 			pending = true
 		}
 	}
 	return pending
 }
 
-func (m *Manager) reconcileShard(ctx context.Context, shard uint16, mine bool, alive []string) (pending bool) {
+func (m *Manager) reconcileShard(ctx context.Context, shard uint16, mine bool) (pending bool) {
 	m.mu.Lock()
 	e, running := m.engines[shard]
 	m.mu.Unlock()
@@ -230,7 +249,7 @@ func (m *Manager) reconcileShard(ctx context.Context, shard uint16, mine bool, a
 	if !mine || running {
 		return false
 	}
-	started, err := m.startEngine(ctx, shard, alive)
+	started, err := m.startEngine(ctx, shard)
 	if err != nil {
 		if errors.Is(err, engine.ErrLeaseHeld) {
 			m.log.Debug().Uint16("shard_id", shard).Err(err).Msg("wanted shard still leased elsewhere")
@@ -258,11 +277,11 @@ func (m *Manager) drop(shard uint16, e *engine.Engine, stillMine bool) {
 	}
 }
 
-func (m *Manager) startEngine(ctx context.Context, shard uint16, alive []string) (*engine.Engine, error) {
+func (m *Manager) startEngine(ctx context.Context, shard uint16) (*engine.Engine, error) {
 	cfg := m.cfg.Engine
 	cfg.ShardID, cfg.NodeID = shard, m.cfg.NodeID
 	cfg.Logger = m.cfg.Logger
-	cfg.TakeOver = func(holder string) bool { return !slices.Contains(alive, holder) }
+	cfg.TakeOver = m.members.Gone
 	e, err := engine.New(m.cfg.Pools[shard], m.cfg.Registry, cfg)
 	if err != nil {
 		return nil, err

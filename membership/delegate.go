@@ -1,0 +1,38 @@
+package membership
+
+import (
+	"github.com/hashicorp/memberlist"
+)
+
+// delegate hands memberlist this node's metadata. The other Delegate
+// methods are unused: the package sends no user messages or state.
+type delegate struct{ m *Membership }
+
+var _ memberlist.Delegate = delegate{}
+
+// NodeMeta returns the encoded metadata, validated to fit limit.
+func (d delegate) NodeMeta(limit int) []byte {
+	b := *d.m.metaBytes.Load()
+	if len(b) > limit {
+		return nil // unreachable: Validate and UpdateMeta check the size
+	}
+	return b
+}
+
+func (delegate) NotifyMsg([]byte)                  {}
+func (delegate) GetBroadcasts(_, _ int) [][]byte   { return nil }
+func (delegate) LocalState(bool) []byte            { return nil }
+func (delegate) MergeRemoteState(_ []byte, _ bool) {}
+
+// eventDelegate records membership changes and nudges the listeners. It
+// runs inside memberlist with memberlist's node lock held, so it must not
+// call back into memberlist, block, or do I/O: it copies the node into the
+// table (under the table's own lock, which is never held while calling
+// memberlist) and nudges buffered(1) channels without blocking.
+type eventDelegate struct{ m *Membership }
+
+var _ memberlist.EventDelegate = eventDelegate{}
+
+func (e eventDelegate) NotifyJoin(n *memberlist.Node)   { e.m.observe(n, false) }
+func (e eventDelegate) NotifyUpdate(n *memberlist.Node) { e.m.observe(n, false) }
+func (e eventDelegate) NotifyLeave(n *memberlist.Node)  { e.m.observe(n, true) }

@@ -1,0 +1,188 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/shardmgr"
+	"github.com/harvestd/harvest/membership"
+	"github.com/harvestd/harvest/ring"
+)
+
+// view is the membership the node routes and owns shards by: gossip in a
+// cluster, just this node when standalone.
+type view interface {
+	Alive() []membership.Member
+	Members() []membership.Member
+	Changed() <-chan struct{}
+}
+
+// standalone is the view of a node without gossip.
+type standalone struct {
+	self    membership.Member
+	changed chan struct{}
+}
+
+func newStandalone(nodeID, apiAddr string) *standalone {
+	m := membership.Member{Meta: membership.Meta{NodeID: nodeID, APIAddr: apiAddr}, State: membership.StateAlive}
+	return &standalone{self: m, changed: make(chan struct{})}
+}
+
+func (s *standalone) Alive() []membership.Member   { return []membership.Member{s.self} }
+func (s *standalone) Members() []membership.Member { return []membership.Member{s.self} }
+func (s *standalone) Changed() <-chan struct{}     { return s.changed }
+
+// members adapts a view to what the shard manager needs.
+type members struct{ v view }
+
+var _ shardmgr.Members = members{}
+
+func (m members) AliveIDs() []string {
+	var ids []string
+	for _, mb := range m.v.Alive() {
+		ids = append(ids, mb.NodeID)
+	}
+	return ids
+}
+
+// Gone: known to be dead or left. An unknown holder is not gone: a node
+// that has not joined yet must not take leases from a cluster it cannot see.
+func (m members) Gone(nodeID string) bool {
+	for _, mb := range m.v.Members() {
+		if mb.NodeID == nodeID {
+			return mb.State == membership.StateDead || mb.State == membership.StateLeft
+		}
+	}
+	return false
+}
+
+func (m members) Changed() <-chan struct{} { return m.v.Changed() }
+
+// router places requests by the ring over the static catalog and routes
+// shards to their owners; it implements api.Router.
+type router struct {
+	self    string
+	catalog ring.Catalog
+	mgr     *shardmgr.Manager
+	view    view
+}
+
+var _ api.Router = (*router)(nil)
+
+func (r *router) ForStart(name, workflowID, key string) (api.Target, error) {
+	routing := workflowID
+	if routing == "" {
+		routing = key
+	}
+	if routing == "" {
+		if local := r.localWritable(); len(local) > 0 {
+			return r.ForShard(local[rand.IntN(len(local))])
+		}
+		routing = uuid.NewString()
+	}
+	shard, err := ring.PickShard(r.catalog, name, routing)
+	if err != nil {
+		return api.Target{}, err
+	}
+	return r.ForShard(shard)
+}
+
+func (r *router) localWritable() []uint16 {
+	var out []uint16
+	for _, s := range r.mgr.Owned() {
+		if slices.Contains(r.catalog.Writable, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (r *router) ForShard(shard uint16) (api.Target, error) {
+	if !slices.Contains(r.catalog.Readable, shard) {
+		return api.Target{}, fmt.Errorf("shard %d is not in the catalog: %w", shard, engine.ErrNotFound)
+	}
+	if e, ok := r.mgr.Engine(shard); ok {
+		return api.Target{ShardID: shard, Shard: e}, nil
+	}
+	alive := r.view.Alive()
+	ids := make([]string, len(alive))
+	for i, m := range alive {
+		ids[i] = m.NodeID
+	}
+	owner, _ := ring.OwnerOf(shard, ids)
+	t := api.Target{ShardID: shard, Owner: owner}
+	if owner == r.self {
+		return t, nil // still acquiring the lease: 503, retry
+	}
+	for _, m := range alive {
+		if m.NodeID == owner && m.APIAddr != "" {
+			t.URL = "http://" + m.APIAddr
+		}
+	}
+	return t, nil
+}
+
+func (r *router) Shards() []uint16 { return slices.Clone(r.catalog.Readable) }
+
+func (r *router) MintWorkflowID(name string, shard uint16) (string, error) {
+	return ring.MintForShard(r.catalog, name, shard, uuid.NewString)
+}
+
+func (r *router) Ready() error {
+	var missing []uint16
+	for _, s := range r.mgr.Wanted() {
+		if _, ok := r.mgr.Engine(s); !ok {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("shards %v of this node are not leased yet", missing)
+	}
+	if len(r.catalog.Readable) == 0 {
+		return errors.New("no shards")
+	}
+	return nil
+}
+
+// Version is the harvestd version advertised in gossip metadata.
+const Version = "0.1.0-dev"
+
+// catalog is the static catalog: every shard readable and writable.
+func (n *Node) catalog() ring.Catalog {
+	ids := slices.Sorted(maps.Keys(n.pools))
+	return ring.Catalog{Readable: ids, Writable: slices.Clone(ids)}
+}
+
+// clusterInfo answers GET /cluster/members.
+type clusterInfo struct{ r *router }
+
+func (c clusterInfo) Members() []api.MemberInfo {
+	var alive []string
+	for _, m := range c.r.view.Alive() {
+		alive = append(alive, m.NodeID)
+	}
+	var out []api.MemberInfo
+	for _, m := range c.r.view.Members() {
+		info := api.MemberInfo{NodeID: m.NodeID, State: m.State.String(), GossipAddr: m.GossipAddr,
+			APIAddr: m.APIAddr, RaftAddr: m.RaftAddr, Version: m.Version, Self: m.NodeID == c.r.self, Shards: []uint16{}}
+		switch {
+		case info.Self:
+			info.Shards = c.r.mgr.Owned()
+		case m.State == membership.StateAlive:
+			for _, s := range c.r.catalog.Readable {
+				if owner, _ := ring.OwnerOf(s, alive); owner == m.NodeID {
+					info.Shards = append(info.Shards, s)
+				}
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}
