@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,6 +16,11 @@ import (
 // it if it holds the shard's lease, else answers 503 naming the owner it
 // believes in.
 const ForwardedHeader = "X-Harvest-Forwarded"
+
+// ShardHeader names the shard a forwarded request is for: the receiver
+// serves that shard instead of placing the request again, so two nodes
+// with momentarily different catalogs cannot bounce it.
+const ShardHeader = "X-Harvest-Shard"
 
 // forwardTimeout bounds one forwarded request (result long-polls included).
 const forwardTimeout = 60 * time.Second
@@ -63,6 +69,7 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 		}
 	}
 	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
+	req.Header.Set(ShardHeader, strconv.Itoa(int(t.ShardID)))
 	res, err := s.client.Do(req)
 	if err != nil {
 		abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
@@ -81,4 +88,24 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 		s.log.Debug().Err(err).Msg("copy forwarded answer")
 	}
 	c.Abort()
+}
+
+// pinnedShard is the shard a forwarded request names (ok false otherwise).
+func pinnedShard(c *gin.Context) (uint16, bool) {
+	if c.GetHeader(ForwardedHeader) == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(c.GetHeader(ShardHeader), 10, 16)
+	if err != nil {
+		return 0, false
+	}
+	return uint16(n), true
+}
+
+// placeStart routes a new placement, honouring a forwarded request's shard.
+func (s *Server) placeStart(c *gin.Context, name, workflowID, key string) (Target, error) {
+	if shard, ok := pinnedShard(c); ok {
+		return s.router.ForShard(shard)
+	}
+	return s.router.ForStart(name, workflowID, key)
 }

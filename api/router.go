@@ -21,6 +21,7 @@ type Shard interface {
 	Describe(ctx context.Context, id uuid.UUID) (engine.Description, error)
 	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Execution, error)
 	History(ctx context.Context, id uuid.UUID, q engine.HistoryQuery) (engine.HistoryPage, error)
+	LookupWorkflowID(ctx context.Context, name, workflowID string) (engine.SlotHolder, bool, error)
 	List(ctx context.Context, q engine.ListQuery) (engine.ListPage, error)
 	Owning() bool
 }
@@ -53,6 +54,10 @@ type Router interface {
 	MintWorkflowID(name string, shard uint16) (string, error)
 	// Ready is nil once every shard this node should serve is leased.
 	Ready() error
+	// Probes lists the shards (name, routingKey) was placed on under the
+	// placement epochs still inside the idempotency window, other than
+	// its current placement: a start must find a prior claim or run there.
+	Probes(name, routingKey string) []uint16
 }
 
 // single routes everything to one shard served here.
@@ -65,6 +70,8 @@ func (r single) ForStart(string, string, string) (Target, error) { return Target
 func (r single) ForShard(id uint16) (Target, error)              { return Target{ShardID: id, Shard: r.s}, nil }
 func (r single) Shards() []uint16                                { return []uint16{0} }
 func (r single) MintWorkflowID(string, uint16) (string, error)   { return uuid.NewString(), nil }
+
+func (r single) Probes(string, string) []uint16 { return nil }
 
 func (r single) Ready() error {
 	if !r.s.Owning() {

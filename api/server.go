@@ -52,6 +52,7 @@ func (s *Server) routes() {
 	g := s.gin.Group(BasePath)
 	g.GET("/openapi.json", s.openAPI)
 	g.GET("/cluster/members", s.members)
+	g.GET("/internal/shards/:shard/probe", s.internalProbe)
 	g.GET("/workflows", s.list)
 	// Gin needs one wildcard name per path position: :id is the workflow
 	// name on start routes and the execution id everywhere else.

@@ -81,15 +81,21 @@ func (s *Server) signalWithStart(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	t, err := s.router.ForStart(req.Start.WorkflowName, req.Start.WorkflowID, "")
+	run := func(t Target) { s.signalWithStartOn(c, t.Shard, req) }
+	if s.probeEarlier(c, req.Start.WorkflowName, req.Start.WorkflowID, "", raw, run) {
+		return
+	}
+	t, err := s.placeStart(c, req.Start.WorkflowName, req.Start.WorkflowID, "")
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	shard := s.serveOrForward(c, t, raw)
-	if shard == nil {
-		return
+	if s.serveOrForward(c, t, raw) != nil {
+		run(t)
 	}
+}
+
+func (s *Server) signalWithStartOn(c *gin.Context, shard Shard, req engine.SignalWithStartRequest) {
 	res, err := shard.SignalWithStart(c.Request.Context(), req)
 	if err != nil {
 		s.fail(c, err)

@@ -73,19 +73,26 @@ func (s *Server) start(c *gin.Context) {
 			return
 		}
 	}
-	t, err := s.router.ForStart(name, body.WorkflowID, key)
+	start := func(t Target) { s.startOn(c, t, name, key, &body) }
+	if s.probeEarlier(c, name, body.WorkflowID, key, raw, start) {
+		return
+	}
+	t, err := s.placeStart(c, name, body.WorkflowID, key)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	shard := s.serveOrForward(c, t, raw)
-	if shard == nil {
+	if s.serveOrForward(c, t, raw) != nil {
+		start(t)
+	}
+}
+
+// startOn serves a start on the local shard of t: replay, else fresh.
+func (s *Server) startOn(c *gin.Context, t Target, name, key string, body *startBody) {
+	if key != "" && s.replay(c, t.Shard, name, key) {
 		return
 	}
-	if key != "" && s.replay(c, shard, name, key) {
-		return
-	}
-	s.freshStart(c, t, name, key, &body)
+	s.freshStart(c, t, name, key, body)
 }
 
 func (s *Server) freshStart(c *gin.Context, t Target, name, key string, body *startBody) {
@@ -115,7 +122,11 @@ func (s *Server) freshStart(c *gin.Context, t Target, name, key string, body *st
 // replayOrFail handles a start whose body did not decode but carries a
 // header key: the key's shard answers the replay, or the decode error.
 func (s *Server) replayOrFail(c *gin.Context, name, key string, raw []byte, decodeErr error) {
-	t, err := s.router.ForStart(name, "", key)
+	failed := func(Target) { s.fail(c, decodeErr) } // only claims matter here
+	if s.probeEarlier(c, name, "", key, raw, failed) {
+		return
+	}
+	t, err := s.placeStart(c, name, "", key)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -131,7 +142,7 @@ func (s *Server) replayOrFail(c *gin.Context, name, key string, raw []byte, deco
 
 // replayHere probes the key on its shard if this node serves it.
 func (s *Server) replayHere(c *gin.Context, name, workflowID, key string) bool {
-	t, err := s.router.ForStart(name, workflowID, key)
+	t, err := s.placeStart(c, name, workflowID, key)
 	if err != nil || t.Shard == nil {
 		return false
 	}

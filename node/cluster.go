@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -65,13 +66,46 @@ func (m members) Gone(nodeID string) bool {
 
 func (m members) Changed() <-chan struct{} { return m.v.Changed() }
 
-// router places requests by the ring over the static catalog and routes
-// shards to their owners; it implements api.Router.
+// placement is the catalog the router places by: the current readable and
+// writable sets and the earlier ones still inside the idempotency window.
+type placement interface {
+	Current() ring.Catalog
+	WithinWindow(now time.Time) []ring.Catalog
+}
+
+// staticPlacement is a catalog that never changes.
+type staticPlacement struct{ cat ring.Catalog }
+
+func (p staticPlacement) Current() ring.Catalog                 { return p.cat }
+func (p staticPlacement) WithinWindow(time.Time) []ring.Catalog { return []ring.Catalog{p.cat} }
+
+// router places requests by the ring over the catalog and routes shards to
+// their owners; it implements api.Router.
 type router struct {
-	self    string
-	catalog ring.Catalog
-	mgr     *shardmgr.Manager
-	view    view
+	self string
+	src  placement
+	mgr  *shardmgr.Manager
+	view view
+}
+
+// Probes lists where (name, routingKey) was placed under the epochs still
+// inside the window, other than its current placement.
+func (r *router) Probes(name, routingKey string) []uint16 {
+	views := r.src.WithinWindow(time.Now())
+	if len(views) < 2 {
+		return nil
+	}
+	current, err := ring.PickShard(r.src.Current(), name, routingKey)
+	if err != nil {
+		return nil
+	}
+	var out []uint16
+	for _, v := range views {
+		if s, err := ring.PickShard(v, name, routingKey); err == nil && s != current && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 var _ api.Router = (*router)(nil)
@@ -87,7 +121,7 @@ func (r *router) ForStart(name, workflowID, key string) (api.Target, error) {
 		}
 		routing = uuid.NewString()
 	}
-	shard, err := ring.PickShard(r.catalog, name, routing)
+	shard, err := ring.PickShard(r.src.Current(), name, routing)
 	if err != nil {
 		return api.Target{}, err
 	}
@@ -97,7 +131,7 @@ func (r *router) ForStart(name, workflowID, key string) (api.Target, error) {
 func (r *router) localWritable() []uint16 {
 	var out []uint16
 	for _, s := range r.mgr.Owned() {
-		if slices.Contains(r.catalog.Writable, s) {
+		if slices.Contains(r.src.Current().Writable, s) {
 			out = append(out, s)
 		}
 	}
@@ -105,7 +139,7 @@ func (r *router) localWritable() []uint16 {
 }
 
 func (r *router) ForShard(shard uint16) (api.Target, error) {
-	if !slices.Contains(r.catalog.Readable, shard) {
+	if !slices.Contains(r.src.Current().Readable, shard) {
 		return api.Target{}, fmt.Errorf("shard %d is not in the catalog: %w", shard, engine.ErrNotFound)
 	}
 	if e, ok := r.mgr.Engine(shard); ok {
@@ -129,10 +163,10 @@ func (r *router) ForShard(shard uint16) (api.Target, error) {
 	return t, nil
 }
 
-func (r *router) Shards() []uint16 { return slices.Clone(r.catalog.Readable) }
+func (r *router) Shards() []uint16 { return slices.Clone(r.src.Current().Readable) }
 
 func (r *router) MintWorkflowID(name string, shard uint16) (string, error) {
-	return ring.MintForShard(r.catalog, name, shard, uuid.NewString)
+	return ring.MintForShard(r.src.Current(), name, shard, uuid.NewString)
 }
 
 func (r *router) Ready() error {
@@ -145,7 +179,7 @@ func (r *router) Ready() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("shards %v of this node are not leased yet", missing)
 	}
-	if len(r.catalog.Readable) == 0 {
+	if len(r.src.Current().Readable) == 0 {
 		return errors.New("no shards")
 	}
 	return nil
@@ -176,7 +210,7 @@ func (c clusterInfo) Members() []api.MemberInfo {
 		case info.Self:
 			info.Shards = c.r.mgr.Owned()
 		case m.State == membership.StateAlive:
-			for _, s := range c.r.catalog.Readable {
+			for _, s := range c.r.src.Current().Readable {
 				if owner, _ := ring.OwnerOf(s, alive); owner == m.NodeID {
 					info.Shards = append(info.Shards, s)
 				}

@@ -31,7 +31,7 @@ func (n *Node) listen() error {
 
 // serve builds the API over the shard router and serves it.
 func (n *Node) serve() error {
-	r := &router{self: n.nodeID, catalog: n.catalog(), mgr: n.mgr, view: n.view}
+	r := &router{self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view}
 	handler, err := api.New(api.Config{
 		MaxBodyBytes: n.cfg.MaxBodyBytes,
 		NodeID:       n.nodeID,
