@@ -26,6 +26,9 @@ type Config struct {
 	NodeID string
 	// Cluster answers GET /cluster/members; nil lists no members.
 	Cluster ClusterView
+	// Admin serves the /admin routes (shard catalog, raft peers); nil
+	// answers them with 404 (a node on static shards).
+	Admin Admin
 	// Logger logs server faults (5xx), never requests at info level.
 	Logger zerolog.Logger
 }

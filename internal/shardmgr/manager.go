@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -52,7 +53,8 @@ type Members interface {
 type Config struct {
 	// NodeID is this node.
 	NodeID string
-	// Pools maps every shard of the catalog to its database.
+	// Pools maps every shard of the catalog to its database (SetPools
+	// replaces it later).
 	Pools map[uint16]*pgxpool.Pool
 	// Registry holds the workflows and activities engines run.
 	Registry *harvest.Registry
@@ -80,6 +82,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	engines map[uint16]*engine.Engine
+	pools   map[uint16]*pgxpool.Pool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -94,7 +97,7 @@ func New(cfg Config, members Members) (*Manager, error) {
 	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, ReconcileIntervalDefault)
 	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, RetryIntervalDefault)
 	return &Manager{
-		cfg: cfg, members: members, engines: map[uint16]*engine.Engine{},
+		cfg: cfg, members: members, engines: map[uint16]*engine.Engine{}, pools: maps.Clone(cfg.Pools),
 		log:  cfg.Logger.With().Str("component", "shards").Logger(),
 		kick: make(chan struct{}, 1),
 	}, nil
@@ -181,7 +184,25 @@ func (m *Manager) Owned() []uint16 {
 
 // Shards lists every shard of the catalog, sorted.
 func (m *Manager) Shards() []uint16 {
-	return slices.Sorted(maps.Keys(m.cfg.Pools))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.pools))
+}
+
+// SetPools replaces the catalog's shard databases (a shard was added) and
+// reconciles soon. Engines of shards that disappeared are stopped.
+func (m *Manager) SetPools(pools map[uint16]*pgxpool.Pool) {
+	m.mu.Lock()
+	m.pools = maps.Clone(pools)
+	m.mu.Unlock()
+	m.Kick()
+}
+
+func (m *Manager) pool(shard uint16) (*pgxpool.Pool, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pools[shard]
+	return p, ok
 }
 
 // Wanted lists the shards the ring gives this node under the current view.
@@ -229,11 +250,26 @@ func (m *Manager) loop(ctx context.Context) {
 // lease is still held elsewhere and a retry is due.
 func (m *Manager) reconcile(ctx context.Context) (pending bool) {
 	alive := m.aliveIDs()
-	for _, shard := range m.Shards() {
+	shards := m.Shards()
+	for _, shard := range shards {
 		owner, _ := ring.OwnerOf(shard, alive)
 		if m.reconcileShard(ctx, shard, owner == m.cfg.NodeID) {
 			pending = true
 		}
+	}
+	m.mu.Lock()
+	var gone []uint16
+	for s := range m.engines {
+		if !slices.Contains(shards, s) {
+			gone = append(gone, s)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range gone {
+		m.mu.Lock()
+		e := m.engines[s]
+		m.mu.Unlock()
+		m.drop(s, e, false)
 	}
 	return pending
 }
@@ -282,7 +318,11 @@ func (m *Manager) startEngine(ctx context.Context, shard uint16) (*engine.Engine
 	cfg.ShardID, cfg.NodeID = shard, m.cfg.NodeID
 	cfg.Logger = m.cfg.Logger
 	cfg.TakeOver = m.members.Gone
-	e, err := engine.New(m.cfg.Pools[shard], m.cfg.Registry, cfg)
+	pool, ok := m.pool(shard)
+	if !ok {
+		return nil, fmt.Errorf("shard %d has no database", shard)
+	}
+	e, err := engine.New(pool, m.cfg.Registry, cfg)
 	if err != nil {
 		return nil, err
 	}
