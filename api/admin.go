@@ -84,6 +84,8 @@ var (
 	ErrUnknownShard = errors.New("unknown shard")
 	// ErrInvalidTransition: the shard cannot go to that state from its own.
 	ErrInvalidTransition = errors.New("invalid shard state transition")
+	// ErrShardUnreachable: the shard database to add cannot be used.
+	ErrShardUnreachable = errors.New("shard database unreachable")
 )
 
 // LeaderError sends a catalog write to the raft leader's API.
@@ -137,6 +139,8 @@ func (s *Server) adminError(err error) error {
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: err.Error()}
 	case errors.Is(err, ErrInvalidTransition):
 		return &apiError{status: http.StatusConflict, code: codeConflict, msg: err.Error()}
+	case errors.Is(err, ErrShardUnreachable):
+		return &apiError{status: http.StatusUnprocessableEntity, code: "shard_unreachable", msg: err.Error()}
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/ring"
 )
 
 // Machine-readable error codes of the JSON error body.
@@ -85,6 +86,9 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 	case errors.As(err, &lost):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: err.Error(),
 			extra: gin.H{"owner": lost.Owner}}
+	case errors.Is(err, ring.ErrNoWritableShard):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg: "no shard is open for new workflows: every shard is draining or read-only"}
 	case errors.Is(err, engine.ErrNotRunning), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: err.Error()}
 	}

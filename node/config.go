@@ -85,6 +85,9 @@ type Config struct {
 	// standalone: this node owns every shard. NodeID and Meta are filled
 	// in by the node.
 	Gossip *membership.Config
+	// Raft enables the raft shard catalog (needs Gossip); nil keeps the
+	// static Shards.
+	Raft *RaftConfig
 	// AdvertiseHTTP is the host:port other nodes forward requests to.
 	// Default: the bound HTTP address.
 	AdvertiseHTTP string
@@ -138,6 +141,9 @@ func (c Config) Validate() error {
 		if _, err := pgxpool.ParseConfig(dsn); err != nil {
 			errs = append(errs, fmt.Errorf("dsn of shard %d: %w", id, err))
 		}
+	}
+	if c.Raft != nil && c.Gossip == nil {
+		errs = append(errs, errors.New("the raft catalog needs gossip"))
 	}
 	if len(c.Shards) > 0 && c.PostgresDSN != "" {
 		errs = append(errs, errors.New("set either shards or a postgres dsn, not both"))

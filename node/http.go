@@ -31,13 +31,17 @@ func (n *Node) listen() error {
 
 // serve builds the API over the shard router and serves it.
 func (n *Node) serve() error {
-	r := &router{self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view}
-	handler, err := api.New(api.Config{
+	r := n.router
+	cfg := api.Config{
 		MaxBodyBytes: n.cfg.MaxBodyBytes,
 		NodeID:       n.nodeID,
 		Cluster:      clusterInfo{r},
 		Logger:       n.root, // api adds its component field
-	}, r)
+	}
+	if n.admin != nil {
+		cfg.Admin = catalogAdmin{n}
+	}
+	handler, err := api.New(cfg, r)
 	if err != nil {
 		return fmt.Errorf("build http api: %w", err)
 	}

@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/internal/shardmgr"
@@ -31,14 +33,21 @@ type Node struct {
 	root    zerolog.Logger // cfg.Logger with node_id
 	log     zerolog.Logger // component node
 	pg      *pgserver.Server
+	poolsMu sync.Mutex
 	pools   map[uint16]*pgxpool.Pool
+	admin   *admin.Admin // nil on static shards
+	router  *router
+	syncEnd context.CancelFunc
+	syncOut chan struct{}
 	gossip  *membership.Membership // nil when standalone
-	view    view
-	mgr     *shardmgr.Manager
-	http    *http.Server
-	ln      net.Listener
-	serving chan struct{} // closed when the serve goroutine returns
-	errc    chan error    // receives a serve failure, at most one
+	// gossipRef publishes gossip to the raft catalog, which starts first.
+	gossipRef atomic.Pointer[membership.Membership]
+	view      view
+	mgr       *shardmgr.Manager
+	http      *http.Server
+	ln        net.Listener
+	serving   chan struct{} // closed when the serve goroutine returns
+	errc      chan error    // receives a serve failure, at most one
 }
 
 // New checks cfg and returns a stopped node that runs the workflows and
@@ -90,19 +99,34 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.listen(); err != nil {
 		return err
 	}
+	if n.cfg.Raft != nil {
+		if err := n.startAdmin(); err != nil {
+			return err
+		}
+		if err := n.admin.Start(ctx); err != nil {
+			return fmt.Errorf("start raft catalog: %w", err)
+		}
+	}
 	if err := n.joinCluster(ctx); err != nil {
 		return err
 	}
 	if err := n.startShards(ctx); err != nil {
 		return err
 	}
+	n.router = &router{self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view}
+	if n.admin != nil {
+		n.router.src = raftPlacement{n.admin}
+		syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		n.syncEnd, n.syncOut = cancel, make(chan struct{})
+		go n.syncLoop(syncCtx, n.syncOut)
+	}
 	return n.serve()
 }
 
 // shardDSNs is the catalog: Config.Shards, or one shard on PostgresDSN or
-// on the managed server.
+// on the managed server. A node joining a raft catalog may have none yet.
 func (n *Node) shardDSNs(ctx context.Context) (map[uint16]string, error) {
-	if len(n.cfg.Shards) > 0 {
+	if len(n.cfg.Shards) > 0 || n.cfg.Raft != nil {
 		return n.cfg.Shards, nil
 	}
 	dsn := n.cfg.PostgresDSN
@@ -139,6 +163,9 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	gcfg := *n.cfg.Gossip
 	gcfg.NodeID = n.nodeID
 	gcfg.Meta.NodeID, gcfg.Meta.APIAddr = n.nodeID, apiAddr
+	if n.admin != nil {
+		gcfg.Meta.RaftAddr = n.admin.Addr()
+	}
 	gcfg.Meta.Version = cmp.Or(gcfg.Meta.Version, Version)
 	gcfg.Logger = n.root
 	m, err := membership.New(gcfg)
@@ -149,6 +176,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 		return fmt.Errorf("start gossip: %w", err)
 	}
 	n.gossip, n.view = m, m
+	n.gossipRef.Store(m)
 	return nil
 }
 
@@ -251,10 +279,19 @@ func (n *Node) shutdown(ctx context.Context) error {
 		_ = n.ln.Close()
 		n.ln = nil
 	}
+	if n.syncEnd != nil {
+		n.syncEnd()
+		<-n.syncOut
+		n.syncEnd = nil
+	}
 	if n.mgr != nil {
 		n.mgr.Stop() // releases every lease before the leave is announced
 		n.mgr = nil
 		n.log.Info().Msg("shard engines stopped")
+	}
+	if n.admin != nil {
+		n.admin.Stop()
+		n.admin = nil
 	}
 	if n.gossip != nil {
 		n.gossip.Stop()
@@ -293,9 +330,18 @@ func (n *Node) crash() {
 		<-n.serving
 		n.http, n.ln = nil, nil
 	}
+	if n.syncEnd != nil {
+		n.syncEnd()
+		<-n.syncOut
+		n.syncEnd = nil
+	}
 	if n.mgr != nil {
 		n.mgr.Abandon()
 		n.mgr = nil
+	}
+	if n.admin != nil {
+		n.admin.Abandon()
+		n.admin = nil
 	}
 	if n.gossip != nil {
 		n.gossip.Shutdown()

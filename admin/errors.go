@@ -1,0 +1,53 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the package. Match them with errors.Is.
+var (
+	// ErrNotLeader: the call needs the raft leader and this node is not
+	// it. The concrete error is a *NotLeaderError naming the leader.
+	ErrNotLeader = errors.New("not the raft leader")
+	// ErrUnknownShard: the command names a shard the catalog does not
+	// have.
+	ErrUnknownShard = errors.New("unknown shard")
+	// ErrShardExists: AddShard names a shard the catalog already has.
+	ErrShardExists = errors.New("shard already exists")
+	// ErrInvalidTransition: SetShardState asks for a state change the
+	// lifecycle does not allow (see ShardState), or an unknown state.
+	ErrInvalidTransition = errors.New("invalid shard state transition")
+	// ErrInvalidCommand: a command field is out of range (shard id 65535,
+	// empty DSN, a window that is not positive, a bootstrap without
+	// shards).
+	ErrInvalidCommand = errors.New("invalid command")
+	// ErrUnknownPeer: RemovePeer names a server that is not in the raft
+	// configuration.
+	ErrUnknownPeer = errors.New("unknown raft peer")
+	// ErrAlreadyStarted is returned by Start on an Admin that is running.
+	ErrAlreadyStarted = errors.New("admin already started")
+	// ErrNotStarted is returned by calls that need raft before Start.
+	ErrNotStarted = errors.New("admin not started")
+	// ErrStopped is returned by Start and other calls after Stop.
+	ErrStopped = errors.New("admin stopped")
+)
+
+// NotLeaderError is returned by leader-only calls on a follower. LeaderID
+// and LeaderAPIAddr name the leader this node knows of (its HTTP API
+// address comes from gossip); both are empty while no leader is known,
+// for instance during an election. It matches ErrNotLeader.
+type NotLeaderError struct {
+	LeaderID      string
+	LeaderAPIAddr string
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.LeaderID == "" {
+		return "not the raft leader; no leader known"
+	}
+	return fmt.Sprintf("not the raft leader; leader is %s at %q", e.LeaderID, e.LeaderAPIAddr)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }

@@ -1,0 +1,386 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/harvestd/harvest/admin"
+	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/membership"
+	"github.com/harvestd/harvest/ring"
+)
+
+// Defaults of RaftConfig.
+const (
+	// DrainCheckIntervalDefault is how often the leader checks whether a
+	// draining shard has nothing left inside the window.
+	DrainCheckIntervalDefault = 10 * time.Second
+	// healthTimeout bounds a shard health check.
+	healthTimeout = 5 * time.Second
+)
+
+// RaftConfig enables the raft shard catalog (it needs Gossip). The catalog
+// replaces Config.Shards, which seed it when the cluster bootstraps.
+type RaftConfig struct {
+	// BindAddr is the raft TCP host:port (port 0: a free port).
+	BindAddr string
+	// AdvertiseAddr is the raft address peers dial (default: bound).
+	AdvertiseAddr string
+	// BootstrapExpect bootstraps the raft group once that many servers
+	// are alive in gossip (0: join an existing cluster).
+	BootstrapExpect int
+	// MaxVoters caps raft voters (3 or 5); later joiners are non-voters.
+	MaxVoters int
+	// DrainCheckInterval: default DrainCheckIntervalDefault.
+	DrainCheckInterval time.Duration
+	// Raft overrides hashicorp/raft's timings (tests shrink them).
+	Raft *raft.Config
+}
+
+// raftPlacement places by the raft catalog.
+type raftPlacement struct{ a *admin.Admin }
+
+func (p raftPlacement) Current() ring.Catalog { return p.a.Catalog().Current() }
+func (p raftPlacement) WithinWindow(now time.Time) []ring.Catalog {
+	return p.a.Catalog().WithinWindow(now)
+}
+
+// startAdmin creates the raft catalog (before gossip, whose metadata
+// carries its address) .
+func (n *Node) startAdmin() error {
+	rc := n.cfg.Raft
+	a, err := admin.New(admin.Config{
+		NodeID: n.nodeID, DataDir: n.cfg.DataDir, BindAddr: rc.BindAddr, AdvertiseAddr: rc.AdvertiseAddr,
+		BootstrapExpect: rc.BootstrapExpect, MaxVoters: rc.MaxVoters, InitialShards: n.cfg.Shards,
+		Settings: admin.Settings{IdempotencyWindow: n.cfg.IdempotencyWindow}, Raft: rc.Raft, Logger: n.root,
+	}, lazyPeers{&n.gossipRef})
+	if err != nil {
+		return err
+	}
+	n.admin = a
+	return nil
+}
+
+// lazyPeers hands gossip to the admin once it exists: raft binds its
+// address first, because gossip advertises it.
+type lazyPeers struct {
+	v *atomic.Pointer[membership.Membership]
+}
+
+func (p lazyPeers) Alive() []membership.Member {
+	if m := p.v.Load(); m != nil {
+		return m.Alive()
+	}
+	return nil
+}
+
+func (p lazyPeers) Members() []membership.Member {
+	if m := p.v.Load(); m != nil {
+		return m.Members()
+	}
+	return nil
+}
+
+// Changed is nil (never ready) until gossip exists; the admin's ticker
+// covers that moment.
+func (p lazyPeers) Changed() <-chan struct{} {
+	if m := p.v.Load(); m != nil {
+		return m.Changed()
+	}
+	return nil
+}
+
+// syncLoop keeps a pool open for every shard of the catalog and runs the
+// leader's drain checks.
+func (n *Node) syncLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	interval := cmp.Or(n.cfg.Raft.DrainCheckInterval, DrainCheckIntervalDefault)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		n.syncPools(ctx)
+		n.finishDrains(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.admin.Changed():
+		case <-tick.C:
+		}
+	}
+}
+
+// syncPools opens (and migrates) the database of every catalog shard that
+// has no pool yet and hands the set to the shard manager.
+func (n *Node) syncPools(ctx context.Context) {
+	cat := n.admin.Catalog()
+	added := false
+	for id, sh := range cat.Shards {
+		n.poolsMu.Lock()
+		_, have := n.pools[id]
+		n.poolsMu.Unlock()
+		if have {
+			continue
+		}
+		pool, err := openPool(ctx, sh.DSN)
+		if err != nil {
+			n.log.Warn().Uint16("shard_id", id).Err(err).Msg("shard database not reachable")
+			continue
+		}
+		n.poolsMu.Lock()
+		n.pools[id] = pool
+		n.poolsMu.Unlock()
+		added = true
+	}
+	if added {
+		n.mgr.SetPools(n.poolSnapshot())
+	}
+}
+
+func (n *Node) poolSnapshot() map[uint16]*pgxpool.Pool {
+	n.poolsMu.Lock()
+	defer n.poolsMu.Unlock()
+	out := make(map[uint16]*pgxpool.Pool, len(n.pools))
+	for id, p := range n.pools {
+		out[id] = p
+	}
+	return out
+}
+
+func (n *Node) pool(id uint16) (*pgxpool.Pool, bool) {
+	n.poolsMu.Lock()
+	defer n.poolsMu.Unlock()
+	p, ok := n.pools[id]
+	return p, ok
+}
+
+// finishDrains (leader only) moves draining shards to read_only once
+// nothing placed on them is inside the window any more.
+func (n *Node) finishDrains(ctx context.Context) {
+	if id, _ := n.admin.Leader(); id != n.nodeID {
+		return
+	}
+	cat := n.admin.Catalog()
+	window := cat.Settings.Window()
+	for id, sh := range cat.Shards {
+		if sh.State != admin.StateDraining || time.Since(sh.StateSince) < window {
+			continue
+		}
+		st, err := n.drainStatus(ctx, id, window)
+		if err != nil || (st.WindowPassesAt != nil && st.WindowPassesAt.After(st.Now)) {
+			continue
+		}
+		cmdCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = n.admin.Apply(cmdCtx, admin.SetShardState{ID: id, State: admin.StateReadOnly})
+		cancel()
+		if err != nil {
+			n.log.Warn().Uint16("shard_id", id).Err(err).Msg("finish drain failed")
+			continue
+		}
+		n.log.Info().Uint16("shard_id", id).Msg("shard drained to read_only")
+	}
+}
+
+func (n *Node) drainStatus(ctx context.Context, id uint16, window time.Duration) (engine.DrainStatus, error) {
+	pool, ok := n.pool(id)
+	if !ok {
+		return engine.DrainStatus{}, fmt.Errorf("shard %d: no database connection", id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	return engine.ReadDrainStatus(ctx, pool, id, window)
+}
+
+// catalogAdmin implements api.Admin over the raft catalog.
+type catalogAdmin struct{ n *Node }
+
+var _ api.Admin = catalogAdmin{}
+
+func (c catalogAdmin) leaderErr(err error) error {
+	var nl *admin.NotLeaderError
+	if errors.As(err, &nl) {
+		le := &api.LeaderError{LeaderID: nl.LeaderID}
+		if nl.LeaderAPIAddr != "" {
+			le.URL = "http://" + nl.LeaderAPIAddr
+		}
+		return le
+	}
+	switch {
+	case errors.Is(err, admin.ErrUnknownShard):
+		return fmt.Errorf("%w: %v", api.ErrUnknownShard, err)
+	case errors.Is(err, admin.ErrInvalidTransition), errors.Is(err, admin.ErrShardExists):
+		return fmt.Errorf("%w: %v", api.ErrInvalidTransition, err)
+	}
+	return err
+}
+
+// requireLeader sends a write to the leader before its checks run here.
+func (c catalogAdmin) requireLeader() error {
+	id, addr := c.n.admin.Leader()
+	if id == c.n.nodeID {
+		return nil
+	}
+	le := &api.LeaderError{LeaderID: id}
+	if addr != "" {
+		le.URL = "http://" + addr
+	}
+	return le
+}
+
+func (c catalogAdmin) view(ctx context.Context, sh admin.Shard, window time.Duration) api.ShardView {
+	v := api.ShardView{ShardID: sh.ID, State: string(sh.State), Database: redactDSN(sh.DSN), AddedAt: sh.AddedAt, StateSince: sh.StateSince}
+	if t, err := c.n.router.ForShard(sh.ID); err == nil {
+		v.Owner = t.Owner
+		if t.Shard != nil {
+			v.Owner = c.n.nodeID
+		}
+	}
+	st, err := c.n.drainStatus(ctx, sh.ID, window)
+	if err != nil {
+		v.Error = err.Error()
+		return v
+	}
+	v.Reachable, v.Status = true, &st
+	return v
+}
+
+func (c catalogAdmin) Catalog(ctx context.Context) (api.CatalogView, error) {
+	cat := c.n.admin.Catalog()
+	window := cat.Settings.Window()
+	out := api.CatalogView{IdempotencyWindow: window.String(), Shards: []api.ShardView{}}
+	out.Leader, _ = c.n.admin.Leader()
+	for _, id := range slices.Sorted(maps.Keys(cat.Shards)) {
+		out.Shards = append(out.Shards, c.view(ctx, cat.Shards[id], window))
+	}
+	for _, e := range cat.Epochs {
+		out.Epochs = append(out.Epochs, api.EpochView{Number: e.Number, Since: e.Since, Readable: e.Readable, Writable: e.Writable})
+	}
+	return out, nil
+}
+
+func (c catalogAdmin) Shard(ctx context.Context, id uint16) (api.ShardView, error) {
+	cat := c.n.admin.Catalog()
+	sh, ok := cat.Shard(id)
+	if !ok {
+		return api.ShardView{}, fmt.Errorf("shard %d: %w", id, api.ErrUnknownShard)
+	}
+	return c.view(ctx, sh, cat.Settings.Window()), nil
+}
+
+// AddShard health-checks and migrates the database, adds it readable,
+// then opens it for placement.
+func (c catalogAdmin) AddShard(ctx context.Context, id uint16, dsn string) (api.ShardView, error) {
+	if _, ok := c.n.admin.Catalog().Shard(id); ok {
+		return api.ShardView{}, fmt.Errorf("shard %d: %w", id, api.ErrInvalidTransition)
+	}
+	if err := c.requireLeader(); err != nil {
+		return api.ShardView{}, err // the leader health-checks and adds it
+	}
+	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	pool, err := openPool(hctx, dsn)
+	cancel()
+	if err != nil {
+		return api.ShardView{}, fmt.Errorf("%w: shard %d: %v", api.ErrShardUnreachable, id, err)
+	}
+	pool.Close()
+	if err := c.n.admin.Apply(ctx, admin.AddShard{ID: id, DSN: dsn}); err != nil {
+		return api.ShardView{}, c.leaderErr(err)
+	}
+	if err := c.n.admin.Apply(ctx, admin.SetShardState{ID: id, State: admin.StateWritable}); err != nil {
+		return api.ShardView{}, c.leaderErr(err)
+	}
+	c.n.syncPools(ctx)
+	return c.Shard(ctx, id)
+}
+
+// Drain stops new placement on a shard. It refuses the last writable shard
+// and an unreachable one unless force.
+func (c catalogAdmin) Drain(ctx context.Context, id uint16, force bool) (api.DrainView, error) {
+	if err := c.requireLeader(); err != nil {
+		return api.DrainView{}, err
+	}
+	cat := c.n.admin.Catalog()
+	sh, ok := cat.Shard(id)
+	if !ok {
+		return api.DrainView{}, fmt.Errorf("shard %d: %w", id, api.ErrUnknownShard)
+	}
+	if sh.State != admin.StateWritable {
+		return api.DrainView{}, fmt.Errorf("%w: shard %d is %s, only a writable shard can be drained", api.ErrInvalidTransition, id, sh.State)
+	}
+	var risks []string
+	if writable := cat.Current().Writable; len(writable) == 1 && writable[0] == id {
+		risks = append(risks, fmt.Sprintf("shard %d is the last writable shard: new starts would have nowhere to go", id))
+	}
+	if _, err := c.n.drainStatus(ctx, id, cat.Settings.Window()); err != nil {
+		risks = append(risks, fmt.Sprintf("shard %d is unreachable (%v): retries of keys placed on it cannot be checked until it is back", id, err))
+	}
+	out := api.DrainView{}
+	if len(risks) > 0 {
+		if !force {
+			return out, fmt.Errorf("%w: %s (use --force to drain anyway)", api.ErrUnsafeDrain, joinRisks(risks))
+		}
+		out.Forced, out.Risk = true, joinRisks(risks)
+	}
+	if err := c.n.admin.Apply(ctx, admin.SetShardState{ID: id, State: admin.StateDraining}); err != nil {
+		return api.DrainView{}, c.leaderErr(err)
+	}
+	v, err := c.Shard(ctx, id)
+	out.Shard = v
+	return out, err
+}
+
+func (c catalogAdmin) Undrain(ctx context.Context, id uint16) (api.ShardView, error) {
+	if err := c.n.admin.Apply(ctx, admin.SetShardState{ID: id, State: admin.StateWritable}); err != nil {
+		return api.ShardView{}, c.leaderErr(err)
+	}
+	return c.Shard(ctx, id)
+}
+
+func (c catalogAdmin) Peers(context.Context) ([]api.PeerView, error) {
+	servers, err := c.n.admin.Servers()
+	if err != nil {
+		return nil, err
+	}
+	out := []api.PeerView{}
+	for _, s := range servers {
+		out = append(out, api.PeerView{ID: s.ID, Addr: s.Addr, Voter: s.Voter, Leader: s.Leader})
+	}
+	return out, nil
+}
+
+func (c catalogAdmin) RemovePeer(ctx context.Context, id string) error {
+	return c.leaderErr(c.n.admin.RemovePeer(ctx, id))
+}
+
+func joinRisks(r []string) string {
+	out := r[0]
+	for _, s := range r[1:] {
+		out += "; " + s
+	}
+	return out
+}
+
+// redactDSN hides the password of a DSN (URL or keyword form).
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		return u.String()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return "(unparsable dsn)"
+	}
+	return fmt.Sprintf("host=%s port=%d dbname=%s user=%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, cfg.ConnConfig.User)
+}

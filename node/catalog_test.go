@@ -1,0 +1,263 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/internal/pgtest"
+	"github.com/harvestd/harvest/membership"
+	"github.com/harvestd/harvest/ring"
+)
+
+func fastRaft() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.HeartbeatTimeout = 300 * time.Millisecond
+	rc.ElectionTimeout = 300 * time.Millisecond
+	rc.LeaderLeaseTimeout = 200 * time.Millisecond
+	rc.CommitTimeout = 20 * time.Millisecond
+	return rc
+}
+
+// newRaftCluster starts size nodes with a raft catalog seeded with shards
+// initial of the given databases; window is the idempotency window.
+func newRaftCluster(t *testing.T, size, initial int, window time.Duration) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dsns: map[uint16]string{}, reg: harvest.NewRegistry(), svc: demo.NewServices(), ttl: 5 * time.Second}
+	require.NoError(t, demo.New(c.svc).Register(c.reg))
+	for s := range uint16(initial) {
+		c.dsns[s] = pgtest.NewDB(t)
+	}
+	for i := range size {
+		var join []string
+		if i > 0 {
+			join = []string{c.nodes[0].GossipAddr()}
+		}
+		n, err := New(Config{
+			NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
+			Gossip:            &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
+			Raft:              &RaftConfig{BindAddr: "127.0.0.1:0", BootstrapExpect: size, DrainCheckInterval: 200 * time.Millisecond, Raft: fastRaft()},
+			IdempotencyWindow: window, PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
+		}, c.reg)
+		require.NoError(t, err)
+		require.NoError(t, n.Start(ctxT(t)))
+		t.Cleanup(func() { _ = n.Stop(context.Background()) })
+		c.nodes = append(c.nodes, n)
+	}
+	eventually(t, "a catalog on every node", 20*time.Second, func() bool {
+		for _, n := range c.nodes {
+			if len(n.admin.Catalog().Shards) != initial {
+				return false
+			}
+		}
+		return true
+	})
+	c.refreshCatalog()
+	c.waitStable()
+	return c
+}
+
+func (c *cluster) refreshCatalog() {
+	c.cat = c.nodes[0].admin.Catalog().Current()
+}
+
+// keyOn finds an idempotency key of workflow name that routes to shard
+// under cat (and, when other is non-nil, to otherShard under other).
+func keyOn(t *testing.T, name string, cat ring.Catalog, shard uint16, other *ring.Catalog, otherShard uint16) string {
+	for i := range 100000 {
+		k := fmt.Sprintf("key-%d", i)
+		s, err := ring.PickShard(cat, name, k)
+		require.NoError(t, err)
+		if s != shard {
+			continue
+		}
+		if other != nil {
+			if o, _ := ring.PickShard(*other, name, k); o != otherShard {
+				continue
+			}
+		}
+		return k
+	}
+	t.Fatal("no key found")
+	return ""
+}
+
+func (c *cluster) runsCount(t *testing.T, where string, args ...any) int {
+	total := 0
+	for _, dsn := range c.dsns {
+		conn, err := pgx.Connect(ctxT(t), dsn)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, conn.QueryRow(ctxT(t), `SELECT count(*) FROM harvest_executions WHERE `+where, args...).Scan(&n))
+		conn.Close(context.Background())
+		total += n
+	}
+	return total
+}
+
+func TestDedupSurvivesDrainAndAdd(t *testing.T) {
+	c := newRaftCluster(t, 3, 2, time.Hour)
+	entry := c.nodes[0]
+
+	t.Run("KeyedRetryAfterDrain", func(t *testing.T) {
+		key := keyOn(t, "onboarding", c.cat, 1, nil, 0)
+		first := call(t, c.nodes[2], "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 1}}, "Idempotency-Key", key)
+		require.Equal(t, http.StatusCreated, first.Status, "%v", first.Body)
+		require.Equal(t, uint16(1), shardOf(t, first.Body["execution_id"]))
+
+		d := call(t, c.nodes[1], "POST", "/admin/shards/1/drain", nil)
+		require.Equal(t, http.StatusAccepted, d.Status, "%v", d.Body)
+		eventually(t, "the drain on every node", 10*time.Second, func() bool {
+			for _, n := range c.nodes {
+				if len(n.admin.Catalog().Current().Writable) != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		c.refreshCatalog()
+		now, _ := ring.PickShard(c.cat, "onboarding", key)
+		require.Equal(t, uint16(0), now, "the key routes elsewhere after the drain")
+
+		for _, n := range c.nodes {
+			r := call(t, n, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 1}}, "Idempotency-Key", key)
+			require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+			require.Equal(t, true, r.Body["deduplicated"])
+			require.Equal(t, first.Body["execution_id"], r.Body["execution_id"])
+		}
+		require.Equal(t, 1, c.runsCount(t, "idempotency_key = $1", key), "no second run")
+
+		wf := fmt.Sprint(first.Body["workflow_id"])
+		rej := call(t, entry, "POST", "/workflows/onboarding/start", map[string]any{"workflow_id": wf, "reuse_policy": "reject_duplicate"})
+		require.Equal(t, http.StatusConflict, rej.Status, "%v", rej.Body)
+		require.Equal(t, first.Body["execution_id"], rej.Body["existing_execution_id"])
+
+		u := call(t, entry, "POST", "/admin/shards/1/undrain", nil)
+		require.Equal(t, http.StatusOK, u.Status, "%v", u.Body)
+		eventually(t, "the undrain", 10*time.Second, func() bool { return len(c.nodes[2].admin.Catalog().Current().Writable) == 2 })
+		c.refreshCatalog()
+	})
+
+	t.Run("ExplicitWorkflowIDAfterDrain", func(t *testing.T) {
+		wf := keyOn(t, "order", c.cat, 0, nil, 0)
+		first := call(t, c.nodes[1], "POST", "/workflows/order/start", map[string]any{"workflow_id": wf, "input": map[string]any{"order_id": "x"}})
+		require.Equal(t, http.StatusCreated, first.Status, "%v", first.Body)
+		d := call(t, entry, "POST", "/admin/shards/0/drain", nil)
+		require.Equal(t, http.StatusAccepted, d.Status, "%v", d.Body)
+		eventually(t, "the drain", 10*time.Second, func() bool {
+			for _, n := range c.nodes {
+				if w := n.admin.Catalog().Current().Writable; len(w) != 1 || w[0] != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		for _, n := range c.nodes {
+			r := call(t, n, "POST", "/workflows/order/start", map[string]any{"workflow_id": wf, "reuse_policy": "reject_duplicate"})
+			require.Equal(t, http.StatusConflict, r.Status, "%v", r.Body)
+			require.Equal(t, first.Body["execution_id"], r.Body["existing_execution_id"])
+			att := call(t, n, "POST", "/workflows/order/start", map[string]any{"workflow_id": wf})
+			require.Equal(t, http.StatusOK, att.Status, "allow_duplicate attaches to the run on the drained shard: %v", att.Body)
+			require.Equal(t, first.Body["execution_id"], att.Body["execution_id"])
+		}
+		require.Equal(t, 1, c.runsCount(t, "workflow_id = $1", wf))
+		u := call(t, entry, "POST", "/admin/shards/0/undrain", nil)
+		require.Equal(t, http.StatusOK, u.Status, "%v", u.Body)
+		eventually(t, "the undrain", 10*time.Second, func() bool { return len(c.nodes[1].admin.Catalog().Current().Writable) == 2 })
+		c.refreshCatalog()
+	})
+
+	t.Run("KeyedRetryAfterShardAdd", func(t *testing.T) {
+		grown := ring.Catalog{Readable: []uint16{0, 1, 2}, Writable: []uint16{0, 1, 2}}
+		key := keyOn(t, "onboarding", c.cat, 0, &grown, 2)
+		first := call(t, entry, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 2}}, "Idempotency-Key", key)
+		require.Equal(t, http.StatusCreated, first.Status, "%v", first.Body)
+
+		c.dsns[2] = pgtest.NewDB(t)
+		add := call(t, c.nodes[1], "POST", "/admin/shards", map[string]any{"shard_id": 2, "dsn": c.dsns[2]})
+		require.Equal(t, http.StatusCreated, add.Status, "%v", add.Body)
+		eventually(t, "shard 2 served", 15*time.Second, func() bool { return c.owner(2) != nil })
+		for _, n := range c.nodes {
+			require.Equal(t, []uint16{0, 1, 2}, n.admin.Catalog().Current().Writable)
+		}
+		for _, n := range c.nodes {
+			r := call(t, n, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 2}}, "Idempotency-Key", key)
+			require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+			require.Equal(t, first.Body["execution_id"], r.Body["execution_id"])
+		}
+		require.Equal(t, 1, c.runsCount(t, "idempotency_key = $1", key))
+		fresh := call(t, entry, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 3}}, "Idempotency-Key", key+"-new")
+		require.Equal(t, http.StatusCreated, fresh.Status)
+	})
+}
+
+func TestDrainSafety(t *testing.T) {
+	c := newRaftCluster(t, 3, 2, 2*time.Second)
+	entry := c.nodes[0]
+
+	t.Run("LastWritableNeedsForce", func(t *testing.T) {
+		d := call(t, entry, "POST", "/admin/shards/0/drain", nil)
+		require.Equal(t, http.StatusAccepted, d.Status, "%v", d.Body)
+		r := call(t, c.nodes[2], "POST", "/admin/shards/1/drain", nil)
+		require.Equal(t, http.StatusConflict, r.Status, "%v", r.Body)
+		require.Equal(t, "unsafe_drain", r.Body["code"])
+		require.Contains(t, r.Body["error"], "last writable")
+		forced := call(t, c.nodes[2], "POST", "/admin/shards/1/drain", map[string]any{"force": true})
+		require.Equal(t, http.StatusAccepted, forced.Status, "%v", forced.Body)
+		require.Equal(t, true, forced.Body["forced"])
+		eventually(t, "no writable shard on the entry node", 10*time.Second, func() bool {
+			return len(entry.admin.Catalog().Current().Writable) == 0
+		})
+		s := call(t, entry, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{}})
+		require.Equal(t, http.StatusServiceUnavailable, s.Status, "no writable shard: %v", s.Body)
+		for _, id := range []string{"0", "1"} {
+			u := call(t, entry, "POST", "/admin/shards/"+id+"/undrain", nil)
+			require.Equal(t, http.StatusOK, u.Status, "%v", u.Body)
+		}
+	})
+
+	t.Run("DrainFinishesToReadOnly", func(t *testing.T) {
+		eventually(t, "both writable", 10*time.Second, func() bool { return len(entry.admin.Catalog().Current().Writable) == 2 })
+		d := call(t, entry, "POST", "/admin/shards/1/drain", nil)
+		require.Equal(t, http.StatusAccepted, d.Status, "%v", d.Body)
+		eventually(t, "read_only after the 2s window", 15*time.Second, func() bool {
+			r := call(t, entry, "GET", "/admin/shards/1", nil)
+			return r.Body["state"] == "read_only"
+		})
+	})
+
+	t.Run("UnreachableNeedsForce", func(t *testing.T) {
+		conn, err := pgx.Connect(ctxT(t), c.dsns[0])
+		require.NoError(t, err)
+		defer conn.Close(context.Background())
+		db := conn.Config().Database
+		admin, err := pgx.Connect(ctxT(t), pgtest.ServerDSN("postgres"))
+		require.NoError(t, err)
+		defer admin.Close(context.Background())
+		conn.Close(context.Background())
+		_, err = admin.Exec(ctxT(t), fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS false`, db))
+		require.NoError(t, err)
+		_, err = admin.Exec(ctxT(t), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, _ = admin.Exec(context.Background(), fmt.Sprintf(`ALTER DATABASE %q WITH ALLOW_CONNECTIONS true`, db))
+		})
+		u := call(t, entry, "POST", "/admin/shards/1/undrain", nil) // shard 1 is read_only now
+		require.Equal(t, http.StatusOK, u.Status, "%v", u.Body)
+		r := call(t, entry, "POST", "/admin/shards/0/drain", nil)
+		require.Equal(t, http.StatusConflict, r.Status, "%v", r.Body)
+		require.Contains(t, r.Body["error"], "unreachable")
+		forced := call(t, entry, "POST", "/admin/shards/0/drain", map[string]any{"force": true})
+		require.Equal(t, http.StatusAccepted, forced.Status, "%v", forced.Body)
+		require.Contains(t, forced.Body["risk"], "unreachable")
+	})
+}
