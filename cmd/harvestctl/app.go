@@ -31,7 +31,7 @@ const (
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:            "harvestctl",
-		Usage:           "control Harvest workflows through any harvestd node",
+		Usage:           "control Harvest workflows and inspect the cluster through any harvestd node",
 		HideVersion:     true,
 		Writer:          stdout,
 		ErrWriter:       stderr,
@@ -46,7 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outputDefault,
 				Usage: "output format: table or json (the server's JSON, pretty-printed)"},
 		},
-		Commands: []*cli.Command{workflowCommand()},
+		Commands: []*cli.Command{workflowCommand(), clusterCommand()},
 	}
 	for _, cmd := range app.Commands {
 		prepare(cmd)

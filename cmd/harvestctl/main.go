@@ -3,6 +3,7 @@
 // client never drift apart.
 //
 //	harvestctl [--addr URL] [--token T] [--output table|json] workflow <command> …
+//	harvestctl [--addr URL] [--token T] [--output table|json] cluster members
 //
 // Exit codes: 0 success; 1 the server refused the request or could not be
 // reached (the server's message is printed as

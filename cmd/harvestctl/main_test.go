@@ -33,6 +33,12 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
+	return setupWith(t, api.Config{})
+}
+
+// setupWith is setup with the API configured by cfg.
+func setupWith(t *testing.T, cfg api.Config) *testBundle {
+	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
 	e, err := engine.New(pgtest.NewPool(t), reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
@@ -40,7 +46,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)
-	srv, err := api.New(api.Config{}, api.SingleShard(e))
+	srv, err := api.New(cfg, api.SingleShard(e))
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

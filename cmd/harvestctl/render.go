@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -144,6 +146,35 @@ func listTable(tw *tabwriter.Writer, p *client.ListPage) {
 		fmt.Fprintf(tw, "\nnext page: --cursor %s\n", p.NextCursor)
 	}
 }
+
+// membersTable lists the members by node id; " *" marks the node that
+// answered.
+func membersTable(tw *tabwriter.Writer, members []client.Member) {
+	members = slices.SortedFunc(slices.Values(members), func(a, b client.Member) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	row(tw, "NODE", "STATE", "API", "GOSSIP", "SHARDS")
+	for _, m := range members {
+		node := m.NodeID
+		if m.Self {
+			node += " *"
+		}
+		row(tw, node, m.State, dash(m.APIAddr), dash(m.GossipAddr), shardList(m.Shards))
+	}
+}
+
+// shardList is "0,2,5", or "-" for none.
+func shardList(shards []uint16) string {
+	if len(shards) == 0 {
+		return "-"
+	}
+	ids := make([]string, len(shards))
+	for i, s := range slices.Sorted(slices.Values(shards)) {
+		ids[i] = fmt.Sprint(s)
+	}
+	return strings.Join(ids, ",")
+}
+
+// dash stands in for an empty cell.
+func dash(s string) string { return cmp.Or(s, "-") }
 
 func optionalText(tw *tabwriter.Writer, label, s string) {
 	if s != "" {

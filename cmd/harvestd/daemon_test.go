@@ -56,13 +56,20 @@ func testDir(t *testing.T) string {
 	return dir
 }
 
-// startDaemon runs harvestd dev on dataDir and waits for /readyz; cleanup
-// stops the process (SIGTERM, then SIGKILL) and dumps its output if the
-// test failed.
+// startDaemon runs harvestd dev on dataDir and waits for /readyz.
 func startDaemon(t *testing.T, dataDir string, extraArgs ...string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
-	args := append([]string{"dev", "--data-dir", dataDir, "--http-addr", addr}, extraArgs...)
+	d := launch(t, addr, append([]string{"dev", "--data-dir", dataDir, "--http-addr", addr}, extraArgs...)...)
+	d.waitReady(t)
+	return d
+}
+
+// launch runs harvestd with args, its HTTP API on addr, without waiting
+// for it; cleanup stops the process (SIGTERM, then SIGKILL) and dumps its
+// output if the test failed.
+func launch(t *testing.T, addr string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{base: "http://" + addr, out: &syncBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(harvestdBin, args...)
 	d.cmd.Env = childEnv()
@@ -83,14 +90,14 @@ func startDaemon(t *testing.T, dataDir string, extraArgs ...string) *daemon {
 			t.Logf("harvestd %s output:\n%s", strings.Join(args, " "), d.out.String())
 		}
 	})
-	d.waitReady(t)
 	return d
 }
 
 // childEnv is this environment without HARVEST_* and PG* variables, so
-// only the flags configure the daemon.
+// only the flags configure the daemon, plus the switch that makes the test
+// binary run as harvestd.
 func childEnv() []string {
-	var env []string
+	env := []string{asMainEnv + "=1"}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "HARVEST_") && !strings.HasPrefix(kv, "PG") {
 			env = append(env, kv)

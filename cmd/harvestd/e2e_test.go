@@ -315,10 +315,16 @@ func TestUnusableDataDir(t *testing.T) {
 // runToExit runs harvestd to its end and returns its stderr.
 func runToExit(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runToExitEnv(t, nil, args...)
+}
+
+// runToExitEnv is runToExit with extra environment variables.
+func runToExitEnv(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), exitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, harvestdBin, args...)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), env...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()

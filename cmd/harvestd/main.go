@@ -1,12 +1,16 @@
 // Command harvestd runs a Harvest node.
 //
 //	harvestd dev [flags]
+//	harvestd agent --shard ID=DSN [--shard ID=DSN …] [--join HOST:PORT] [flags]
 //
-// dev runs one node serving one shard with the demo workflows registered
-// (onboarding and order), on a managed PostgreSQL server under the data
-// directory unless --postgres names an existing one. Every flag can also be
-// set through its HARVEST_* environment variable. SIGINT or SIGTERM stops
-// the node gracefully; a second signal kills the process at once.
+// dev runs one node serving one shard, on a managed PostgreSQL server under
+// the data directory unless --postgres names an existing one. agent runs
+// one node of a cluster: it gossips with the nodes it joins and serves the
+// shards of the static --shard catalog that the ring gives it. Both
+// register the demo workflows (onboarding and order). Every flag can also
+// be set through its HARVEST_* environment variable. SIGINT or SIGTERM
+// stops the node gracefully (an agent releases its shard leases and leaves
+// the cluster); a second signal kills the process at once.
 package main
 
 import (
@@ -15,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +27,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/harvestd/harvest"
-	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/node"
 )
@@ -31,23 +35,10 @@ import (
 // long-poll (capped at 30 s) and to stop the managed server.
 const stopTimeout = 45 * time.Second
 
-// Flag names.
-const (
-	flagDataDir           = "data-dir"
-	flagHTTPAddr          = "http-addr"
-	flagPostgres          = "postgres"
-	flagPGBinDir          = "pg-bin-dir"
-	flagNodeID            = "node-id"
-	flagLogFormat         = "log-format"
-	flagLogLevel          = "log-level"
-	flagIdempotencyWindow = "idempotency-window"
-	flagMaxBodyBytes      = "max-body-bytes"
-)
-
 func main() {
 	app := newApp()
 	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "harvestd: "+err.Error())
+		fmt.Fprintln(os.Stderr, "harvestd: "+oneLine(err))
 		os.Exit(1)
 	}
 }
@@ -58,62 +49,26 @@ func newApp() *cli.App {
 		Usage: "the Harvest durable workflow server",
 		// main prints the error once, in one line where it can.
 		ExitErrHandler: func(*cli.Context, error) {},
+		// A --shard DSN may contain commas; parseShards splits lists itself.
+		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{{
 			Name:   "dev",
 			Usage:  "run one node with the demo workflows, on a managed PostgreSQL unless --postgres is set",
 			Flags:  devFlags(),
 			Action: runDev,
+		}, {
+			Name:      "agent",
+			Usage:     "run one cluster node with the demo workflows, serving its share of the --shard databases",
+			UsageText: "harvestd agent --shard ID=DSN [--shard ID=DSN ...] [--join HOST:PORT ...] [options]",
+			Flags:     agentFlags(),
+			Action:    runAgent,
 		}},
 	}
 }
 
-func devFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: flagDataDir, Value: node.DataDirDefault, EnvVars: []string{"HARVEST_DATA_DIR"},
-			Usage: "directory for the node id and the managed PostgreSQL data"},
-		&cli.StringFlag{Name: flagHTTPAddr, Value: node.HTTPAddrDefault, EnvVars: []string{"HARVEST_HTTP_ADDR"},
-			Usage: "host:port of the HTTP API"},
-		&cli.StringFlag{Name: flagPostgres, EnvVars: []string{"HARVEST_POSTGRES"},
-			Usage: "DSN of an existing PostgreSQL database to use instead of the managed server"},
-		&cli.StringFlag{Name: flagPGBinDir, EnvVars: []string{"HARVEST_PG_BIN_DIR"},
-			Usage: "directory holding initdb and postgres for the managed server (default: PATH, then /usr/lib/postgresql/*/bin)"},
-		&cli.StringFlag{Name: flagNodeID, EnvVars: []string{"HARVEST_NODE_ID"},
-			Usage: "node id of the shard lease owner (default: kept in <data-dir>/node-id)"},
-		&cli.StringFlag{Name: flagLogFormat, Value: "json", EnvVars: []string{"HARVEST_LOG_FORMAT"},
-			Usage: "log format: json or console"},
-		&cli.StringFlag{Name: flagLogLevel, Value: "info", EnvVars: []string{"HARVEST_LOG_LEVEL"},
-			Usage: "log level: trace, debug, info, warn, error"},
-		&cli.DurationFlag{Name: flagIdempotencyWindow, Value: node.IdempotencyWindowDefault, EnvVars: []string{"HARVEST_IDEMPOTENCY_WINDOW"},
-			Usage: "how long a start idempotency key deduplicates"},
-		&cli.Int64Flag{Name: flagMaxBodyBytes, Value: node.MaxBodyBytesDefault, EnvVars: []string{"HARVEST_MAX_BODY_BYTES"},
-			Usage: "request body limit in bytes (larger bodies get 413)"},
-	}
-}
-
-// runDev is the dev command: one node with the demo workflows.
-func runDev(c *cli.Context) error {
-	log, err := newLogger(c.String(flagLogFormat), c.String(flagLogLevel))
-	if err != nil {
-		return err
-	}
-	reg := harvest.NewRegistry()
-	if err := demo.New(demo.NewServices()).Register(reg); err != nil {
-		return fmt.Errorf("register demo workflows: %w", err)
-	}
-	cfg := node.Config{
-		NodeID:            c.String(flagNodeID),
-		DataDir:           c.String(flagDataDir),
-		HTTPAddr:          c.String(flagHTTPAddr),
-		PostgresDSN:       c.String(flagPostgres),
-		PGBinDir:          c.String(flagPGBinDir),
-		IdempotencyWindow: c.Duration(flagIdempotencyWindow),
-		MaxBodyBytes:      c.Int64(flagMaxBodyBytes),
-		Logger:            log,
-	}
-	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 {
-		return fmt.Errorf("--%s and --%s must be positive", flagIdempotencyWindow, flagMaxBodyBytes)
-	}
-	return explain(run(c.Context, cfg, reg, log.With().Str("component", "harvestd").Logger()), cfg)
+// oneLine joins the lines of a multi-error (errors.Join, Validate).
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
 // run starts a node and serves until a signal or a server failure.
@@ -132,7 +87,11 @@ func run(ctx context.Context, cfg node.Config, reg *harvest.Registry, log zerolo
 		return err
 	}
 	log = log.With().Str("node_id", n.NodeID()).Logger()
-	log.Info().Str("http_addr", n.Addr()).Msg("harvestd ready")
+	ready := log.Info().Str("http_addr", n.Addr())
+	if addr := n.GossipAddr(); addr != "" {
+		ready = ready.Str("gossip_addr", addr)
+	}
+	ready.Msg("harvestd ready")
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -150,24 +109,6 @@ func run(ctx context.Context, cfg node.Config, reg *harvest.Registry, log zerolo
 	}
 	log.Info().Msg("harvestd stopped")
 	return nil
-}
-
-// newLogger builds the root logger, writing to stderr.
-func newLogger(format, level string) (zerolog.Logger, error) {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		return zerolog.Logger{}, fmt.Errorf("--%s %q: want trace, debug, info, warn or error", flagLogLevel, level)
-	}
-	var log zerolog.Logger
-	switch format {
-	case "json":
-		log = zerolog.New(os.Stderr)
-	case "console":
-		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339})
-	default:
-		return zerolog.Logger{}, fmt.Errorf("--%s %q: want json or console", flagLogFormat, format)
-	}
-	return log.Level(lvl).With().Timestamp().Logger(), nil
 }
 
 // explain turns the start-up failures a user can fix into one clear line.

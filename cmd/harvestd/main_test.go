@@ -3,33 +3,32 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/harvestd/harvest/internal/pgtest"
 )
 
-// harvestdBin is the binary the end-to-end tests run, built once by
-// TestMain from this package.
+// asMainEnv set to "1" makes the test binary run main instead of the
+// tests: the end-to-end tests run this binary as harvestd. That replaces a
+// separate go build: the binary carries the tests' flags (-race included)
+// and leaves nothing to delete, which matters because pgtest.Main exits
+// without returning.
+const asMainEnv = "HARVESTD_TEST_AS_MAIN"
+
+// harvestdBin is the binary the end-to-end tests run as harvestd: this
+// one.
 var harvestdBin string
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "harvestd-e2e-bin-")
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	bin, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-		return 1
+		fmt.Fprintf(os.Stderr, "e2e: locate the test binary: %v\n", err)
+		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
-	harvestdBin = filepath.Join(dir, "harvestd")
-	args := []string{"build", "-o", harvestdBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	// The tests run in the package directory, so "." is cmd/harvestd.
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build harvestd: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	harvestdBin = bin
+	pgtest.Main(m) // the shard databases of the cluster tests
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/node"
+)
+
+// Names of the flags every node command shares.
+const (
+	flagDataDir           = "data-dir"
+	flagHTTPAddr          = "http-addr"
+	flagNodeID            = "node-id"
+	flagLogFormat         = "log-format"
+	flagLogLevel          = "log-level"
+	flagIdempotencyWindow = "idempotency-window"
+	flagMaxBodyBytes      = "max-body-bytes"
+)
+
+// Defaults of the logging flags.
+const (
+	logFormatDefault = "json"
+	logLevelDefault  = "info"
+)
+
+// nodeFlags are the flags of every node command: identity, HTTP API, API
+// limits and logging.
+func nodeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagDataDir, Value: node.DataDirDefault, EnvVars: []string{"HARVEST_DATA_DIR"},
+			Usage: "directory for the node id (and, for dev, the managed PostgreSQL data)"},
+		&cli.StringFlag{Name: flagHTTPAddr, Value: node.HTTPAddrDefault, EnvVars: []string{"HARVEST_HTTP_ADDR"},
+			Usage: "host:port of the HTTP API"},
+		&cli.StringFlag{Name: flagNodeID, EnvVars: []string{"HARVEST_NODE_ID"},
+			Usage: "unique node id: the shard lease owner and gossip name (default: kept in <data-dir>/node-id)"},
+		&cli.StringFlag{Name: flagLogFormat, Value: logFormatDefault, EnvVars: []string{"HARVEST_LOG_FORMAT"},
+			Usage: "log format: json or console"},
+		&cli.StringFlag{Name: flagLogLevel, Value: logLevelDefault, EnvVars: []string{"HARVEST_LOG_LEVEL"},
+			Usage: "log level: trace, debug, info, warn, error"},
+		&cli.DurationFlag{Name: flagIdempotencyWindow, Value: node.IdempotencyWindowDefault, EnvVars: []string{"HARVEST_IDEMPOTENCY_WINDOW"},
+			Usage: "how long a start idempotency key deduplicates"},
+		&cli.Int64Flag{Name: flagMaxBodyBytes, Value: node.MaxBodyBytesDefault, EnvVars: []string{"HARVEST_MAX_BODY_BYTES"},
+			Usage: "request body limit in bytes (larger bodies get 413)"},
+	}
+}
+
+// nodeConfig reads the flags of nodeFlags into a node config whose Logger
+// is the root logger.
+func nodeConfig(c *cli.Context) (node.Config, error) {
+	log, err := newLogger(c.String(flagLogFormat), c.String(flagLogLevel))
+	if err != nil {
+		return node.Config{}, err
+	}
+	cfg := node.Config{
+		NodeID:            c.String(flagNodeID),
+		DataDir:           c.String(flagDataDir),
+		HTTPAddr:          c.String(flagHTTPAddr),
+		IdempotencyWindow: c.Duration(flagIdempotencyWindow),
+		MaxBodyBytes:      c.Int64(flagMaxBodyBytes),
+		Logger:            log,
+	}
+	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 {
+		return node.Config{}, fmt.Errorf("--%s and --%s must be positive", flagIdempotencyWindow, flagMaxBodyBytes)
+	}
+	return cfg, nil
+}
+
+// serveDemo runs a node of cfg with the demo workflows until a signal.
+func serveDemo(c *cli.Context, cfg node.Config) error {
+	reg := harvest.NewRegistry()
+	if err := demo.New(demo.NewServices()).Register(reg); err != nil {
+		return fmt.Errorf("register demo workflows: %w", err)
+	}
+	log := cfg.Logger.With().Str("component", "harvestd").Logger()
+	return explain(run(c.Context, cfg, reg, log), cfg)
+}
+
+// newLogger builds the root logger, writing to stderr.
+func newLogger(format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Logger{}, fmt.Errorf("--%s %q: want trace, debug, info, warn or error", flagLogLevel, level)
+	}
+	var log zerolog.Logger
+	switch format {
+	case "json":
+		log = zerolog.New(os.Stderr)
+	case "console":
+		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339})
+	default:
+		return zerolog.Logger{}, fmt.Errorf("--%s %q: want json or console", flagLogFormat, format)
+	}
+	return log.Level(lvl).With().Timestamp().Logger(), nil
+}
