@@ -165,7 +165,17 @@ func (m *Membership) leave() {
 	if err := m.list.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 		m.log.Warn().Err(err).Msg("leave broadcast not confirmed")
 	}
+	// memberlist counts the leave as sent when its last copy leaves the
+	// queue, not when it is on the wire, and a copy may go to a peer that
+	// just died. Keep the sockets open a moment so it propagates (serf's
+	// LeavePropagateDelay), within the leave timeout.
+	if wait := min(leavePropagateDelay, time.Until(deadline)); wait > 0 {
+		time.Sleep(wait)
+	}
 }
+
+// leavePropagateDelay keeps gossip up after a leave so it reaches peers.
+const leavePropagateDelay = 500 * time.Millisecond
 
 // UpdateMeta replaces this node's metadata and gossips it. meta.NodeID may
 // be empty; otherwise it must equal Config.NodeID. UpdateMeta waits until
