@@ -278,3 +278,22 @@ func TestErrors(t *testing.T) {
 	require.Equal(t, harvest.ErrorInfo{Message: "card declined", Type: "declined", NonRetryable: true}, info)
 	require.Equal(t, "*errors.errorString", harvest.ToErrorInfo(errors.New("x")).Type)
 }
+
+func TestInputSchema(t *testing.T) {
+	t.Parallel()
+	wf := harvest.NewWorkflow("typed", func(_ harvest.Context, in map[string]any) (string, error) { return "", nil }).
+		WithInputSchema(json.RawMessage(`{"type":"object","required":["user_id"],"properties":{"user_id":{"type":"integer","minimum":1}}}`))
+	reg := harvest.NewRegistry().MustRegister(wf)
+	require.NoError(t, reg.ValidateInput("typed", json.RawMessage(`{"user_id": 42}`)))
+	err := reg.ValidateInput("typed", json.RawMessage(`{"user_id": 0}`))
+	require.ErrorIs(t, err, harvest.ErrInvalidInput)
+	var ie *harvest.InputError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "/user_id", ie.Violations[0].Path)
+	require.NotEmpty(t, ie.Violations[0].Message)
+	require.ErrorAs(t, reg.ValidateInput("typed", json.RawMessage(`{}`)), &ie)
+	require.NoError(t, reg.ValidateInput("unknown", json.RawMessage(`1`)), "no schema, no check")
+
+	bad := harvest.NewWorkflow("bad", func(harvest.Context, int) (int, error) { return 0, nil }).WithInputSchema(json.RawMessage(`{"type": 5}`))
+	require.Error(t, harvest.NewRegistry().Register(bad), "an invalid schema fails registration")
+}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Registrable is a workflow or activity definition that a Registry accepts.
@@ -22,8 +24,9 @@ type Registry struct {
 }
 
 type workflowDef struct {
-	name string
-	run  func(ctx Context, input json.RawMessage) (json.RawMessage, error)
+	name   string
+	run    func(ctx Context, input json.RawMessage) (json.RawMessage, error)
+	schema *jsonschema.Schema // nil: any input
 }
 
 type activityDef struct {
@@ -122,8 +125,9 @@ func (r *Registry) workflow(name string) (workflowDef, bool) {
 // Workflow is a typed workflow definition: declare it once, register it,
 // and use it (later) from typed clients so names cannot drift.
 type Workflow[In, Out any] struct {
-	name string
-	fn   func(ctx Context, in In) (Out, error)
+	name   string
+	fn     func(ctx Context, in In) (Out, error)
+	schema json.RawMessage
 }
 
 // NewWorkflow declares a workflow named name.
@@ -135,7 +139,11 @@ func NewWorkflow[In, Out any](name string, fn func(ctx Context, in In) (Out, err
 func (w *Workflow[In, Out]) Name() string { return w.name }
 
 func (w *Workflow[In, Out]) registerOn(r *Registry) error {
-	return r.addWorkflow(workflowDef{name: w.name, run: w.run})
+	sch, err := compileSchema(w.name, w.schema)
+	if err != nil {
+		return err
+	}
+	return r.addWorkflow(workflowDef{name: w.name, run: w.run, schema: sch})
 }
 
 func (w *Workflow[In, Out]) run(ctx Context, raw json.RawMessage) (json.RawMessage, error) {

@@ -26,6 +26,8 @@ type Config struct {
 	NodeID string
 	// Cluster answers GET /cluster/members; nil lists no members.
 	Cluster ClusterView
+	// Gates serves the /admin/gates routes; nil answers them with 404.
+	Gates Gates
 	// Admin serves the /admin routes (shard catalog, raft peers); nil
 	// answers them with 404 (a node on static shards).
 	Admin Admin

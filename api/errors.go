@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/ring"
 )
@@ -65,10 +66,22 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		conflict *engine.ConflictError
 		terminal *engine.TerminalError
 		lost     *engine.OwnershipLostError
+		input    *harvest.InputError
+		callback *engine.CallbackError
+		gate     *engine.GateError
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &input):
+		return &apiError{status: http.StatusUnprocessableEntity, code: "invalid_input", msg: input.Error(),
+			extra: gin.H{"violations": input.Violations}}
+	case errors.As(err, &callback):
+		return &apiError{status: http.StatusUnprocessableEntity, code: "callback_refused", msg: callback.Error(),
+			extra: gin.H{"url": callback.URL}}
+	case errors.As(err, &gate):
+		return &apiError{status: http.StatusServiceUnavailable, code: "admission_blocked", msg: "admission blocked",
+			extra: gin.H{"gate_id": gate.GateID, "reason": gate.Reason}}
 	case errors.As(err, &conflict):
 		return &apiError{status: http.StatusConflict, code: codeConflict, msg: conflict.Error(),
 			extra: gin.H{"existing_execution_id": conflict.ExistingExecutionID, "existing_state": conflict.ExistingState}}

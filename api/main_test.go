@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,30 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// engineGates keeps gates in the one shard database of the test.
+type engineGates struct {
+	e    *engine.Engine
+	pool *pgxpool.Pool
+}
+
+func (g engineGates) CloseGate(ctx context.Context, gate engine.Gate) error {
+	defer g.e.InvalidateGates()
+	return engine.CloseGate(ctx, g.pool, gate)
+}
+
+func (g engineGates) OpenGate(ctx context.Context, id string) (bool, error) {
+	defer g.e.InvalidateGates()
+	return engine.OpenGate(ctx, g.pool, id)
+}
+
+func (g engineGates) ListGates(ctx context.Context) ([]engine.Gate, error) {
+	return engine.ListGates(ctx, g.pool)
+}
+
 var (
+	// typed has an input schema: user_id, an integer >= 1.
+	typedWF = harvest.NewWorkflow("typed", func(_ harvest.Context, in map[string]any) (any, error) { return in, nil }).
+		WithInputSchema(json.RawMessage(`{"type":"object","required":["user_id"],"properties":{"user_id":{"type":"integer","minimum":1}}}`))
 	goSignal = harvest.NewSignal[string]("go")
 	blockWF  = harvest.NewWorkflow("block", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
 		return goSignal.Receive(ctx)
@@ -38,18 +62,25 @@ type testBundle struct {
 	svc    *demo.Services
 }
 
-func setup(t testing.TB) *testBundle {
+func setup(t testing.TB) *testBundle { return setupWith(t, nil) }
+
+// setupWith starts an engine (its config adjusted by mutate) behind a server.
+func setupWith(t testing.TB, mutate func(*engine.Config)) *testBundle {
 	t.Helper()
 	b := &testBundle{pool: pgtest.NewPool(t), svc: demo.NewServices()}
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(b.svc).Register(reg))
-	require.NoError(t, reg.Register(blockWF))
-	e, err := engine.New(b.pool, reg, engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()})
+	require.NoError(t, reg.Register(blockWF, typedWF))
+	cfg := engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	e, err := engine.New(b.pool, reg, cfg)
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)
 	b.engine = e
-	b.server, err = New(Config{MaxBodyBytes: 64 << 10}, SingleShard(e))
+	b.server, err = New(Config{MaxBodyBytes: 64 << 10, Gates: engineGates{e: e, pool: b.pool}}, SingleShard(e))
 	require.NoError(t, err)
 	ts := httptest.NewServer(b.server)
 	t.Cleanup(ts.Close)
@@ -141,3 +172,10 @@ func validHeaderValue(v string) bool {
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 func urlPathEscape(s string) string { return url.PathEscape(s) }
+
+func mustUUID(t testing.TB, s string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(s)
+	require.NoError(t, err)
+	return id
+}

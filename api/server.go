@@ -54,6 +54,7 @@ func (s *Server) routes() {
 	g.GET("/cluster/members", s.members)
 	g.GET("/internal/shards/:shard/probe", s.internalProbe)
 	s.adminRoutes(g)
+	s.gateRoutes(g)
 	g.GET("/workflows", s.list)
 	// Gin needs one wildcard name per path position: :id is the workflow
 	// name on start routes and the execution id everywhere else.

@@ -2,7 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -25,6 +27,10 @@ type startBody struct {
 	BatchKey     json.RawMessage `json:"batch_key"`
 	BatchMaxSize json.RawMessage `json:"batch_max_size"`
 	BatchMaxWait json.RawMessage `json:"batch_max_wait"`
+	// Delay ("90s" or seconds) or StartAt (RFC 3339) defer the first task.
+	Delay               json.RawMessage   `json:"delay"`
+	StartAt             *time.Time        `json:"start_at"`
+	CompletionCallbacks []engine.Callback `json:"completion_callbacks"`
 }
 
 func (b *startBody) deferred() bool {
@@ -185,12 +191,43 @@ func (s *Server) startRequest(name, key string, b *startBody) (engine.StartReque
 	if err != nil {
 		return engine.StartRequest{}, err
 	}
+	delay, err := parseDelay(b.Delay)
+	if err != nil {
+		return engine.StartRequest{}, err
+	}
+	for i, cb := range b.CompletionCallbacks {
+		if err := checkText(fmt.Sprintf("completion_callbacks[%d].url", i), cb.URL, maxIDLen, true); err != nil {
+			return engine.StartRequest{}, err
+		}
+	}
 	return engine.StartRequest{
 		WorkflowName: name, WorkflowID: b.WorkflowID, Input: b.Input, Queue: b.Queue, Memo: b.Memo,
 		IdempotencyKey: key, ReusePolicy: reuse, ConflictPolicy: conflict,
+		Delay: delay, StartAt: b.StartAt, Callbacks: b.CompletionCallbacks,
 		// No auth scopes yet: every caller may use terminating policies.
 		AllowTerminate: true,
 	}, nil
+}
+
+// parseDelay reads "delay": a Go duration string ("90s") or seconds.
+func parseDelay(raw json.RawMessage) (*time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return nil, badRequest(codeInvalidArgument, fmt.Sprintf("delay %q is not a duration like \"90s\"", text))
+		}
+		return &d, nil
+	}
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err != nil {
+		return nil, badRequest(codeInvalidArgument, "delay must be a duration string like \"90s\" or a number of seconds")
+	}
+	d := time.Duration(secs * float64(time.Second))
+	return &d, nil
 }
 
 func startResponse(res engine.StartResult, keyed, conflictSent bool) gin.H {

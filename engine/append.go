@@ -98,6 +98,11 @@ func closeExecution(ctx context.Context, tx pgx.Tx, ex *execRow, state string, o
 	if _, err := tx.Exec(ctx, `DELETE FROM harvest_timers WHERE execution_id = $1`, ex.ID); err != nil {
 		return fmt.Errorf("drop timers of %s: %w", ex.ID, err)
 	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
+		 WHERE execution_id = $1 AND status = 'pending'`, ex.ID); err != nil {
+		return fmt.Errorf("schedule callbacks of %s: %w", ex.ID, err)
+	}
 	ex.State = state
 	return nil
 }

@@ -61,6 +61,9 @@ type Config struct {
 	WorkflowTaskTimeout time.Duration
 	// TaskRetryMax caps the retry backoff of a failing workflow task.
 	TaskRetryMax time.Duration
+	// CallbackPolicy decides which addresses completion callbacks may
+	// reach (default: no loopback, private, link-local or metadata).
+	CallbackPolicy CallbackPolicy
 	// Logger is the engine's logger; the engine adds shard_id.
 	Logger zerolog.Logger
 }

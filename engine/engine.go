@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +29,9 @@ type Engine struct {
 	actWake chan struct{}
 	tmWake  chan struct{}
 	closed  *broadcast
+	gates   gateCache
+	cbWake  chan struct{}
+	cbHTTP  *http.Client
 
 	mu      sync.Mutex
 	running bool
@@ -50,6 +54,8 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		actWake: make(chan struct{}, 1),
 		tmWake:  make(chan struct{}, 1),
 		closed:  newBroadcast(),
+		cbWake:  make(chan struct{}, 1),
+		cbHTTP:  callbackClient(cfg.CallbackPolicy),
 	}, nil
 }
 
@@ -90,6 +96,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.activityLoop)
 	e.spawn(loopCtx, e.timerLoop)
 	e.spawn(loopCtx, e.sweepLoop)
+	e.spawn(loopCtx, e.callbackLoop)
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)

@@ -126,8 +126,8 @@ func (e *Engine) SignalWithStart(ctx context.Context, req SignalWithStartRequest
 	case req.SignalName == "":
 		return SignalWithStartResult{}, fmt.Errorf("signal_name is required: %w", ErrInvalidArgument)
 	}
-	if err := e.freshChecks(ctx, StartRequest{WorkflowName: req.Start.WorkflowName}); err != nil {
-		return SignalWithStartResult{}, err
+	if !e.reg.HasWorkflow(req.Start.WorkflowName) {
+		return SignalWithStartResult{}, fmt.Errorf("workflow %q: %w", req.Start.WorkflowName, ErrUnknownWorkflow)
 	}
 	for attempt := 1; ; attempt++ {
 		res, err := e.signalWithStartTx(ctx, req)
@@ -162,6 +162,13 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 				return ErrTerminateNotAllowed
 			}
 			closed = true
+		}
+		// A run is about to be created: the fresh-start checks apply.
+		if err := e.reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
+			return err
+		}
+		if err := e.checkGate(ctx, sr.WorkflowName); err != nil {
+			return err
 		}
 		newID := NewExecutionID(e.cfg.ShardID)
 		if d == decideTerminateAndStart {

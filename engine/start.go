@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -28,9 +29,24 @@ type StartRequest struct {
 	ConflictPolicy ConflictPolicy
 	// AllowTerminate permits policy cells that terminate a running run.
 	AllowTerminate bool
-	// FreshChecks runs only for a genuinely fresh start (no live claim of
-	// the key): input schema, delay, callbacks, admission gate.
+	// Delay and StartAt (at most one) make the first workflow task due
+	// later; the run exists at once.
+	Delay   *time.Duration
+	StartAt *time.Time
+	// Callbacks are POSTed when the run closes (at least once).
+	Callbacks []Callback
+	// FreshChecks runs last among the checks of a genuinely fresh start
+	// (no live claim of the key).
 	FreshChecks func(ctx context.Context) error
+
+	dueAt *time.Time // resolved from Delay/StartAt by the fresh checks
+}
+
+// Callback is a completion callback: url receives a POST of the run's
+// result when it closes, with headers added.
+type Callback struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // StartResult is the outcome of a start.
@@ -119,7 +135,7 @@ func (e *Engine) startWorkflow(ctx context.Context, req StartRequest) (StartResu
 			return res, err
 		}
 	}
-	if err := e.freshChecks(ctx, req); err != nil {
+	if err := e.freshChecks(ctx, &req); err != nil {
 		return StartResult{}, err
 	}
 	if req.WorkflowID == "" {
@@ -134,14 +150,62 @@ func (e *Engine) startWorkflow(ctx context.Context, req StartRequest) (StartResu
 	}
 }
 
-func (e *Engine) freshChecks(ctx context.Context, req StartRequest) error {
+// freshChecks runs, in this order, every check a fresh start needs and a
+// keyed replay skips: registered workflow, input schema, delay/start_at,
+// completion callbacks (SSRF), admission gate, the caller's own checks.
+func (e *Engine) freshChecks(ctx context.Context, req *StartRequest) error {
 	if !e.reg.HasWorkflow(req.WorkflowName) {
 		return fmt.Errorf("workflow %q: %w", req.WorkflowName, ErrUnknownWorkflow)
+	}
+	if err := e.reg.ValidateInput(req.WorkflowName, req.Input); err != nil {
+		return err
+	}
+	due, err := e.schedule(req.Delay, req.StartAt)
+	if err != nil {
+		return err
+	}
+	req.dueAt = due
+	if len(req.Callbacks) > MaxCallbacks {
+		return fmt.Errorf("at most %d completion callbacks: %w", MaxCallbacks, ErrInvalidArgument)
+	}
+	for _, cb := range req.Callbacks {
+		if err := e.cfg.CallbackPolicy.CheckURL(ctx, cb.URL); err != nil {
+			return err
+		}
+	}
+	if err := e.checkGate(ctx, req.WorkflowName); err != nil {
+		return err
 	}
 	if req.FreshChecks != nil {
 		return req.FreshChecks(ctx)
 	}
 	return nil
+}
+
+// MaxCallbacks bounds the completion callbacks of one run.
+const MaxCallbacks = 8
+
+// startAtPastMax is how far in the past start_at may be (clock skew).
+const startAtPastMax = 5 * time.Minute
+
+// schedule resolves delay/start_at into the first task's due time.
+func (e *Engine) schedule(delay *time.Duration, startAt *time.Time) (*time.Time, error) {
+	switch {
+	case delay != nil && startAt != nil:
+		return nil, fmt.Errorf("send delay or start_at, not both: %w", ErrInvalidArgument)
+	case delay != nil:
+		if *delay < 0 {
+			return nil, fmt.Errorf("delay %s is negative: %w", *delay, ErrInvalidArgument)
+		}
+		due := time.Now().Add(*delay)
+		return &due, nil
+	case startAt != nil:
+		if time.Since(*startAt) > startAtPastMax {
+			return nil, fmt.Errorf("start_at %s is more than %s in the past: %w", startAt.Format(time.RFC3339), startAtPastMax, ErrInvalidArgument)
+		}
+		return startAt, nil
+	}
+	return nil, nil
 }
 
 func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, error) {
@@ -186,7 +250,13 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 			return err
 		}
 		res = StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, StartedFresh: true}
-		return appendEvents(ctx, tx, ex, []harvest.Command{startedCommand(req)}, true)
+		if err := appendEvents(ctx, tx, ex, []harvest.Command{startedCommand(req)}, true); err != nil {
+			return err
+		}
+		if err := delayFirstTask(ctx, tx, ex, req.dueAt); err != nil {
+			return err
+		}
+		return insertCallbacks(ctx, tx, ex, req.Callbacks)
 	})
 	if err != nil {
 		return StartResult{}, err
@@ -275,14 +345,26 @@ func insertExecution(ctx context.Context, tx pgx.Tx, id uuid.UUID, req StartRequ
 	}
 	ex := &execRow{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning}
 	err := tx.QueryRow(ctx, `
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo, idempotency_key)
-		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7)
+		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo, idempotency_key, start_at)
+		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8)
 		RETURNING created_at`, id, req.WorkflowName, req.WorkflowID, queue,
-		nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo), nullString(req.IdempotencyKey)).Scan(&ex.CreatedAt)
+		nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo), nullString(req.IdempotencyKey), req.dueAt).Scan(&ex.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", translate(err))
 	}
 	return ex, nil
+}
+
+// delayFirstTask makes the first workflow task of a delayed start due later.
+func delayFirstTask(ctx context.Context, tx pgx.Tx, ex *execRow, due *time.Time) error {
+	if due == nil {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE harvest_executions SET wf_task_due_at = greatest(now(), $2) WHERE execution_id = $1`, ex.ID, *due)
+	if err != nil {
+		return fmt.Errorf("delay first task of %s: %w", ex.ID, err)
+	}
+	return nil
 }
 
 func startedCommand(req StartRequest) harvest.Command {

@@ -131,7 +131,7 @@ func TestApplyPool(t *testing.T) {
 
 	var held int
 	require.NoError(t, pool.QueryRow(ctx,
-		`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted`).Scan(&held))
+		`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held))
 	require.Zero(t, held, "advisory lock released")
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode"
@@ -91,6 +92,9 @@ type Config struct {
 	// AdvertiseHTTP is the host:port other nodes forward requests to.
 	// Default: the bound HTTP address.
 	AdvertiseHTTP string
+	// CallbackAllowCIDRs exempts address ranges from the completion
+	// callback SSRF block list (loopback, private, link-local, metadata).
+	CallbackAllowCIDRs []netip.Prefix
 	// PollInterval and LeaseTTL tune the shard engines (defaults: the
 	// engine's); tests shrink them.
 	PollInterval time.Duration

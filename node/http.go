@@ -36,6 +36,7 @@ func (n *Node) serve() error {
 		MaxBodyBytes: n.cfg.MaxBodyBytes,
 		NodeID:       n.nodeID,
 		Cluster:      clusterInfo{r},
+		Gates:        nodeGates{n},
 		Logger:       n.root, // api adds its component field
 	}
 	if n.admin != nil {

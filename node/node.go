@@ -189,6 +189,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			IdempotencyWindow: n.cfg.IdempotencyWindow,
 			PollInterval:      n.cfg.PollInterval,
 			LeaseTTL:          n.cfg.LeaseTTL,
+			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
 		},
 		Logger: n.root,
 	}, members{n.view})

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/engine"
+)
+
+// TestFreshStartChecks: each check rejects a fresh start, and a keyed
+// replay of a committed start passes it.
+func TestFreshStartChecks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	good := map[string]any{"input": map[string]any{"user_id": 42}}
+	first := b.do(t, "POST", "/workflows/typed/start", good, "Idempotency-Key", "committed")
+	require.Equal(t, http.StatusCreated, first.Status, "%s", first.Raw)
+	done := b.do(t, "GET", "/workflows/"+first.Body["execution_id"].(string)+"/result?wait=20s", nil)
+	require.Equal(t, http.StatusOK, done.Status, "the committed run closes before counting rows")
+	replayOK := func(t *testing.T, body any) {
+		t.Helper()
+		r := b.do(t, "POST", "/workflows/typed/start", body, "Idempotency-Key", "committed")
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Equal(t, first.Body["execution_id"], r.Body["execution_id"])
+		require.Equal(t, true, r.Body["deduplicated"])
+	}
+
+	for _, tc := range []struct {
+		name   string
+		body   map[string]any
+		status int
+		code   string
+	}{
+		{"SchemaViolation", map[string]any{"input": map[string]any{"user_id": 0}}, http.StatusUnprocessableEntity, "invalid_input"},
+		{"SchemaMissingField", map[string]any{"input": map[string]any{}}, http.StatusUnprocessableEntity, "invalid_input"},
+		{"NegativeDelay", map[string]any{"input": map[string]any{"user_id": 1}, "delay": "-5s"}, http.StatusBadRequest, codeInvalidArgument},
+		{"DelayAndStartAt", map[string]any{"input": map[string]any{"user_id": 1}, "delay": 5, "start_at": time.Now().Add(time.Hour)}, http.StatusBadRequest, codeInvalidArgument},
+		{"StartAtLongPast", map[string]any{"input": map[string]any{"user_id": 1}, "start_at": time.Now().Add(-time.Hour)}, http.StatusBadRequest, codeInvalidArgument},
+		{"BadDelay", map[string]any{"input": map[string]any{"user_id": 1}, "delay": "soon"}, http.StatusBadRequest, codeInvalidArgument},
+		{"CallbackLoopback", cb("http://127.0.0.1:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackPrivate", cb("http://10.1.2.3/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackMetadata", cb("http://169.254.169.254/latest/meta-data"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackHostnameToLoopback", cb("http://localhost:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackScheme", cb("ftp://example.com/x"), http.StatusUnprocessableEntity, "callback_refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := b.counts(t)
+			r := b.do(t, "POST", "/workflows/typed/start", tc.body)
+			requireError(t, r, tc.status, tc.code)
+			require.Equal(t, before, b.counts(t), "nothing written")
+			if tc.code == "invalid_input" {
+				v := r.Body["violations"].([]any)
+				require.NotEmpty(t, v)
+				require.Contains(t, v[0].(map[string]any), "path")
+			}
+			replayOK(t, tc.body)
+		})
+	}
+
+	t.Run("DelayedStartRunsLater", func(t *testing.T) {
+		r := b.do(t, "POST", "/workflows/typed/start", map[string]any{"input": map[string]any{"user_id": 7}, "delay": "1h"})
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		id := r.Body["execution_id"].(string)
+		var due time.Time
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT wf_task_due_at FROM harvest_executions WHERE execution_id = $1`, id).Scan(&due))
+		require.WithinDuration(t, time.Now().Add(time.Hour), due, time.Minute)
+		res := b.do(t, "GET", "/workflows/"+id+"/result?wait=0.2", nil)
+		require.Equal(t, http.StatusNoContent, res.Status, "the run waits for its start time")
+	})
+}
+
+func cb(url string) map[string]any {
+	return map[string]any{"input": map[string]any{"user_id": 1}, "completion_callbacks": []map[string]any{{"url": url}}}
+}
+
+func TestAdmissionGate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.do(t, "POST", "/workflows/typed/start", map[string]any{"input": map[string]any{"user_id": 1}}, "Idempotency-Key", "before-incident")
+	require.Equal(t, http.StatusCreated, first.Status)
+	running := b.do(t, "POST", "/workflows/block/start", map[string]any{"workflow_id": "live"})
+	require.Equal(t, http.StatusCreated, running.Status)
+
+	g := b.do(t, "POST", "/admin/gates", map[string]any{"scope_kind": "workflow_name", "scope_value": "typed", "reason": "incident 42"})
+	require.Equal(t, http.StatusCreated, g.Status, "%s", g.Raw)
+	gateID := g.Body["gate_id"]
+
+	r := b.do(t, "POST", "/workflows/typed/start", map[string]any{"input": map[string]any{"user_id": 2}})
+	requireError(t, r, http.StatusServiceUnavailable, "admission_blocked")
+	require.Equal(t, "admission blocked", r.Body["error"])
+	require.Equal(t, gateID, r.Body["gate_id"])
+	require.Equal(t, "incident 42", r.Body["reason"])
+	require.Equal(t, "1", r.Header.Get("Retry-After"))
+
+	replay := b.do(t, "POST", "/workflows/typed/start", map[string]any{"input": map[string]any{"user_id": 1}}, "Idempotency-Key", "before-incident")
+	require.Equal(t, http.StatusOK, replay.Status, "a replay is never gated")
+	malformed := b.do(t, "POST", "/workflows/typed/start", `{"input": `, "Idempotency-Key", "before-incident")
+	require.Equal(t, http.StatusOK, malformed.Status, "a malformed replay with a header key is never gated")
+	require.Equal(t, first.Body["execution_id"], malformed.Body["execution_id"])
+	sig := b.do(t, "POST", "/workflows/"+running.Body["execution_id"].(string)+"/signal/other", "1")
+	require.Equal(t, http.StatusAccepted, sig.Status, "signals are never gated")
+	other := b.do(t, "POST", "/workflows/block/start", map[string]any{})
+	require.Equal(t, http.StatusCreated, other.Status, "another workflow is outside the gate's scope")
+
+	list := b.do(t, "GET", "/admin/gates", nil)
+	require.Len(t, list.Body["gates"], 1)
+	open := b.do(t, "DELETE", "/admin/gates/"+gateID.(string), nil)
+	require.Equal(t, http.StatusOK, open.Status)
+	after := b.do(t, "POST", "/workflows/typed/start", map[string]any{"input": map[string]any{"user_id": 2}})
+	require.Equal(t, http.StatusCreated, after.Status, "%s", after.Raw)
+	requireError(t, b.do(t, "POST", "/admin/gates", map[string]any{"scope_kind": "galaxy", "reason": "x"}), http.StatusBadRequest, codeInvalidArgument)
+	requireError(t, b.do(t, "POST", "/admin/gates", map[string]any{"scope_kind": "cluster"}), http.StatusBadRequest, codeInvalidArgument)
+}
+
+// TestCompletionCallbacks: a callback to an allow-listed local receiver is
+// delivered once per close; the retried attempt carries the same key.
+func TestCompletionCallbacks(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		calls []string // idempotency keys, in call order
+		ok    int
+		body  = map[string]any{}
+	)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, r.Header.Get("Idempotency-Key"))
+		if len(calls) == 1 {
+			w.WriteHeader(http.StatusInternalServerError) // the first delivery fails: retried
+			return
+		}
+		ok++
+		body["state"] = r.Header.Get("X-Harvest-Execution-Id")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	b := setupWith(t, func(c *engine.Config) {
+		c.CallbackPolicy.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	r := b.do(t, "POST", "/workflows/typed/start", map[string]any{"input": map[string]any{"user_id": 5},
+		"completion_callbacks": []map[string]any{{"url": receiver.URL + "/done", "headers": map[string]string{"X-Token": "t"}}}})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	id := r.Body["execution_id"].(string)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var status string
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT status FROM harvest_callbacks WHERE execution_id = $1`, id).Scan(&status))
+		if status == "delivered" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "callback not delivered (status %s)", status)
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, calls, 2)
+	require.Equal(t, calls[0], calls[1], "the retry carries the same idempotency key")
+	require.Equal(t, engine.CallbackKey(mustUUID(t, id), 0), calls[0])
+	require.Equal(t, 1, ok, "delivered once")
+	require.Equal(t, id, body["state"])
+}

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Gate scopes.
+const (
+	GateCluster      = "cluster"
+	GateWorkflowName = "workflow_name"
+	GateShard        = "shard"
+)
+
+// Gate is an admission gate: while it exists (and has not expired) fresh
+// starts in its scope are refused. Replays, signals and running workflows
+// are never gated.
+type Gate struct {
+	ID         string     `json:"gate_id"`
+	ScopeKind  string     `json:"scope_kind"`
+	ScopeValue string     `json:"scope_value"`
+	Reason     string     `json:"reason"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+}
+
+// GateError refuses a fresh start blocked by a gate (HTTP 503).
+type GateError struct {
+	GateID string
+	Reason string
+}
+
+func (e *GateError) Error() string { return "admission blocked" }
+
+// gateRefresh is how long a shard engine trusts its gate cache;
+// gateStale is how long it keeps using a cache it cannot refresh before
+// failing closed.
+const (
+	gateRefresh = time.Second
+	gateStale   = 10 * time.Second
+)
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// CloseGate stores (or replaces) a gate in one shard database.
+func CloseGate(ctx context.Context, db execer, g Gate) error {
+	switch g.ScopeKind {
+	case GateCluster:
+		g.ScopeValue = ""
+	case GateWorkflowName, GateShard:
+		if g.ScopeValue == "" {
+			return fmt.Errorf("gate scope %s needs a value: %w", g.ScopeKind, ErrInvalidArgument)
+		}
+	default:
+		return fmt.Errorf("gate scope %q (want cluster, workflow_name or shard): %w", g.ScopeKind, ErrInvalidArgument)
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO harvest_gates (gate_id, scope_kind, scope_value, reason, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (gate_id) DO UPDATE SET scope_kind = EXCLUDED.scope_kind, scope_value = EXCLUDED.scope_value,
+		       reason = EXCLUDED.reason, expires_at = EXCLUDED.expires_at`,
+		g.ID, g.ScopeKind, g.ScopeValue, g.Reason, g.CreatedAt, g.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("close gate %s: %w", g.ID, err)
+	}
+	return nil
+}
+
+// OpenGate deletes a gate from one shard database; false if it was absent.
+func OpenGate(ctx context.Context, db execer, id string) (bool, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM harvest_gates WHERE gate_id = $1`, id)
+	if err != nil {
+		return false, fmt.Errorf("open gate %s: %w", id, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// ListGates reads the unexpired gates of one shard database.
+func ListGates(ctx context.Context, db execer) ([]Gate, error) {
+	rows, err := db.Query(ctx, `
+		SELECT gate_id, scope_kind, scope_value, reason, created_at, expires_at FROM harvest_gates
+		 WHERE expires_at IS NULL OR expires_at > now() ORDER BY created_at, gate_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list gates: %w", err)
+	}
+	gates, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Gate])
+	if err != nil {
+		return nil, fmt.Errorf("list gates: %w", err)
+	}
+	return gates, nil
+}
+
+// gateCache holds a shard's gates for gateRefresh.
+type gateCache struct {
+	mu       sync.Mutex
+	gates    []Gate
+	loadedAt time.Time
+}
+
+// checkGate refuses a fresh start of workflow name if a gate covers it.
+// It fails closed when the gates cannot be read for gateStale.
+func (e *Engine) checkGate(ctx context.Context, name string) error {
+	gates, err := e.currentGates(ctx)
+	if err != nil {
+		return &GateError{GateID: "unavailable", Reason: "admission gates cannot be read: " + err.Error()}
+	}
+	shard := strconv.Itoa(int(e.cfg.ShardID))
+	now := time.Now()
+	for _, g := range gates {
+		if g.ExpiresAt != nil && !g.ExpiresAt.After(now) {
+			continue
+		}
+		if g.ScopeKind == GateCluster || (g.ScopeKind == GateWorkflowName && g.ScopeValue == name) ||
+			(g.ScopeKind == GateShard && g.ScopeValue == shard) {
+			return &GateError{GateID: g.ID, Reason: g.Reason}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) currentGates(ctx context.Context) ([]Gate, error) {
+	c := &e.gates
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.loadedAt) < gateRefresh {
+		return c.gates, nil
+	}
+	gates, err := ListGates(ctx, e.pool)
+	if err != nil {
+		if !c.loadedAt.IsZero() && time.Since(c.loadedAt) < gateStale && !errors.Is(err, context.Canceled) {
+			return c.gates, nil
+		}
+		return nil, err
+	}
+	c.gates, c.loadedAt = gates, time.Now()
+	return gates, nil
+}
+
+// InvalidateGates makes the next check re-read the gates (after this node
+// changed them).
+func (e *Engine) InvalidateGates() {
+	e.gates.mu.Lock()
+	e.gates.loadedAt = time.Time{}
+	e.gates.mu.Unlock()
+}
