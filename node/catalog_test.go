@@ -66,6 +66,19 @@ func newRaftCluster(t *testing.T, size, initial int, window time.Duration) *clus
 	return c
 }
 
+// waitWritable waits until every node's catalog has n writable shards.
+func (c *cluster) waitWritable(t *testing.T, n int) {
+	eventually(t, "the catalog change on every node", 10*time.Second, func() bool {
+		for _, nd := range c.nodes {
+			if len(nd.admin.Catalog().Current().Writable) != n {
+				return false
+			}
+		}
+		return true
+	})
+	c.refreshCatalog()
+}
+
 func (c *cluster) refreshCatalog() {
 	c.cat = c.nodes[0].admin.Catalog().Current()
 }
@@ -143,8 +156,7 @@ func TestDedupSurvivesDrainAndAdd(t *testing.T) {
 
 		u := call(t, entry, "POST", "/admin/shards/1/undrain", nil)
 		require.Equal(t, http.StatusOK, u.Status, "%v", u.Body)
-		eventually(t, "the undrain", 10*time.Second, func() bool { return len(c.nodes[2].admin.Catalog().Current().Writable) == 2 })
-		c.refreshCatalog()
+		c.waitWritable(t, 2)
 	})
 
 	t.Run("ExplicitWorkflowIDAfterDrain", func(t *testing.T) {
@@ -172,11 +184,19 @@ func TestDedupSurvivesDrainAndAdd(t *testing.T) {
 		require.Equal(t, 1, c.runsCount(t, "workflow_id = $1", wf))
 		u := call(t, entry, "POST", "/admin/shards/0/undrain", nil)
 		require.Equal(t, http.StatusOK, u.Status, "%v", u.Body)
-		eventually(t, "the undrain", 10*time.Second, func() bool { return len(c.nodes[1].admin.Catalog().Current().Writable) == 2 })
-		c.refreshCatalog()
+		c.waitWritable(t, 2)
 	})
 
 	t.Run("KeyedRetryAfterShardAdd", func(t *testing.T) {
+		eventually(t, "both shards writable on every node", 10*time.Second, func() bool {
+			for _, n := range c.nodes {
+				if len(n.admin.Catalog().Current().Writable) != 2 {
+					return false
+				}
+			}
+			return true
+		})
+		c.refreshCatalog()
 		grown := ring.Catalog{Readable: []uint16{0, 1, 2}, Writable: []uint16{0, 1, 2}}
 		key := keyOn(t, "onboarding", c.cat, 0, &grown, 2)
 		first := call(t, entry, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 2}}, "Idempotency-Key", key)
