@@ -2,10 +2,11 @@
 // their append-only histories and their durable tasks.
 //
 // An Engine owns its shard through the lease row (harvest_shard_lease).
-// Start takes the lease by bumping its epoch; every write transaction then
-// re-reads the epoch FOR SHARE and aborts with *OwnershipLostError if a
-// successor has bumped it, so a stale owner can never commit. Losing the
-// lease stops every loop of the shard at once.
+// Start takes the lease by bumping its epoch under an exclusive advisory
+// lock; every write transaction first takes that lock shared, then re-reads
+// the epoch and aborts with *OwnershipLostError if a successor has bumped
+// it, so a stale owner can never commit. Losing the lease stops every loop
+// of the shard at once.
 //
 // # Shard lifecycle
 //

@@ -11,8 +11,8 @@ import (
 
 // acquireLease bumps the epoch if the lease is free, expired, already ours
 // (a restart of this node) or Config.TakeOver approves of its holder. The
-// row lock waits for every in-flight fenced transaction of the previous
-// epoch (they hold FOR SHARE), so none of them can commit after the bump.
+// exclusive fence lock waits for every in-flight fenced transaction of the
+// previous epoch, so none of them can commit after the bump.
 func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
@@ -25,6 +25,10 @@ func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
 		expires *time.Time
 		expired bool
 	)
+	// Wait for every fenced transaction of the current holder (see fence).
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, fenceLockKey); err != nil {
+		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
+	}
 	err = tx.QueryRow(ctx, `
 		SELECT shard_id, owner_node, expires_at, coalesce(expires_at < now(), true)
 		  FROM harvest_shard_lease FOR UPDATE`).Scan(&shard, &owner, &expires, &expired)
@@ -109,14 +113,29 @@ func (e *Engine) renewLoop(ctx context.Context) {
 	}
 }
 
+// fenceLockKey is the advisory lock that orders lease takeovers after
+// every in-flight write transaction of the previous owner. (Advisory locks
+// are per database; migrations use a different key.)
+const fenceLockKey int64 = 0x4856_4645_4e43_4531 // "HVFENCE1"
+
 // fence checks, inside tx, that our epoch is still the lease's epoch. The
-// FOR SHARE lock makes a concurrent takeover wait for this transaction.
+// transaction first takes the fence advisory lock in shared mode (an
+// in-memory lock: no row is written, so concurrent writers do not contend),
+// then reads the epoch in a new statement, hence a new snapshot. A
+// takeover takes the same lock exclusively before it bumps the epoch, so
+// it waits for every transaction that passed the fence, and every
+// transaction that fences after it sees the new epoch.
 func (e *Engine) fence(ctx context.Context, tx pgx.Tx) error {
 	var (
 		epoch int64
 		owner *string
 	)
-	if err := tx.QueryRow(ctx, `SELECT epoch, owner_node FROM harvest_shard_lease FOR SHARE`).Scan(&epoch, &owner); err != nil {
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
+	batch.Queue(`SELECT epoch, owner_node FROM harvest_shard_lease`).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&epoch, &owner)
+	})
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("fence shard %d: %w", e.cfg.ShardID, err)
 	}
 	if epoch != e.epoch.Load() {
