@@ -44,7 +44,12 @@ type Peers interface {
 	// Members returns every known member with its state; the leader
 	// removes the raft servers of members in membership.StateLeft.
 	Members() []membership.Member
-	// Changed nudges after membership changes.
+	// Changed nudges after membership changes. The admin loop receives
+	// from it, so it must be a channel of the admin's own: a nudge taken
+	// here is lost to any other reader of the same channel (such as
+	// membership.Membership.Changed, which has a single channel). A nil
+	// channel is allowed; Config.ReconcileInterval then paces the loop.
+	// The loop calls Changed again on every wake.
 	Changed() <-chan struct{}
 }
 
@@ -201,6 +206,12 @@ func (a *Admin) transport() (*raft.NetworkTransport, error) {
 		Logger:  a.raftLog.Named("net"),
 		MaxPool: transportMaxPool,
 		Timeout: transportTimeout,
+		// 1 turns pipelined replication off. raft v1.8.0's pipeline can
+		// wedge a follower's replication goroutine for good after the
+		// follower rejects an AppendEntries (hashicorp/raft#612), which
+		// also hangs Shutdown; the catalog's write rate gains nothing
+		// from pipelining.
+		MaxRPCsInFlight: 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("raft transport on %s: %w", a.cfg.BindAddr, err)
@@ -298,6 +309,9 @@ func (a *Admin) Apply(ctx context.Context, cmd Command) error {
 	rn, err := a.running()
 	if err != nil {
 		return err
+	}
+	if cmd == nil {
+		return fmt.Errorf("apply nil command: %w", ErrInvalidCommand)
 	}
 	if err := cmd.check(); err != nil {
 		return err
@@ -409,7 +423,8 @@ func (a *Admin) RemovePeer(ctx context.Context, id string) error {
 }
 
 // WaitReady waits until a leader is known and the catalog is not empty,
-// or ctx ends.
+// or ctx ends. A cluster without Config.InitialShards stays not ready
+// until an operator adds a shard.
 func (a *Admin) WaitReady(ctx context.Context) error {
 	t := time.NewTicker(readyPoll)
 	defer t.Stop()

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // boltStore is raft's LogStore and StableStore in one bbolt file.
@@ -106,7 +107,7 @@ func (b *boltStore) StoreLog(l *raft.Log) error { return b.StoreLogs([]*raft.Log
 
 // StoreLogs stores entries in one transaction.
 func (b *boltStore) StoreLogs(logs []*raft.Log) error {
-	return b.db.Update(func(tx *bbolt.Tx) error {
+	return b.update(func(tx *bbolt.Tx) error {
 		bucket := tx.Bucket(bucketLogs)
 		for _, l := range logs {
 			v, err := encodeLog(l)
@@ -123,7 +124,7 @@ func (b *boltStore) StoreLogs(logs []*raft.Log) error {
 
 // DeleteRange deletes the entries from lo to hi, inclusive.
 func (b *boltStore) DeleteRange(lo, hi uint64) error {
-	return b.db.Update(func(tx *bbolt.Tx) error {
+	return b.update(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketLogs).Cursor()
 		for k, _ := c.Seek(indexKey(lo)); k != nil && binary.BigEndian.Uint64(k) <= hi; k, _ = c.Next() {
 			if err := c.Delete(); err != nil {
@@ -136,7 +137,21 @@ func (b *boltStore) DeleteRange(lo, hi uint64) error {
 
 // Set stores a stable key.
 func (b *boltStore) Set(k, v []byte) error {
-	return b.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketConf).Put(k, v) })
+	return b.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketConf).Put(k, v) })
+}
+
+// update runs a write transaction. A write after Close is dropped, not
+// failed: raft's heartbeat fast path runs on transport goroutines that
+// raft.Shutdown does not wait for, so a heartbeat that arrived just
+// before shutdown can still save a new term after the store was closed,
+// and raft panics when saving the term fails. The node is shut down by
+// then; it relearns the term from the leader when it restarts.
+func (b *boltStore) update(fn func(*bbolt.Tx) error) error {
+	err := b.db.Update(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return nil
+	}
+	return err
 }
 
 // Get reads a stable key, or returns errKeyNotFound.

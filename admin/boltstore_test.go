@@ -96,6 +96,16 @@ func TestBoltStore(t *testing.T) {
 		require.Equal(t, uint64(7), n)
 	})
 
+	t.Run("WritesAfterCloseDropped", func(t *testing.T) {
+		t.Parallel()
+		s, _ := testBoltStore(t)
+		require.NoError(t, s.Close())
+		require.NoError(t, s.SetUint64([]byte("CurrentTerm"), 3), "raft panics on a failed term write")
+		require.NoError(t, s.StoreLogs(logs(1, 1)))
+		_, err := s.GetUint64([]byte("CurrentTerm"))
+		require.Error(t, err)
+	})
+
 	t.Run("SecondOpenTimesOut", func(t *testing.T) {
 		t.Parallel()
 		_, path := testBoltStore(t)

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -16,21 +15,21 @@ import (
 func TestClusterBootstrapAndFailover(t *testing.T) {
 	t.Parallel()
 	c := setup(t, 3)
-	c.bootstrap(3)
+	c.bootstrap(t, 3)
 
 	t.Run("CatalogHasInitialShards", func(t *testing.T) {
-		cat := c.waitCatalog()
+		cat := c.waitCatalog(t)
 		require.Equal(t, []uint16{0, 1}, shardIDs(cat))
 		require.Equal(t, testShards[1], cat.Shards[1].DSN)
 		require.Equal(t, StateWritable, cat.Shards[1].State)
 		require.Equal(t, []uint64{1}, epochNumbers(cat))
 		require.Equal(t, IdempotencyWindowDefault, cat.Settings.IdempotencyWindow)
-		c.waitServers([]string{"n1", "n2", "n3"}, nil)
+		c.waitServers(t, []string{"n1", "n2", "n3"}, nil)
 	})
 
 	t.Run("FollowerApplyNamesLeader", func(t *testing.T) {
-		lid, _ := c.leader()
-		_, f := c.follower()
+		lid, _ := c.leader(t)
+		_, f := c.follower(t)
 		err := f.Apply(context.Background(), AddShard{ID: 2, DSN: "x"})
 		var nle *NotLeaderError
 		require.ErrorAs(t, err, &nle)
@@ -42,7 +41,7 @@ func TestClusterBootstrapAndFailover(t *testing.T) {
 	})
 
 	t.Run("LeaderApplyAndRejection", func(t *testing.T) {
-		_, l := c.leader()
+		_, l := c.leader(t)
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
 		require.NoError(t, l.Apply(ctx, AddShard{ID: 2, DSN: "postgres://db/shard2"}))
@@ -53,83 +52,96 @@ func TestClusterBootstrapAndFailover(t *testing.T) {
 		require.ErrorIs(t, l.Apply(ctx, AddShard{ID: 3}), ErrInvalidCommand)
 		require.Equal(t, index, l.Catalog().Index, "invalid fields are rejected before proposing")
 
-		cat := c.waitCatalog()
+		cat := c.waitCatalog(t)
 		require.Equal(t, StateReadable, cat.Shards[2].State)
 		require.Equal(t, []uint64{1, 2}, epochNumbers(cat))
 	})
 
 	t.Run("LeaderKilledNewLeaderTakesOver", func(t *testing.T) {
-		oldID, old := c.leader()
+		oldID, old := c.leader(t)
 		before := old.Catalog()
 		started := time.Now()
-		c.stop(oldID, true, membership.StateDead)
+		c.stop(t, oldID, true, membership.StateDead)
 
-		newID, _ := c.leader()
+		newID, _ := c.leader(t)
 		t.Logf("new leader %s after %s", newID, time.Since(started))
 		require.NotEqual(t, oldID, newID)
-		require.Equal(t, before, c.waitCatalog(), "catalog survives the failover")
+		require.Equal(t, before, c.waitCatalog(t), "catalog survives the failover")
 
-		c.apply(SetShardState{ID: 2, State: StateWritable})
-		cat := c.waitCatalog()
+		c.apply(t, SetShardState{ID: 2, State: StateWritable})
+		cat := c.waitCatalog(t)
 		require.Equal(t, StateWritable, cat.Shards[2].State)
 		require.Equal(t, []uint16{0, 1, 2}, cat.Current().Writable)
-		c.waitServers([]string{"n1", "n2", "n3"}, nil) // the dead voter stays
+		c.waitServers(t, []string{"n1", "n2", "n3"}, nil) // the dead voter stays
 	})
 }
 
 func TestClusterFollowerCatchesUp(t *testing.T) {
 	t.Parallel()
 	c := setup(t, 3)
-	c.bootstrap(3)
+	c.bootstrap(t, 3)
 
 	t.Run("FromLog", func(t *testing.T) {
-		fid, _ := c.follower()
-		c.stop(fid, false, membership.StateDead)
-		c.apply(AddShard{ID: 10, DSN: "d10"})
-		c.apply(SetShardState{ID: 10, State: StateWritable})
+		fid, _ := c.follower(t)
+		c.stop(t, fid, false, membership.StateDead)
+		c.apply(t, AddShard{ID: 10, DSN: "d10"})
+		c.apply(t, SetShardState{ID: 10, State: StateWritable})
 
-		c.start(fid, 3)
-		cat := c.waitCatalog()
+		c.start(t, fid, 3)
+		cat := c.waitCatalog(t)
 		require.Equal(t, StateWritable, cat.Shards[10].State)
 	})
 
 	t.Run("FromSnapshot", func(t *testing.T) {
-		fid, _ := c.follower()
-		c.stop(fid, false, membership.StateDead)
-		c.apply(AddShard{ID: 11, DSN: "d11"})
-		_, l := c.leader()
+		fid, _ := c.follower(t)
+		c.stop(t, fid, false, membership.StateDead)
+		c.apply(t, AddShard{ID: 11, DSN: "d11"})
+		_, l := c.leader(t)
 		require.NoError(t, l.node.Load().raft.Snapshot().Error())
-		c.apply(AddShard{ID: 12, DSN: "d12", Writable: true})
+		c.apply(t, AddShard{ID: 12, DSN: "d12", Writable: true})
 
-		f := c.start(fid, 3)
-		cat := c.waitCatalog()
+		f := c.start(t, fid, 3)
+		cat := c.waitCatalog(t)
 		require.Equal(t, []uint16{0, 1, 10, 11, 12}, shardIDs(cat))
 		stats := f.node.Load().raft.Stats()
 		require.NotEqual(t, "0", stats["last_snapshot_index"], "the follower installed the leader's snapshot")
+	})
+
+	t.Run("RestartedOnNewAddress", func(t *testing.T) {
+		fid, _ := c.follower(t)
+		c.stop(t, fid, false, membership.StateDead)
+		c.addrs[fid] = "127.0.0.1:0"
+		f := c.start(t, fid, 3)
+		c.apply(t, AddShard{ID: 13, DSN: "d13"})
+		c.waitCatalog(t)
+		_, l := c.leader(t)
+		servers, err := l.Servers()
+		require.NoError(t, err)
+		require.Contains(t, servers, Server{ID: fid, Addr: f.Addr(), Voter: true}, "the leader follows the gossiped raft address")
 	})
 }
 
 func TestClusterJoinAsNonVoters(t *testing.T) {
 	t.Parallel()
 	c := setup(t, 3)
-	c.bootstrap(3)
-	c.start("n4", 0)
-	c.start("n5", 0)
+	c.bootstrap(t, 3)
+	c.start(t, "n4", 0)
+	c.start(t, "n5", 0)
 
 	t.Run("BeyondMaxVotersJoinAsNonVoters", func(t *testing.T) {
-		c.waitServers([]string{"n1", "n2", "n3"}, []string{"n4", "n5"})
-		c.waitReady()
-		require.Equal(t, []uint16{0, 1}, shardIDs(c.waitCatalog()))
+		c.waitServers(t, []string{"n1", "n2", "n3"}, []string{"n4", "n5"})
+		c.waitReady(t)
+		require.Equal(t, []uint16{0, 1}, shardIDs(c.waitCatalog(t)))
 	})
 
 	t.Run("RemovePeerOfDeadVoterPromotes", func(t *testing.T) {
-		lid, l := c.leader()
+		lid, l := c.leader(t)
 		dead := "n1"
 		if lid == dead {
 			dead = "n2"
 		}
-		c.stop(dead, true, membership.StateDead)
-		c.waitServers([]string{"n1", "n2", "n3"}, []string{"n4", "n5"}) // dead voters stay
+		c.stop(t, dead, true, membership.StateDead)
+		c.waitServers(t, []string{"n1", "n2", "n3"}, []string{"n4", "n5"}) // dead voters stay
 
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
@@ -150,45 +162,45 @@ func TestClusterJoinAsNonVoters(t *testing.T) {
 		}
 		require.Equal(t, 3, voters, "a non-voter was promoted before RemovePeer returned: %+v", servers)
 		require.Equal(t, 1, nonvoters)
-		c.apply(AddShard{ID: 20, DSN: "d20"})
-		c.waitCatalog()
+		c.apply(t, AddShard{ID: 20, DSN: "d20"})
+		c.waitCatalog(t)
 	})
 }
 
 func TestClusterJoinAsVoters(t *testing.T) {
 	t.Parallel()
 	c := setup(t, 5)
-	c.bootstrap(3)
-	c.start("n4", 0)
-	c.start("n5", 0)
+	c.bootstrap(t, 3)
+	c.start(t, "n4", 0)
+	c.start(t, "n5", 0)
 
 	t.Run("UpToMaxVotersJoinAsVoters", func(t *testing.T) {
-		c.waitServers([]string{"n1", "n2", "n3", "n4", "n5"}, nil)
-		c.waitReady()
-		c.waitCatalog()
+		c.waitServers(t, []string{"n1", "n2", "n3", "n4", "n5"}, nil)
+		c.waitReady(t)
+		c.waitCatalog(t)
 	})
 
 	t.Run("LeftMemberRemoved", func(t *testing.T) {
-		lid, _ := c.leader()
+		lid, _ := c.leader(t)
 		gone := "n5"
 		if lid == gone {
 			gone = "n4"
 		}
-		c.stop(gone, false, membership.StateLeft)
+		c.stop(t, gone, false, membership.StateLeft)
 		want := []string{"n1", "n2", "n3", "n4", "n5"}
 		want = slicesDelete(want, gone)
-		c.waitServers(want, nil)
+		c.waitServers(t, want, nil)
 	})
 
 	t.Run("LeaderStopTransfersLeadership", func(t *testing.T) {
-		lid, _ := c.leader()
+		lid, _ := c.leader(t)
 		started := time.Now()
-		c.stop(lid, false, membership.StateLeft)
-		newID, _ := c.leader()
+		c.stop(t, lid, false, membership.StateLeft)
+		newID, _ := c.leader(t)
 		t.Logf("leadership moved from %s to %s in %s", lid, newID, time.Since(started))
 		require.NotEqual(t, lid, newID)
-		c.apply(AddShard{ID: 30, DSN: "d30"})
-		c.waitCatalog()
+		c.apply(t, AddShard{ID: 30, DSN: "d30"})
+		c.waitCatalog(t)
 	})
 }
 
@@ -213,7 +225,7 @@ func TestAdminLifecycle(t *testing.T) {
 		require.ErrorIs(t, a.Apply(context.Background(), SetSettings{IdempotencyWindow: time.Hour}), ErrNotStarted)
 		require.ErrorIs(t, a.WaitReady(context.Background()), ErrNotStarted)
 		id, api := a.Leader()
-		require.Empty(t, id + api)
+		require.Empty(t, id+api)
 		require.True(t, a.Catalog().Empty())
 		a.Stop()
 		require.ErrorIs(t, a.Start(context.Background()), ErrStopped)
@@ -222,7 +234,7 @@ func TestAdminLifecycle(t *testing.T) {
 	t.Run("NoBootstrapWithoutExpect", func(t *testing.T) {
 		t.Parallel()
 		c := setup(t, 3)
-		a := c.start("n1", 0)
+		a := c.start(t, "n1", 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		require.ErrorIs(t, a.WaitReady(ctx), context.DeadlineExceeded)
@@ -235,7 +247,7 @@ func TestAdminLifecycle(t *testing.T) {
 	t.Run("SingleNode", func(t *testing.T) {
 		t.Parallel()
 		c := setup(t, 1)
-		c.bootstrap(1)
+		c.bootstrap(t, 1)
 		a := c.nodes["n1"]
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
@@ -252,11 +264,9 @@ func TestAdminLifecycle(t *testing.T) {
 		// Restarted alone on its data dir, it elects itself again and
 		// keeps its catalog without proposing Bootstrap.
 		delete(c.nodes, "n1")
-		b := c.start("n1", 1)
-		c.waitReady()
+		b := c.start(t, "n1", 1)
+		c.waitReady(t)
 		require.Equal(t, time.Hour, b.Catalog().Settings.IdempotencyWindow)
 		require.Equal(t, []uint64{1}, epochNumbers(b.Catalog()))
 	})
 }
-
-var _ = errors.Is

@@ -37,9 +37,9 @@ var testShards = map[uint16]string{0: "postgres://db/shard0", 1: "postgres://db/
 // the snapshot. Automatic snapshots are off; tests force them.
 func testRaftConfig() *raft.Config {
 	c := raft.DefaultConfig()
-	c.HeartbeatTimeout = 200 * time.Millisecond
-	c.ElectionTimeout = 200 * time.Millisecond
-	c.LeaderLeaseTimeout = 100 * time.Millisecond
+	c.HeartbeatTimeout = 500 * time.Millisecond
+	c.ElectionTimeout = 500 * time.Millisecond
+	c.LeaderLeaseTimeout = 250 * time.Millisecond
 	c.CommitTimeout = 5 * time.Millisecond
 	c.TrailingLogs = 0
 	c.SnapshotThreshold = 1 << 30
@@ -147,8 +147,8 @@ func setup(t *testing.T, maxVoters int) *testCluster {
 // start starts node id with the given BootstrapExpect, announces it alive
 // in gossip and stops it at cleanup. A restarted node gets its old data
 // dir and raft address.
-func (c *testCluster) start(id string, expect int) *Admin {
-	c.t.Helper()
+func (c *testCluster) start(t *testing.T, id string, expect int) *Admin {
+	t.Helper()
 	if _, ok := c.dirs[id]; !ok {
 		c.dirs[id] = c.t.TempDir()
 		c.addrs[id] = "127.0.0.1:0"
@@ -164,8 +164,8 @@ func (c *testCluster) start(id string, expect int) *Admin {
 		Raft:              testRaftConfig(),
 		Logger:            c.logger.With().Str("node_id", id).Logger(),
 	}, c.gossip.view())
-	require.NoError(c.t, err)
-	require.NoError(c.t, a.Start(context.Background()))
+	require.NoError(t, err)
+	require.NoError(t, a.Start(context.Background()))
 	c.t.Cleanup(a.Stop)
 	c.addrs[id] = a.Addr()
 	c.nodes[id] = a
@@ -180,29 +180,29 @@ func apiAddr(id string) string { return id + ".api.test:8080" }
 
 // bootstrap starts n voters "n1".."nn" with BootstrapExpect n and waits
 // until each knows a leader and has the catalog.
-func (c *testCluster) bootstrap(n int) {
-	c.t.Helper()
+func (c *testCluster) bootstrap(t *testing.T, n int) {
+	t.Helper()
 	for i := 1; i <= n; i++ {
-		c.start(fmt.Sprintf("n%d", i), n)
+		c.start(t, fmt.Sprintf("n%d", i), n)
 	}
-	c.waitReady()
+	c.waitReady(t)
 }
 
 // waitReady waits until every running node knows a leader and has a
 // catalog.
-func (c *testCluster) waitReady() {
-	c.t.Helper()
+func (c *testCluster) waitReady(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterDeadline)
 	defer cancel()
 	for id, a := range c.nodes {
-		require.NoError(c.t, a.WaitReady(ctx), "node %s ready", id)
+		require.NoError(t, a.WaitReady(ctx), "node %s ready", id)
 	}
 }
 
 // stop stops node id gracefully (crash: without leadership transfer) and
 // marks it in gossip.
-func (c *testCluster) stop(id string, crash bool, state membership.State) {
-	c.t.Helper()
+func (c *testCluster) stop(t *testing.T, id string, crash bool, state membership.State) {
+	t.Helper()
 	c.nodes[id].stop(!crash)
 	delete(c.nodes, id)
 	c.gossip.setState(id, state)
@@ -210,10 +210,10 @@ func (c *testCluster) stop(id string, crash bool, state membership.State) {
 
 // leader waits until every running node agrees on one leader and returns
 // it.
-func (c *testCluster) leader() (string, *Admin) {
-	c.t.Helper()
+func (c *testCluster) leader(t *testing.T) (string, *Admin) {
+	t.Helper()
 	var id string
-	require.EventuallyWithT(c.t, func(t *assert.CollectT) {
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		id = ""
 		for nid, a := range c.nodes {
 			lid, api := a.Leader()
@@ -230,45 +230,54 @@ func (c *testCluster) leader() (string, *Admin) {
 }
 
 // follower returns a running node that is not the leader.
-func (c *testCluster) follower() (string, *Admin) {
-	c.t.Helper()
-	lid, _ := c.leader()
+func (c *testCluster) follower(t *testing.T) (string, *Admin) {
+	t.Helper()
+	lid, _ := c.leader(t)
 	for _, id := range slices.Sorted(maps.Keys(c.nodes)) {
 		if id != lid {
 			return id, c.nodes[id]
 		}
 	}
-	require.FailNow(c.t, "no follower")
+	require.FailNow(t, "no follower")
 	return "", nil
 }
 
-// apply applies cmd on the leader, retrying while leadership moves (a
-// NotLeaderError means nothing was proposed); any other error fails.
-func (c *testCluster) apply(cmd Command) {
-	c.t.Helper()
+// apply applies cmd on the leader, retrying while leadership moves: a
+// NotLeaderError means nothing was proposed; after a lost leadership the
+// outcome is unknown, so a retry that finds the command already applied
+// (ErrShardExists, ErrInvalidTransition) counts as done, as it would for
+// a real client. Any other error fails.
+func (c *testCluster) apply(t *testing.T, cmd Command) {
+	t.Helper()
 	deadline := time.Now().Add(clusterDeadline)
+	unknown := false
 	for {
-		_, a := c.leader()
+		_, a := c.leader(t)
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		err := a.Apply(ctx, cmd)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			return
+		case unknown && (errors.Is(err, ErrShardExists) || errors.Is(err, ErrInvalidTransition)):
+			return
+		case errors.Is(err, raft.ErrLeadershipLost):
+			unknown = true
+		case !errors.Is(err, ErrNotLeader):
+			require.NoError(t, err, "apply %s", cmd.Type())
 		}
-		if !errors.Is(err, ErrNotLeader) || time.Now().After(deadline) {
-			require.NoError(c.t, err, "apply %s", cmd.Type())
-		}
+		require.True(t, time.Now().Before(deadline), "apply %s: %v", cmd.Type(), err)
 		<-time.After(pollTick)
 	}
 }
 
 // waitCatalog waits until every running node's catalog equals the
 // leader's (same applied index and content).
-func (c *testCluster) waitCatalog() Catalog {
-	c.t.Helper()
-	_, leader := c.leader()
+func (c *testCluster) waitCatalog(t *testing.T) Catalog {
+	t.Helper()
+	_, leader := c.leader(t)
 	var want Catalog
-	require.EventuallyWithT(c.t, func(t *assert.CollectT) {
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		want = leader.Catalog()
 		for id, a := range c.nodes {
 			require.Equal(t, want, a.Catalog(), "catalog of %s", id)
@@ -279,10 +288,10 @@ func (c *testCluster) waitCatalog() Catalog {
 
 // waitServers waits until the leader's raft configuration has exactly
 // the given voters and non-voters.
-func (c *testCluster) waitServers(voters, nonvoters []string) {
-	c.t.Helper()
-	require.EventuallyWithT(c.t, func(t *assert.CollectT) {
-		_, a := c.leader()
+func (c *testCluster) waitServers(t *testing.T, voters, nonvoters []string) {
+	t.Helper()
+	_, a := c.leader(t)
+	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		servers, err := a.Servers()
 		require.NoError(t, err)
 		var gotVoters, gotNonvoters []string
