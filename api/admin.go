@@ -121,6 +121,11 @@ func (s *Server) adminCall(c *gin.Context, body []byte, fn func(a Admin) (int, a
 	status, out, err := fn(s.cfg.Admin)
 	var leader *LeaderError
 	if errors.As(err, &leader) {
+		if leader.URL == "" || c.GetHeader(ForwardedHeader) != "" {
+			abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+				msg: "no raft leader reachable from this node right now; retry", extra: gin.H{"leader": leader.LeaderID}})
+			return
+		}
 		s.forward(c, Target{Owner: leader.LeaderID, URL: leader.URL}, body)
 		return
 	}

@@ -64,7 +64,7 @@ func (n *Node) startAdmin() error {
 		NodeID: n.nodeID, DataDir: n.cfg.DataDir, BindAddr: rc.BindAddr, AdvertiseAddr: rc.AdvertiseAddr,
 		BootstrapExpect: rc.BootstrapExpect, MaxVoters: rc.MaxVoters, InitialShards: n.cfg.Shards,
 		Settings: admin.Settings{IdempotencyWindow: n.cfg.IdempotencyWindow}, Raft: rc.Raft, Logger: n.root,
-	}, lazyPeers{&n.gossipRef})
+	}, lazyPeers{v: &n.gossipRef, changed: n.adminNudge})
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,8 @@ func (n *Node) startAdmin() error {
 // lazyPeers hands gossip to the admin once it exists: raft binds its
 // address first, because gossip advertises it.
 type lazyPeers struct {
-	v *atomic.Pointer[membership.Membership]
+	v       *atomic.Pointer[membership.Membership]
+	changed <-chan struct{} // the admin's own copy of gossip's nudges
 }
 
 func (p lazyPeers) Alive() []membership.Member {
@@ -92,14 +93,9 @@ func (p lazyPeers) Members() []membership.Member {
 	return nil
 }
 
-// Changed is nil (never ready) until gossip exists; the admin's ticker
-// covers that moment.
-func (p lazyPeers) Changed() <-chan struct{} {
-	if m := p.v.Load(); m != nil {
-		return m.Changed()
-	}
-	return nil
-}
+// Changed is the admin's own channel: gossip's single nudge channel is
+// fanned out so the admin and the shard manager each see every change.
+func (p lazyPeers) Changed() <-chan struct{} { return p.changed }
 
 // syncLoop keeps a pool open for every shard of the catalog and runs the
 // leader's drain checks.

@@ -21,9 +21,9 @@ import (
 
 func fastRaft() *raft.Config {
 	rc := raft.DefaultConfig()
-	rc.HeartbeatTimeout = 300 * time.Millisecond
-	rc.ElectionTimeout = 300 * time.Millisecond
-	rc.LeaderLeaseTimeout = 200 * time.Millisecond
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 500 * time.Millisecond
 	rc.CommitTimeout = 20 * time.Millisecond
 	return rc
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -40,8 +41,12 @@ func (s *standalone) Alive() []membership.Member   { return []membership.Member{
 func (s *standalone) Members() []membership.Member { return []membership.Member{s.self} }
 func (s *standalone) Changed() <-chan struct{}     { return s.changed }
 
-// members adapts a view to what the shard manager needs.
-type members struct{ v view }
+// members adapts a view to what the shard manager needs; changed is the
+// manager's own copy of the view's nudges.
+type members struct {
+	v       view
+	changed <-chan struct{}
+}
 
 var _ shardmgr.Members = members{}
 
@@ -64,7 +69,25 @@ func (m members) Gone(nodeID string) bool {
 	return false
 }
 
-func (m members) Changed() <-chan struct{} { return m.v.Changed() }
+func (m members) Changed() <-chan struct{} { return m.changed }
+
+// fanOut copies every nudge of src to each of outs (buffered(1), never
+// blocking) until ctx ends.
+func fanOut(ctx context.Context, src <-chan struct{}, outs ...chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-src:
+			for _, o := range outs {
+				select {
+				case o <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
 
 // placement is the catalog the router places by: the current readable and
 // writable sets and the earlier ones still inside the idempotency window.

@@ -42,6 +42,10 @@ type Node struct {
 	gossip  *membership.Membership // nil when standalone
 	// gossipRef publishes gossip to the raft catalog, which starts first.
 	gossipRef atomic.Pointer[membership.Membership]
+	// adminNudge and shardNudge get a copy of every gossip change each.
+	adminNudge chan struct{}
+	shardNudge chan struct{}
+	fanEnd     context.CancelFunc
 	view      view
 	mgr       *shardmgr.Manager
 	http      *http.Server
@@ -60,7 +64,8 @@ func New(cfg Config, reg *harvest.Registry) (*Node, error) {
 		return nil, errors.New("node: registry is required")
 	}
 	cfg = cfg.withDefaults()
-	return &Node{cfg: cfg, reg: reg, root: cfg.Logger, errc: make(chan error, 1)}, nil
+	return &Node{cfg: cfg, reg: reg, root: cfg.Logger, errc: make(chan error, 1),
+		adminNudge: make(chan struct{}, 1), shardNudge: make(chan struct{}, 1)}, nil
 }
 
 // Start brings the node up (see the package doc for the order) and returns
@@ -177,6 +182,9 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 	n.gossip, n.view = m, m
 	n.gossipRef.Store(m)
+	fanCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.fanEnd = cancel
+	go fanOut(fanCtx, m.Changed(), n.adminNudge, n.shardNudge)
 	return nil
 }
 
@@ -192,7 +200,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
 		},
 		Logger: n.root,
-	}, members{n.view})
+	}, members{v: n.view, changed: n.shardNudge})
 	if err != nil {
 		return err
 	}
@@ -298,6 +306,10 @@ func (n *Node) shutdown(ctx context.Context) error {
 		n.gossip.Stop()
 		n.gossip = nil
 	}
+	if n.fanEnd != nil {
+		n.fanEnd()
+		n.fanEnd = nil
+	}
 	for id, pool := range n.pools {
 		pool.Close()
 		delete(n.pools, id)
@@ -347,6 +359,10 @@ func (n *Node) crash() {
 	if n.gossip != nil {
 		n.gossip.Shutdown()
 		n.gossip = nil
+	}
+	if n.fanEnd != nil {
+		n.fanEnd()
+		n.fanEnd = nil
 	}
 	for id, pool := range n.pools {
 		pool.Close()
