@@ -31,18 +31,57 @@ type Member struct {
 // the node the client talks to sees them. A standalone node (harvestd dev)
 // lists itself alone.
 func (c *Client) Members(ctx context.Context) ([]Member, error) {
-	var body struct {
-		Members []json.RawMessage `json:"members"`
-	}
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/cluster/members"}, &body); err != nil {
+	return getList(ctx, c, "/cluster/members", "members", "member", func(m *Member, raw json.RawMessage) { m.Raw = raw })
+}
+
+// getList GETs path, whose answer holds a list of objects under key, and
+// decodes each object into a T; keep stores the object's JSON in it.
+func getList[T any](ctx context.Context, c *Client, path, key, noun string, keep func(*T, json.RawMessage)) ([]T, error) {
+	var body map[string]json.RawMessage
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: path}, &body); err != nil {
 		return nil, err
 	}
-	members := make([]Member, len(body.Members))
-	for i, raw := range body.Members {
-		if err := json.Unmarshal(raw, &members[i]); err != nil {
-			return nil, fmt.Errorf("GET /cluster/members: decode member %d: %w", i, err)
+	var raws []json.RawMessage
+	if list, ok := body[key]; ok {
+		if err := json.Unmarshal(list, &raws); err != nil {
+			return nil, fmt.Errorf("GET %s: decode %s: %w", path, key, err)
 		}
-		members[i].Raw = raw
 	}
-	return members, nil
+	out := make([]T, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			return nil, fmt.Errorf("GET %s: decode %s %d: %w", path, noun, i, err)
+		}
+		keep(&out[i], raw)
+	}
+	return out, nil
+}
+
+// Peer is one server of the raft group that keeps the shard catalog.
+type Peer struct {
+	// ID is the server's node id.
+	ID string `json:"id"`
+	// Addr is its raft host:port.
+	Addr string `json:"addr"`
+	// Voter is false for a non-voter, which follows the log without a vote.
+	Voter  bool `json:"voter"`
+	Leader bool `json:"leader"`
+	// Raw is this peer's JSON object as the server sent it.
+	Raw json.RawMessage `json:"-"`
+}
+
+// RaftPeers lists the raft servers. A node without a raft catalog answers
+// ErrNotFound.
+func (c *Client) RaftPeers(ctx context.Context) ([]Peer, error) {
+	return getList(ctx, c, "/admin/raft/peers", "peers", "peer", func(p *Peer, raw json.RawMessage) { p.Raw = raw })
+}
+
+// RemovePeer removes a raft server, such as a dead node that will not come
+// back, by its node id.
+func (c *Client) RemovePeer(ctx context.Context, id string) error {
+	if id == "" {
+		return fmt.Errorf("peer id is empty: %w", ErrInvalid)
+	}
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: "/admin/raft/peers/" + seg(id)}, nil)
+	return err
 }

@@ -28,8 +28,16 @@
 // Every non-2xx answer is returned as an *Error carrying the HTTP status and
 // the server's code, message and full body. Match classes of failure with
 // errors.Is against the sentinels (ErrNotFound, ErrConflict, ErrTerminal,
-// ErrInvalid, ErrUnavailable, ErrTooLarge); transport failures are returned
+// ErrInvalid, ErrUnavailable, ErrTooLarge, and for the shard catalog
+// ErrUnsafeDrain and ErrShardUnreachable); transport failures are returned
 // wrapped, never as *Error.
+//
+// # Shard catalog
+//
+// Nodes started with a raft catalog (harvestd agent with raft flags)
+// administer it through Shards, Shard, AddShard, DrainShard, UndrainShard,
+// RaftPeers and RemovePeer. Any node answers; writes are forwarded to the
+// raft leader. A node on static shards answers ErrNotFound.
 //
 // # Retries
 //

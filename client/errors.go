@@ -31,6 +31,13 @@ var (
 	// ErrTooLarge: the request body exceeds the server's limit
 	// (payload_too_large); HTTP 413.
 	ErrTooLarge = errors.New("payload too large")
+	// ErrUnsafeDrain: the server refused a drain that could lose
+	// deduplication or stop all placement (unsafe_drain, HTTP 409); the
+	// message says why. DrainShard with force overrides it.
+	ErrUnsafeDrain = errors.New("unsafe drain")
+	// ErrShardUnreachable: the leader cannot connect to or migrate the
+	// database of a shard being added (shard_unreachable, HTTP 422).
+	ErrShardUnreachable = errors.New("shard database unreachable")
 )
 
 // Error codes of the server's error body (docs/http-api.md).
@@ -45,21 +52,27 @@ const (
 	CodeTooLarge        = "payload_too_large"
 	CodeUnavailable     = "unavailable"
 	CodeInternal        = "internal"
+	// CodeUnsafeDrain and CodeShardUnreachable answer the shard catalog
+	// admin routes.
+	CodeUnsafeDrain      = "unsafe_drain"
+	CodeShardUnreachable = "shard_unreachable"
 )
 
 // codeClass maps known codes to their sentinel; a nil value is a known code
 // with no sentinel.
 var codeClass = map[string]error{
-	CodeInvalidJSON:     ErrInvalid,
-	CodeInvalidArgument: ErrInvalid,
-	CodeUnknownWorkflow: ErrNotFound,
-	CodeNotFound:        ErrNotFound,
-	CodeConflict:        ErrConflict,
-	CodeTerminal:        ErrTerminal,
-	CodeForbidden:       nil,
-	CodeTooLarge:        ErrTooLarge,
-	CodeUnavailable:     ErrUnavailable,
-	CodeInternal:        nil,
+	CodeInvalidJSON:      ErrInvalid,
+	CodeInvalidArgument:  ErrInvalid,
+	CodeUnknownWorkflow:  ErrNotFound,
+	CodeNotFound:         ErrNotFound,
+	CodeConflict:         ErrConflict,
+	CodeTerminal:         ErrTerminal,
+	CodeForbidden:        nil,
+	CodeTooLarge:         ErrTooLarge,
+	CodeUnavailable:      ErrUnavailable,
+	CodeInternal:         nil,
+	CodeUnsafeDrain:      ErrUnsafeDrain,
+	CodeShardUnreachable: ErrShardUnreachable,
 }
 
 // statusClass classifies answers without a known code.

@@ -46,12 +46,12 @@ type Node struct {
 	adminNudge chan struct{}
 	shardNudge chan struct{}
 	fanEnd     context.CancelFunc
-	view      view
-	mgr       *shardmgr.Manager
-	http      *http.Server
-	ln        net.Listener
-	serving   chan struct{} // closed when the serve goroutine returns
-	errc      chan error    // receives a serve failure, at most one
+	view       view
+	mgr        *shardmgr.Manager
+	http       *http.Server
+	ln         net.Listener
+	serving    chan struct{} // closed when the serve goroutine returns
+	errc       chan error    // receives a serve failure, at most one
 }
 
 // New checks cfg and returns a stopped node that runs the workflows and

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -17,6 +20,15 @@ func clusterCommand() *cli.Command {
 			Name:   "members",
 			Usage:  "list the members as the node at --addr sees them; * marks that node",
 			Action: membersAction,
+		}, {
+			Name:   "peers",
+			Usage:  "list the raft servers that keep the shard catalog",
+			Action: peersAction,
+		}, {
+			Name:      "remove-peer",
+			Usage:     "remove a raft server, such as a dead node that will not come back",
+			ArgsUsage: "<node-id>",
+			Action:    removePeerAction,
 		}},
 	}
 }
@@ -30,21 +42,56 @@ func membersAction(c *cli.Context) error {
 	if err != nil {
 		return failed(err)
 	}
-	raw, err := membersJSON(members)
+	return emitList(s, "members", members, func(m client.Member) json.RawMessage { return m.Raw }, membersTable)
+}
+
+func peersAction(c *cli.Context) error {
+	s, err := begin(c)
+	if err != nil {
+		return err
+	}
+	peers, err := s.api.RaftPeers(c.Context)
 	if err != nil {
 		return failed(err)
 	}
-	return s.emit(raw, func(tw *tabwriter.Writer) { membersTable(tw, members) })
+	return emitList(s, "peers", peers, func(p client.Peer) json.RawMessage { return p.Raw }, peersTable)
 }
 
-// membersJSON puts the members' JSON objects, as the server sent them,
-// back into the server's {"members": [...]} body.
-func membersJSON(members []client.Member) (json.RawMessage, error) {
-	body := struct {
-		Members []json.RawMessage `json:"members"`
-	}{Members: make([]json.RawMessage, len(members))}
-	for i, m := range members {
-		body.Members[i] = m.Raw
+func removePeerAction(c *cli.Context) error {
+	s, err := begin(c, "node-id")
+	if err != nil {
+		return err
 	}
-	return json.Marshal(body)
+	id := s.args[0]
+	if err := s.api.RemovePeer(c.Context, id); err != nil {
+		return failed(err)
+	}
+	raw, err := json.Marshal(map[string]any{"ok": true, "removed": id})
+	if err != nil {
+		return failed(err)
+	}
+	return s.emit(raw, func(tw *tabwriter.Writer) { kv(tw, "Removed peer", id) })
+}
+
+// emitList writes the table of items, or their JSON objects, as the
+// server sent them, back in the server's {"<key>": [...]} body.
+func emitList[T any](s *session, key string, items []T, raw func(T) json.RawMessage, table func(*tabwriter.Writer, []T)) error {
+	list := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		list[i] = raw(it)
+	}
+	body, err := json.Marshal(map[string][]json.RawMessage{key: list})
+	if err != nil {
+		return failed(err)
+	}
+	return s.emit(body, func(tw *tabwriter.Writer) { table(tw, items) })
+}
+
+// peersTable lists the raft servers by id.
+func peersTable(tw *tabwriter.Writer, peers []client.Peer) {
+	peers = slices.SortedFunc(slices.Values(peers), func(a, b client.Peer) int { return cmp.Compare(a.ID, b.ID) })
+	row(tw, "ID", "ADDRESS", "VOTER", "LEADER")
+	for _, p := range peers {
+		row(tw, p.ID, p.Addr, fmt.Sprint(p.Voter), fmt.Sprint(p.Leader))
+	}
 }

@@ -3,7 +3,17 @@
 // client never drift apart.
 //
 //	harvestctl [--addr URL] [--token T] [--output table|json] workflow <command> …
-//	harvestctl [--addr URL] [--token T] [--output table|json] cluster members
+//	harvestctl [--addr URL] [--token T] [--output table|json] cluster members|peers|remove-peer …
+//	harvestctl [--addr URL] [--token T] [--output table|json] shard list|status|add|drain|undrain …
+//
+// The shard and cluster peers commands administer the raft shard catalog
+// of nodes started with raft flags; writes go to the raft leader through
+// whichever node --addr names. "shard drain" first shows what the shard
+// still holds inside the idempotency window; the server refuses an unsafe
+// drain (the last writable shard, an unreachable one) unless --force, and
+// with --wait the command follows the drain until the shard is read_only.
+// With --output json, stdout carries only the server's JSON and such
+// explanations and progress go to stderr.
 //
 // Exit codes: 0 success; 1 the server refused the request or could not be
 // reached (the server's message is printed as

@@ -26,9 +26,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // orderInput completes the demo order workflow 10 ms after approval.
 const orderInput = `{"order_id":"o-1","amount_cents":1250,"customer_id":"c-1","sleep_ms":10}`
 
-// testBundle is one node (engine + API) on its own database.
+// testBundle is the node harvestctl talks to: one engine + API on its own
+// database, or a node of a raft cluster.
 type testBundle struct {
-	srv *httptest.Server
+	url string // --addr
 }
 
 func setup(t *testing.T) *testBundle {
@@ -50,7 +51,7 @@ func setupWith(t *testing.T, cfg api.Config) *testBundle {
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &testBundle{srv: hs}
+	return &testBundle{url: hs.URL}
 }
 
 // ctlResult is one run of the CLI.
@@ -67,7 +68,7 @@ func (b *testBundle) ctl(t *testing.T, args ...string) ctlResult {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := run(ctx, append([]string{"harvestctl", "--addr", b.srv.URL}, args...), &out, &errOut)
+	code := run(ctx, append([]string{"harvestctl", "--addr", b.url}, args...), &out, &errOut)
 	return ctlResult{code: code, stdout: out.String(), stderr: errOut.String()}
 }
 

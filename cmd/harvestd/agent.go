@@ -28,10 +28,11 @@ const (
 var gossipAddrDefault = net.JoinHostPort(membership.BindAddrDefault, strconv.Itoa(membership.BindPortDefault))
 
 func agentFlags() []cli.Flag {
-	return append(nodeFlags(),
+	flags := append(nodeFlags(),
 		&cli.StringSliceFlag{Name: flagShard, EnvVars: []string{"HARVEST_SHARD"},
 			Usage: "shard of the catalog as id=DSN (id 0..65534); repeat it or separate entries with commas. " +
-				"Required; every node must list the same shards"},
+				"Without the raft catalog it is required and every node must list the same shards; with it, " +
+				"the list seeds the catalog when the cluster bootstraps and a joining node learns the shards from the catalog"},
 		&cli.StringSliceFlag{Name: flagJoin, EnvVars: []string{"HARVEST_JOIN"},
 			Usage: "gossip host:port of a node to join; repeat it or separate addresses with commas (default: start a new cluster)"},
 		&cli.StringFlag{Name: flagAdvertiseHTTP, EnvVars: []string{"HARVEST_ADVERTISE_HTTP"},
@@ -45,6 +46,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringFlag{Name: flagGossipProfile, Value: membership.ProfileDefault, EnvVars: []string{"HARVEST_GOSSIP_PROFILE"},
 			Usage: "gossip timings: lan, or local for loopback clusters and tests (faster failure detection)"},
 	)
+	return append(flags, raftFlags()...)
 }
 
 // runAgent is the agent command: one node of a cluster.
@@ -53,8 +55,14 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Shards, err = parseShards(c.StringSlice(flagShard)); err != nil {
+	if cfg.Raft, err = raftConfig(c); err != nil {
 		return err
+	}
+	// With the raft catalog, --shard only seeds it.
+	if shards := c.StringSlice(flagShard); cfg.Raft == nil || len(splitShardEntries(shards)) > 0 {
+		if cfg.Shards, err = parseShards(shards); err != nil {
+			return err
+		}
 	}
 	if cfg.Gossip, err = gossipConfig(c); err != nil {
 		return err
@@ -70,7 +78,8 @@ func runAgent(c *cli.Context) error {
 func parseShards(values []string) (map[uint16]string, error) {
 	entries := splitShardEntries(values)
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("--%s is required: list every shard as id=DSN, the same on every node", flagShard)
+		return nil, fmt.Errorf("--%s is required without the raft catalog: list every shard as id=DSN, the same on every node "+
+			"(or start a raft catalog with --%s)", flagShard, flagBootstrapExpect)
 	}
 	shards := make(map[uint16]string, len(entries))
 	for i, entry := range entries {
@@ -221,7 +230,7 @@ func checkAdvertiseHTTP(cfg node.Config) error {
 	if err != nil {
 		return fmt.Errorf("--%s %q: want host:port", flagHTTPAddr, cfg.HTTPAddr)
 	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+	if wildcard(host) {
 		return fmt.Errorf("--%s %s binds every interface: set --%s to the host:port other nodes reach this one at",
 			flagHTTPAddr, cfg.HTTPAddr, flagAdvertiseHTTP)
 	}

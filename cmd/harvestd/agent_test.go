@@ -3,8 +3,12 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/harvestd/harvest/node"
 )
 
 func TestSplitShardEntries(t *testing.T) {
@@ -34,6 +38,35 @@ func TestParseShards(t *testing.T) {
 	got, err := parseShards([]string{"0=postgres://h/a,1=postgres://h/b", " 65534 = host=/tmp "})
 	require.NoError(t, err)
 	require.Equal(t, map[uint16]string{0: "postgres://h/a", 1: "postgres://h/b", 65534: "host=/tmp"}, got)
+}
+
+func TestRaftConfig(t *testing.T) {
+	t.Parallel()
+	parse := func(args ...string) (*node.RaftConfig, error) {
+		var rc *node.RaftConfig
+		var err error
+		app := &cli.App{Flags: raftFlags(), Action: func(c *cli.Context) error {
+			rc, err = raftConfig(c)
+			return nil
+		}}
+		require.NoError(t, app.Run(append([]string{"harvestd"}, args...)))
+		return rc, err
+	}
+
+	rc, err := parse()
+	require.NoError(t, err)
+	require.Nil(t, rc, "no raft flag: static shards")
+
+	rc, err = parse("--bootstrap-expect", "5", "--max-voters", "5", "--raft-addr", "0.0.0.0:8301", "--advertise-raft", "10.0.0.1:8301",
+		"--drain-check-interval", "3s")
+	require.NoError(t, err)
+	require.Equal(t, &node.RaftConfig{BindAddr: "0.0.0.0:8301", AdvertiseAddr: "10.0.0.1:8301", BootstrapExpect: 5, MaxVoters: 5,
+		DrainCheckInterval: 3 * time.Second}, rc)
+
+	rc, err = parse("--raft-addr", "127.0.0.1:8300")
+	require.NoError(t, err)
+	require.Equal(t, &node.RaftConfig{BindAddr: "127.0.0.1:8300", MaxVoters: 3, DrainCheckInterval: node.DrainCheckIntervalDefault}, rc,
+		"joins an existing cluster (bootstrap-expect 0)")
 }
 
 func TestParseJoin(t *testing.T) {
@@ -78,6 +111,23 @@ func TestAgentFlagErrors(t *testing.T) {
 		{"AdvertiseHTTP", []string{"--shard", shard, "--advertise-http", "nope"}, nil, `advertise http "nope"`},
 		{"NodeID", []string{"--shard", shard, "--node-id", "a b"}, nil, "no spaces or control characters"},
 		{"LogLevel", []string{"--shard", shard, "--log-level", "loud"}, nil, "--log-level"},
+		{"RaftAddrWildcardByDefault", []string{"--bootstrap-expect", "3"}, nil,
+			"--raft-addr 0.0.0.0:8300 binds every interface: set --advertise-raft to the IP:port other nodes reach this one at"},
+		{"RaftAddrWildcardIPv6", []string{"--raft-addr", "[::]:8300"}, nil, "--raft-addr [::]:8300 binds every interface"},
+		{"RaftAddrNoPort", []string{"--raft-addr", "127.0.0.1"}, nil, `--raft-addr "127.0.0.1": want host:port`},
+		{"AdvertiseRaftHostName", []string{"--advertise-raft", "raft.example:8300"}, nil, `"raft.example" is not an IP address`},
+		{"AdvertiseRaftWildcard", []string{"--advertise-raft", "0.0.0.0:8300"}, nil, "want a specific IP address and a non-zero port"},
+		{"AdvertiseRaftPortZero", []string{"--advertise-raft", "10.0.0.1:0"}, nil, "want a specific IP address and a non-zero port"},
+		{"BootstrapExpectNegative", []string{"--raft-addr", "127.0.0.1:0", "--bootstrap-expect", "-1"}, nil,
+			"--bootstrap-expect -1: want 0 (join an existing cluster) to 3 (--max-voters)"},
+		{"BootstrapExpectAboveMaxVoters", []string{"--raft-addr", "127.0.0.1:0", "--bootstrap-expect", "5"}, nil,
+			"--bootstrap-expect 5: want 0 (join an existing cluster) to 3 (--max-voters)"},
+		{"BootstrapExpectNotANumber", []string{"--raft-addr", "127.0.0.1:0", "--bootstrap-expect", "three"}, nil, "bootstrap-expect"},
+		{"BootstrapExpectFromEnv", nil, []string{"HARVEST_RAFT_ADDR=127.0.0.1:0", "HARVEST_BOOTSTRAP_EXPECT=7"}, "--bootstrap-expect 7"},
+		{"MaxVotersEven", []string{"--raft-addr", "127.0.0.1:0", "--max-voters", "4"}, nil, "--max-voters 4: want 3 or 5"},
+		{"DrainCheckInterval", []string{"--raft-addr", "127.0.0.1:0", "--drain-check-interval", "0s"}, nil,
+			"--drain-check-interval 0s: must be positive"},
+		{"BadShardWithRaft", []string{"--raft-addr", "127.0.0.1:0", "--shard", "x"}, nil, "--shard entry 1: want id=DSN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -31,25 +31,9 @@ const (
 func TestAgentCluster(t *testing.T) {
 	t.Parallel()
 	shards := []uint16{0, 1}
-	var shardArgs []string
-	for _, s := range shards {
-		shardArgs = append(shardArgs, "--shard", fmt.Sprintf("%d=%s", s, pgtest.NewDB(t)))
-	}
-	seed := freeAddr(t) // node 1's gossip address
-	nodes := make([]*daemon, 3)
+	shardArgs := shardFlags(t, shards...)
 	began := time.Now()
-	for i := range nodes {
-		gossip := seed
-		if i > 0 {
-			gossip = freeAddr(t)
-		}
-		addr := freeAddr(t)
-		// Every node gets the same --join and --shard flags; node 1 skips
-		// itself as a seed.
-		args := append([]string{"agent", "--node-id", fmt.Sprintf("n%d", i+1), "--data-dir", t.TempDir(),
-			"--http-addr", addr, "--gossip-addr", gossip, "--gossip-profile", "local", "--join", seed}, shardArgs...)
-		nodes[i] = launch(t, addr, args...)
-	}
+	nodes := launchAgents(t, 3, func(int) []string { return shardArgs }) // the same --shard flags
 	for _, d := range nodes {
 		d.waitReady(t)
 	}
@@ -91,6 +75,102 @@ func TestAgentCluster(t *testing.T) {
 			d.stop(t)
 		}
 	})
+}
+
+// shardFlags is a --shard flag for each id, each on a new database.
+func shardFlags(t *testing.T, ids ...uint16) []string {
+	t.Helper()
+	var args []string
+	for _, id := range ids {
+		args = append(args, "--shard", fmt.Sprintf("%d=%s", id, pgtest.NewDB(t)))
+	}
+	return args
+}
+
+// launchAgents starts n harvestd agent processes on loopback, node i+1
+// with the flags extra(i), without waiting for them. Every node gets the
+// same --join, node 1's gossip address; node 1 skips itself as a seed.
+func launchAgents(t *testing.T, n int, extra func(i int) []string) []*daemon {
+	t.Helper()
+	seed := freeAddr(t)
+	nodes := make([]*daemon, n)
+	for i := range nodes {
+		gossip := seed
+		if i > 0 {
+			gossip = freeAddr(t)
+		}
+		addr := freeAddr(t)
+		args := append([]string{"agent", "--node-id", fmt.Sprintf("n%d", i+1), "--data-dir", t.TempDir(),
+			"--http-addr", addr, "--gossip-addr", gossip, "--gossip-profile", "local", "--join", seed}, extra(i)...)
+		nodes[i] = launch(t, addr, args...)
+	}
+	return nodes
+}
+
+// TestAgentRaftCluster runs three harvestd agent processes that bootstrap
+// the raft shard catalog from their --shard lists (--bootstrap-expect 3),
+// and a fourth that joins without --shard and learns the shards from the
+// catalog.
+func TestAgentRaftCluster(t *testing.T) {
+	t.Parallel()
+	shardArgs := shardFlags(t, 0, 1)
+	began := time.Now()
+	nodes := launchAgents(t, 4, func(i int) []string {
+		args := []string{"--raft-addr", freeAddr(t), "--drain-check-interval", "1s"}
+		if i < 3 {
+			args = append(append(args, "--bootstrap-expect", "3"), shardArgs...)
+		}
+		return args
+	})
+	for _, d := range nodes {
+		d.waitReady(t) // ready needs the catalog's shards
+	}
+	t.Logf("raft cluster ready %s after launch", time.Since(began).Round(time.Millisecond))
+
+	t.Run("EveryNodeAnswersTheCatalog", func(t *testing.T) {
+		for _, d := range nodes {
+			body := d.get(t, "/admin/shards").expect(t, http.StatusOK)
+			require.Len(t, body["shards"], 2, "%s: %v", d.base, body)
+			for _, sh := range body["shards"].([]any) {
+				require.Equal(t, "writable", sh.(map[string]any)["state"], "%s: %v", d.base, body)
+			}
+			require.NotEmpty(t, body["leader"], "%s: %v", d.base, body)
+		}
+	})
+
+	t.Run("FourthNodeFollowsAsNonVoter", func(t *testing.T) {
+		deadline := time.Now().Add(clusterFormTimeout)
+		for {
+			peers, err := client.New(nodes[0].base).RaftPeers(context.Background())
+			require.NoError(t, err)
+			voters, leaders, n4 := 0, 0, client.Peer{}
+			for _, p := range peers {
+				voters += btoi(p.Voter)
+				leaders += btoi(p.Leader)
+				if p.ID == "n4" {
+					n4 = p
+				}
+			}
+			if len(peers) == 4 && voters == 3 && leaders == 1 && n4.ID != "" && !n4.Voter {
+				return
+			}
+			require.True(t, time.Now().Before(deadline), "raft peers: %+v", peers)
+			time.Sleep(pollInterval)
+		}
+	})
+
+	t.Run("StopCleanlyOnSIGTERM", func(t *testing.T) {
+		for i := len(nodes) - 1; i >= 0; i-- {
+			nodes[i].stop(t)
+		}
+	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // victim picks a node that serves a shard, preferring one other than the

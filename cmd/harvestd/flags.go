@@ -35,7 +35,7 @@ const (
 func nodeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: flagDataDir, Value: node.DataDirDefault, EnvVars: []string{"HARVEST_DATA_DIR"},
-			Usage: "directory for the node id (and, for dev, the managed PostgreSQL data)"},
+			Usage: "directory for the node id (and, for dev, the managed PostgreSQL data; for agent with the raft catalog, raft.db and snapshots/)"},
 		&cli.StringFlag{Name: flagHTTPAddr, Value: node.HTTPAddrDefault, EnvVars: []string{"HARVEST_HTTP_ADDR"},
 			Usage: "host:port of the HTTP API"},
 		&cli.StringFlag{Name: flagNodeID, EnvVars: []string{"HARVEST_NODE_ID"},

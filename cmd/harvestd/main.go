@@ -2,11 +2,18 @@
 //
 //	harvestd dev [flags]
 //	harvestd agent --shard ID=DSN [--shard ID=DSN …] [--join HOST:PORT] [flags]
+//	harvestd agent --raft-addr HOST:PORT --bootstrap-expect N [--shard ID=DSN …] [--join HOST:PORT] [flags]
 //
 // dev runs one node serving one shard, on a managed PostgreSQL server under
 // the data directory unless --postgres names an existing one. agent runs
 // one node of a cluster: it gossips with the nodes it joins and serves the
-// shards of the static --shard catalog that the ring gives it. Both
+// shards that the ring gives it. Without raft flags the shards are the
+// static --shard catalog, the same on every node. Any raft flag
+// (--raft-addr, --advertise-raft, --bootstrap-expect, --max-voters,
+// --drain-check-interval) turns on the raft shard catalog instead, kept in
+// the data directory (raft.db, snapshots/): --shard then seeds it when the
+// cluster bootstraps, and shards are added and drained at run time
+// (harvestctl shard). Both
 // register the demo workflows (onboarding and order). Every flag can also
 // be set through its HARVEST_* environment variable. SIGINT or SIGTERM
 // stops the node gracefully (an agent releases its shard leases and leaves
@@ -57,11 +64,12 @@ func newApp() *cli.App {
 			Flags:  devFlags(),
 			Action: runDev,
 		}, {
-			Name:      "agent",
-			Usage:     "run one cluster node with the demo workflows, serving its share of the --shard databases",
-			UsageText: "harvestd agent --shard ID=DSN [--shard ID=DSN ...] [--join HOST:PORT ...] [options]",
-			Flags:     agentFlags(),
-			Action:    runAgent,
+			Name:  "agent",
+			Usage: "run one cluster node with the demo workflows, serving its share of the shard databases (static --shard list or raft catalog)",
+			UsageText: "harvestd agent --shard ID=DSN [--shard ID=DSN ...] [--join HOST:PORT ...] [options]\n" +
+				"harvestd agent --raft-addr HOST:PORT --bootstrap-expect N [--shard ID=DSN ...] [--join HOST:PORT ...] [options]",
+			Flags:  agentFlags(),
+			Action: runAgent,
 		}},
 	}
 }
