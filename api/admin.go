@@ -82,6 +82,8 @@ var (
 	ErrNoAdmin = errors.New("this node has no shard catalog to administer (static shards)")
 	// ErrUnknownShard: no such shard in the catalog.
 	ErrUnknownShard = errors.New("unknown shard")
+	// ErrUnknownPeer: no such raft server.
+	ErrUnknownPeer = errors.New("unknown raft peer")
 	// ErrInvalidTransition: the shard cannot go to that state from its own.
 	ErrInvalidTransition = errors.New("invalid shard state transition")
 	// ErrShardUnreachable: the shard database to add cannot be used.
@@ -140,7 +142,7 @@ func (s *Server) adminError(err error) error {
 	switch {
 	case errors.Is(err, ErrUnsafeDrain):
 		return &apiError{status: http.StatusConflict, code: "unsafe_drain", msg: err.Error()}
-	case errors.Is(err, ErrUnknownShard):
+	case errors.Is(err, ErrUnknownShard), errors.Is(err, ErrUnknownPeer):
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: err.Error()}
 	case errors.Is(err, ErrInvalidTransition):
 		return &apiError{status: http.StatusConflict, code: codeConflict, msg: err.Error()}

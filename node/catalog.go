@@ -214,6 +214,8 @@ func (c catalogAdmin) leaderErr(err error) error {
 	switch {
 	case errors.Is(err, admin.ErrUnknownShard):
 		return fmt.Errorf("%w: %v", api.ErrUnknownShard, err)
+	case errors.Is(err, admin.ErrUnknownPeer):
+		return fmt.Errorf("%w: %v", api.ErrUnknownPeer, err)
 	case errors.Is(err, admin.ErrInvalidTransition), errors.Is(err, admin.ErrShardExists):
 		return fmt.Errorf("%w: %v", api.ErrInvalidTransition, err)
 	}
@@ -304,6 +306,11 @@ func (c catalogAdmin) AddShard(ctx context.Context, id uint16, dsn string) (api.
 func (c catalogAdmin) Drain(ctx context.Context, id uint16, force bool) (api.DrainView, error) {
 	if err := c.requireLeader(); err != nil {
 		return api.DrainView{}, err
+	}
+	// Decide on a catalog with every committed change applied: a freshly
+	// elected leader may still be catching up.
+	if err := c.n.admin.Barrier(ctx); err != nil {
+		return api.DrainView{}, c.leaderErr(err)
 	}
 	cat := c.n.admin.Catalog()
 	sh, ok := cat.Shard(id)
