@@ -107,6 +107,7 @@ func (s *Server) freshStart(c *gin.Context, t Target, name, key string, body *st
 		s.fail(c, err)
 		return
 	}
+	req.Probed = key != "" // startOn ran the replay probe on this shard
 	if req.WorkflowID == "" {
 		if req.WorkflowID, err = s.router.MintWorkflowID(name, t.ShardID); err != nil {
 			s.fail(c, err)

@@ -41,20 +41,6 @@ func callbackClient(p CallbackPolicy) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func insertCallbacks(ctx context.Context, tx pgx.Tx, ex *execRow, cbs []Callback) error {
-	for i, cb := range cbs {
-		headers, err := json.Marshal(cb.Headers)
-		if err != nil {
-			return fmt.Errorf("encode callback headers: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO harvest_callbacks (execution_id, idx, url, headers) VALUES ($1, $2, $3, $4)`,
-			ex.ID, i, cb.URL, string(headers)); err != nil {
-			return fmt.Errorf("insert callback: %w", translate(err))
-		}
-	}
-	return nil
-}
-
 type dueCallback struct {
 	ExecutionID uuid.UUID
 	Idx         int

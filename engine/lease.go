@@ -118,14 +118,32 @@ func (e *Engine) renewLoop(ctx context.Context) {
 // are per database; migrations use a different key.)
 const fenceLockKey int64 = 0x4856_4645_4e43_4531 // "HVFENCE1"
 
-// fence checks, inside tx, that our epoch is still the lease's epoch. The
-// transaction first takes the fence advisory lock in shared mode (an
-// in-memory lock: no row is written, so concurrent writers do not contend),
-// then reads the epoch in a new statement, hence a new snapshot. A
-// takeover takes the same lock exclusively before it bumps the epoch, so
-// it waits for every transaction that passed the fence, and every
-// transaction that fences after it sees the new epoch.
-func (e *Engine) fence(ctx context.Context, tx pgx.Tx) error {
+// withTx runs fn in a fenced transaction and commits it.
+func (e *Engine) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return e.withFencedBatch(ctx, nil, fn)
+}
+
+// withFencedBatch begins a transaction and sends, in one round trip, the
+// fence and the statements queue adds (their results go to their
+// callbacks); if the fence holds, fn runs and the transaction commits.
+//
+// The fence: the transaction takes the fence advisory lock in shared mode
+// (an in-memory lock: no row is written, so concurrent writers do not
+// contend), then reads the epoch in a later statement, hence a later
+// snapshot. A takeover takes the same lock exclusively before it bumps the
+// epoch, so it waits for every transaction that passed the fence, and
+// every transaction that fences after it sees the new epoch. Statements
+// queued after the fence are rolled back with the transaction when the
+// fence fails.
+func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx pgx.Tx) error) error {
+	if err := e.checkOwning(); err != nil {
+		return err
+	}
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var (
 		epoch int64
 		owner *string
@@ -135,29 +153,16 @@ func (e *Engine) fence(ctx context.Context, tx pgx.Tx) error {
 	batch.Queue(`SELECT epoch, owner_node FROM harvest_shard_lease`).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&epoch, &owner)
 	})
+	if queue != nil {
+		queue(batch)
+	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("fence shard %d: %w", e.cfg.ShardID, err)
+		return fmt.Errorf("shard %d: %w", e.cfg.ShardID, translate(err))
 	}
 	if epoch != e.epoch.Load() {
 		lost := &OwnershipLostError{Shard: e.cfg.ShardID, Epoch: epoch, Owner: deref(owner)}
 		e.lostLease(lost)
 		return lost
-	}
-	return nil
-}
-
-// withTx runs fn in a fenced transaction and commits it.
-func (e *Engine) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := e.checkOwning(); err != nil {
-		return err
-	}
-	tx, err := e.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := e.fence(ctx, tx); err != nil {
-		return err
 	}
 	if err := fn(tx); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,9 @@ type StartRequest struct {
 	StartAt *time.Time
 	// Callbacks are POSTed when the run closes (at least once).
 	Callbacks []Callback
+	// Probed says the caller already looked the key up (the read-only
+	// replay probe) and found no live claim: StartWorkflow skips its own.
+	Probed bool
 	// FreshChecks runs last among the checks of a genuinely fresh start
 	// (no live claim of the key).
 	FreshChecks func(ctx context.Context) error
@@ -130,7 +134,7 @@ func (e *Engine) startWorkflow(ctx context.Context, req StartRequest) (StartResu
 	if req.WorkflowName == "" {
 		return StartResult{}, fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)
 	}
-	if req.IdempotencyKey != "" {
+	if req.IdempotencyKey != "" && !req.Probed {
 		if res, ok, err := e.LookupStartKey(ctx, req.WorkflowName, req.IdempotencyKey); err != nil || ok {
 			return res, err
 		}
@@ -209,22 +213,24 @@ func (e *Engine) schedule(delay *time.Duration, startAt *time.Time) (*time.Time,
 }
 
 func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, error) {
-	var res StartResult
-	closed := false
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
-		newID := NewExecutionID(e.cfg.ShardID)
-		if req.IdempotencyKey != "" {
-			claimed, err := e.claimKey(ctx, tx, req.WorkflowName, req.IdempotencyKey, newID)
-			if err != nil {
-				return err
-			}
-			if !claimed {
-				res, err = lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
-				return err
-			}
+	var (
+		res     StartResult
+		closed  bool
+		newID   = NewExecutionID(e.cfg.ShardID)
+		claimed = true
+		prior   *execRow
+	)
+	// One round trip: fence, claim the key, lock the run holding the id.
+	queue := func(b *pgx.Batch) {
+		if req.IdempotencyKey != "" && !skipStartClaim {
+			e.queueClaim(b, req.WorkflowName, req.IdempotencyKey, newID, &claimed)
 		}
-		prior, err := lockSlotHolder(ctx, tx, req.WorkflowName, req.WorkflowID)
-		if err != nil {
+		queueSlotHolder(b, req.WorkflowName, req.WorkflowID, &prior)
+	}
+	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+		if !claimed {
+			var err error
+			res, err = lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
 			return err
 		}
 		switch decideStart(prior.state(), req.ReusePolicy, req.ConflictPolicy) {
@@ -245,18 +251,8 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 		if err := releaseSlot(ctx, tx, prior); err != nil {
 			return err
 		}
-		ex, err := insertExecution(ctx, tx, newID, req)
-		if err != nil {
-			return err
-		}
 		res = StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, StartedFresh: true}
-		if err := appendEvents(ctx, tx, ex, []harvest.Command{startedCommand(req)}, true); err != nil {
-			return err
-		}
-		if err := delayFirstTask(ctx, tx, ex, req.dueAt); err != nil {
-			return err
-		}
-		return insertCallbacks(ctx, tx, ex, req.Callbacks)
+		return createRun(ctx, tx, newID, req)
 	})
 	if err != nil {
 		return StartResult{}, err
@@ -270,25 +266,73 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 	return res, nil
 }
 
-// claimKey inserts the key's claim, or takes over an expired one. false
-// means a live claim exists (possibly committed a moment ago by a
-// concurrent start, whose insert this one waited for).
-func (e *Engine) claimKey(ctx context.Context, tx pgx.Tx, name, key string, id uuid.UUID) (bool, error) {
-	var got uuid.UUID
-	err := tx.QueryRow(ctx, `
+// queueClaim queues the key's claim: an insert, or the takeover of an
+// expired claim. claimed becomes false when a live claim exists (possibly
+// committed a moment ago by a concurrent start, whose insert this one
+// waited for).
+func (e *Engine) queueClaim(b *pgx.Batch, name, key string, id uuid.UUID, claimed *bool) {
+	b.Queue(`
 		INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
 		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
 		   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
 		 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
-		RETURNING execution_id`, name, key, id, int(e.cfg.ShardID), e.cfg.IdempotencyWindow.Milliseconds()).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+		RETURNING execution_id`, name, key, id, int(e.cfg.ShardID), e.cfg.IdempotencyWindow.Milliseconds()).
+		QueryRow(func(row pgx.Row) error {
+			var got uuid.UUID
+			err := row.Scan(&got)
+			if errors.Is(err, pgx.ErrNoRows) {
+				*claimed = false
+				return nil
+			}
+			return err
+		})
+}
+
+// queueSlotHolder queues the lock of the run holding (name, workflow_id).
+func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
+	b.Queue(`
+		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at
+		  FROM harvest_executions
+		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot FOR UPDATE`, name, workflowID).
+		QueryRow(func(row pgx.Row) error {
+			r := &execRow{}
+			err := row.Scan(&r.ID, &r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err == nil {
+				*prior = r
+			}
+			return err
+		})
+}
+
+// createRun inserts a fresh run with its WorkflowStarted event, its first
+// workflow task and its callbacks, in one round trip.
+func createRun(ctx context.Context, tx pgx.Tx, id uuid.UUID, req StartRequest) error {
+	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
+	started := startedCommand(req)
+	b := &pgx.Batch{}
+	b.Queue(`
+		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
+		                                idempotency_key, start_at, next_event_id, wf_task_due_at)
+		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8, 1, greatest(now(), coalesce($8, now())))`,
+		id, req.WorkflowName, req.WorkflowID, queue, nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo),
+		nullString(req.IdempotencyKey), req.dueAt)
+	b.Queue(`INSERT INTO harvest_events (execution_id, event_id, event_type, data) VALUES ($1, 0, $2, $3)`,
+		id, string(started.Type), string(started.Data))
+	for i, cb := range req.Callbacks {
+		headers, err := json.Marshal(cb.Headers)
+		if err != nil {
+			return fmt.Errorf("encode callback headers: %w", err)
+		}
+		b.Queue(`INSERT INTO harvest_callbacks (execution_id, idx, url, headers) VALUES ($1, $2, $3, $4)`, id, i, cb.URL, string(headers))
 	}
-	if err != nil {
-		return false, fmt.Errorf("claim start key: %w", translate(err))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("create run: %w", translate(err))
 	}
-	return true, nil
+	return nil
 }
 
 // pointClaim makes the request's claim point at an attached run, so
@@ -353,18 +397,6 @@ func insertExecution(ctx context.Context, tx pgx.Tx, id uuid.UUID, req StartRequ
 		return nil, fmt.Errorf("insert execution: %w", translate(err))
 	}
 	return ex, nil
-}
-
-// delayFirstTask makes the first workflow task of a delayed start due later.
-func delayFirstTask(ctx context.Context, tx pgx.Tx, ex *execRow, due *time.Time) error {
-	if due == nil {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `UPDATE harvest_executions SET wf_task_due_at = greatest(now(), $2) WHERE execution_id = $1`, ex.ID, *due)
-	if err != nil {
-		return fmt.Errorf("delay first task of %s: %w", ex.ID, err)
-	}
-	return nil
 }
 
 func startedCommand(req StartRequest) harvest.Command {

@@ -162,7 +162,13 @@ func (r *router) localWritable() []uint16 {
 }
 
 func (r *router) ForShard(shard uint16) (api.Target, error) {
-	if !slices.Contains(r.src.Current().Readable, shard) {
+	readable := r.src.Current().Readable
+	if len(readable) == 0 {
+		// A node that just (re)started has not loaded the catalog yet: the
+		// shard may well exist. Retry, never a final 404.
+		return api.Target{}, fmt.Errorf("the shard catalog is not loaded yet: %w", engine.ErrNotRunning)
+	}
+	if !slices.Contains(readable, shard) {
 		return api.Target{}, fmt.Errorf("shard %d is not in the catalog: %w", shard, engine.ErrNotFound)
 	}
 	if e, ok := r.mgr.Engine(shard); ok {
