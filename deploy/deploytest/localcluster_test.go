@@ -1,0 +1,265 @@
+package deploytest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// localCluster is a scripts/local-cluster.sh cluster in a state directory
+// of its own, on free ports.
+type localCluster struct {
+	root, state string
+	env         []string
+	http        []int
+	ports       []int // every TCP port: HTTP, gossip, raft, PostgreSQL
+	udp         []int // gossip
+}
+
+func newLocalCluster(t *testing.T) *localCluster {
+	t.Helper()
+	// Not t.TempDir: as root, PostgreSQL runs as the user postgres, which
+	// must reach the state directory.
+	state, err := os.MkdirTemp("", "harvest-localcluster-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(state, 0o755))
+	t.Cleanup(func() { os.RemoveAll(state) })
+	c := &localCluster{root: repoRoot(t), state: state}
+	free := freePorts(t, 10)
+	c.http, c.ports, c.udp = free[0:3], free, free[3:6]
+	list := func(ps []int) string {
+		return fmt.Sprintf("%d %d %d", ps[0], ps[1], ps[2])
+	}
+	c.env = append(os.Environ(),
+		"HARVEST_CLUSTER_DIR="+state,
+		"HARVEST_CLUSTER_HTTP_PORTS="+list(free[0:3]),
+		"HARVEST_CLUSTER_GOSSIP_PORTS="+list(free[3:6]),
+		"HARVEST_CLUSTER_RAFT_PORTS="+list(free[6:9]),
+		"HARVEST_CLUSTER_PG_PORT="+strconv.Itoa(free[9]),
+	)
+	return c
+}
+
+// script runs scripts/local-cluster.sh with a subcommand.
+func (c *localCluster) script(t *testing.T, timeout time.Duration, sub string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.root, "scripts", "local-cluster.sh"), sub)
+	cmd.Dir = c.root
+	cmd.Env = c.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second // a background child holding the pipe must not hang the test
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// ctl runs harvestctl against node i (1-based) with -o json.
+func (c *localCluster) ctl(t *testing.T, node int, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	full := append([]string{"--addr", fmt.Sprintf("http://127.0.0.1:%d", c.http[node-1]), "-o", "json"}, args...)
+	return exec.CommandContext(ctx, filepath.Join(c.state, "bin", "harvestctl"), full...).CombinedOutput()
+}
+
+func (c *localCluster) ctlJSON(t *testing.T, node int, args ...string) map[string]any {
+	t.Helper()
+	out, err := c.ctl(t, node, args...)
+	require.NoError(t, err, "harvestctl %v via n%d: %s", args, node, out)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out, &v), "harvestctl %v: %s", args, out)
+	return v
+}
+
+// ourPIDs are the harvestd and postmaster processes the script started.
+func (c *localCluster) ourPIDs(t *testing.T) map[string]int {
+	t.Helper()
+	pids := map[string]int{}
+	files := map[string]string{"n1": "n1.pid", "n2": "n2.pid", "n3": "n3.pid", "postgres": "pg/data/postmaster.pid"}
+	for name, f := range files {
+		data, err := os.ReadFile(filepath.Join(c.state, f))
+		require.NoError(t, err, "%s pid file", name)
+		first, _, _ := strings.Cut(string(data), "\n")
+		pid, err := strconv.Atoi(strings.TrimSpace(first))
+		require.NoError(t, err, "%s pid file %q", name, data)
+		pids[name] = pid
+	}
+	return pids
+}
+
+// TestLocalClusterScript runs the README's no-Docker "Try a cluster":
+// scripts/local-cluster.sh up, three alive members, a keyed start through
+// node 3 replayed through node 1, a shard drain, and down leaving no
+// process or port behind.
+func TestLocalClusterScript(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found: %v", tool, err)
+		}
+	}
+	if _, err := exec.LookPath("initdb"); err != nil {
+		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) == 0 {
+			t.Skip("no PostgreSQL server binaries (initdb)")
+		}
+	}
+	t.Parallel()
+	c := newLocalCluster(t)
+	down := func() (string, error) { return c.script(t, 2*time.Minute, "down") }
+	t.Cleanup(func() {
+		if out, err := down(); err != nil { // a no-op when the test already ran it
+			t.Errorf("local-cluster.sh down at cleanup: %v\n%s", err, out)
+		}
+	})
+
+	began := time.Now()
+	out, err := c.script(t, 3*time.Minute, "up")
+	if err != nil {
+		logs, _ := filepath.Glob(filepath.Join(c.state, "logs", "*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			t.Logf("--- %s\n%s", l, data)
+		}
+	}
+	require.NoError(t, err, "local-cluster.sh up:\n%s", out)
+	t.Logf("up in %s", time.Since(began).Round(time.Millisecond))
+	pids := c.ourPIDs(t)
+
+	t.Run("StatusListsThreeAliveMembers", func(t *testing.T) {
+		out, err := c.script(t, time.Minute, "status")
+		require.NoError(t, err, out)
+		for _, n := range []string{"n1", "n2", "n3"} {
+			require.Regexp(t, `(?m)^`+n+`\s+running`, out)
+			require.Regexp(t, `(?m)^`+n+`\b.*\balive\b`, out, "status prints harvestctl cluster members")
+		}
+	})
+
+	t.Run("EveryNodeSeesThreeAliveMembers", func(t *testing.T) {
+		for node := 1; node <= 3; node++ {
+			members := c.ctlJSON(t, node, "cluster", "members")["members"].([]any)
+			var alive []string
+			for _, m := range members {
+				m := m.(map[string]any)
+				if m["state"] == "alive" {
+					alive = append(alive, m["node_id"].(string))
+				}
+			}
+			require.ElementsMatch(t, []string{"n1", "n2", "n3"}, alive, "members seen by n%d: %v", node, members)
+		}
+	})
+
+	t.Run("KeyedStartViaNode3DeduplicatesViaNode1", func(t *testing.T) {
+		start := []string{"workflow", "start", "onboarding", "--idempotency-key", "try-a-cluster-1", "--input-json", `{"user_id": 42}`}
+		first := c.ctlJSON(t, 3, start...)
+		require.Equal(t, true, first["started_fresh"], "%v", first)
+		require.Equal(t, false, first["deduplicated"], "%v", first)
+		replay := c.ctlJSON(t, 1, start...)
+		require.Equal(t, first["execution_id"], replay["execution_id"], "%v", replay)
+		require.Equal(t, true, replay["deduplicated"], "%v", replay)
+	})
+
+	t.Run("DrainShard1", func(t *testing.T) {
+		out, err := c.ctl(t, 2, "shard", "drain", "1")
+		require.NoError(t, err, "harvestctl shard drain 1: %s", out)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st := c.ctlJSON(t, 2, "shard", "status", "1")
+			state := fmt.Sprint(st["state"])
+			if state == "draining" || state == "read_only" {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "shard 1 after the drain: %v", st)
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+
+	t.Run("DownLeavesNoProcessOrPort", func(t *testing.T) {
+		out, err := down()
+		require.NoError(t, err, "local-cluster.sh down:\n%s", out)
+		for name, pid := range pids {
+			require.False(t, running(pid), "%s (pid %d) still runs after down", name, pid)
+		}
+		require.Empty(t, processesMentioning(t, c.state), "processes of this cluster left after down")
+		for _, p := range c.ports {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			require.NoError(t, err, "TCP port %d still taken after down", p)
+			l.Close()
+		}
+		for _, p := range c.udp {
+			l, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+			require.NoError(t, err, "UDP port %d still taken after down", p)
+			l.Close()
+		}
+	})
+}
+
+// running reports whether pid is a live process; a zombie (exited, not yet
+// reaped by whoever inherited it) is not.
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces, so read after the last ')'.
+	s := string(stat)
+	rest := s[strings.LastIndexByte(s, ')')+1:]
+	fields := strings.Fields(rest)
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// processesMentioning lists live processes whose command line holds s.
+func processesMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var found []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte(s)) || !running(pid) {
+			continue
+		}
+		found = append(found, fmt.Sprintf("%d: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	}
+	return found
+}
+
+// freePorts finds n distinct ports free for TCP and UDP on 127.0.0.1.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		held = append(held, l)
+		p := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		u.Close()
+		ports = append(ports, p)
+	}
+	return ports
+}
