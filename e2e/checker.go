@@ -1,0 +1,375 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Violation is one broken promise found by the checker.
+type Violation struct {
+	Check  string
+	Detail string
+}
+
+// Check names (the report groups violations by them).
+const (
+	CheckStartDedup   = "start key -> one execution"
+	CheckSWSDedup     = "sws workflow id -> one execution"
+	CheckAckedExists  = "acknowledged op's execution exists"
+	CheckAnswersAgree = "answers for one key agree"
+	CheckSignalOnce   = "(execution, signal key) -> one SignalReceived"
+	CheckHistory      = "history dense, one WorkflowStarted"
+	CheckActivity     = "activity scheduled/completed once"
+	CheckCompleted    = "every started workflow completes"
+	CheckPhantom      = "no execution without a request"
+	CheckAnswered     = "every op answered after the heal"
+	CheckRefusal      = "no unexpected 4xx"
+)
+
+// AllChecks lists the checks in report order.
+var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
+	CheckHistory, CheckActivity, CheckCompleted, CheckPhantom, CheckAnswered, CheckRefusal}
+
+// execRow is one execution as the checker reads it.
+type execRow struct {
+	shard                     uint16
+	id, name, wfID, state, ik string
+	nextEventID               int64
+	lastError                 string
+	events, minEv, maxEv      int64
+	started                   int64
+}
+
+// DBState is what the checker reads from the shard databases.
+type DBState struct {
+	execs   map[string]*execRow         // execution id ->
+	signals map[[2]string]int64         // (execution, key) -> SignalReceived events
+	acts    map[[2]string][2]int64      // (execution, activity id) -> scheduled, completed
+	actKeys map[string]int64            // activity idempotency key -> ActivityScheduled events
+	shards  map[uint16]map[string]int64 // shard -> execution states -> count
+}
+
+// ReadDB reads every shard database.
+func ReadDB(ctx context.Context, dsns map[uint16]string) (*DBState, error) {
+	st := &DBState{execs: map[string]*execRow{}, signals: map[[2]string]int64{}, acts: map[[2]string][2]int64{},
+		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}}
+	for shard, dsn := range dsns {
+		if err := st.readShard(ctx, shard, dsn); err != nil {
+			return nil, fmt.Errorf("shard %d: %w", shard, err)
+		}
+	}
+	return st, nil
+}
+
+func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	st.shards[shard] = map[string]int64{}
+	rows, err := conn.Query(ctx, `
+		SELECT x.execution_id::text, x.workflow_name, x.workflow_id, x.state, coalesce(x.idempotency_key, ''),
+		       x.next_event_id, coalesce(x.last_error, ''),
+		       count(e.event_id), coalesce(min(e.event_id), -1), coalesce(max(e.event_id), -1),
+		       count(*) FILTER (WHERE e.event_type = 'WorkflowStarted')
+		  FROM harvest_executions x LEFT JOIN harvest_events e USING (execution_id)
+		 GROUP BY x.execution_id`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		r := &execRow{shard: shard}
+		if err := rows.Scan(&r.id, &r.name, &r.wfID, &r.state, &r.ik, &r.nextEventID, &r.lastError,
+			&r.events, &r.minEv, &r.maxEv, &r.started); err != nil {
+			return err
+		}
+		if prev, dup := st.execs[r.id]; dup {
+			return fmt.Errorf("execution %s is in shards %d and %d", r.id, prev.shard, shard)
+		}
+		st.execs[r.id] = r
+		st.shards[shard][r.state]++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = conn.Query(ctx, `
+		SELECT execution_id::text, data->>'idempotency_key', count(*)
+		  FROM harvest_events
+		 WHERE event_type = 'SignalReceived' AND coalesce(data->>'idempotency_key', '') <> ''
+		 GROUP BY 1, 2`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id, key string
+		var n int64
+		if err := rows.Scan(&id, &key, &n); err != nil {
+			return err
+		}
+		st.signals[[2]string{id, key}] += n
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = conn.Query(ctx, `
+		SELECT execution_id::text, data->>'activity_id', coalesce(max(data->>'idempotency_key'), ''),
+		       count(*) FILTER (WHERE event_type = 'ActivityScheduled'),
+		       count(*) FILTER (WHERE event_type IN ('ActivityCompleted', 'ActivityFailed', 'ActivityTimedOut'))
+		  FROM harvest_events
+		 WHERE event_type LIKE 'Activity%'
+		 GROUP BY 1, 2`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id, act, key string
+		var sched, done int64
+		if err := rows.Scan(&id, &act, &key, &sched, &done); err != nil {
+			return err
+		}
+		st.acts[[2]string{id, act}] = [2]int64{sched, done}
+		if key != "" {
+			st.actKeys[key] += sched
+		}
+	}
+	return rows.Err()
+}
+
+// Executions is how many executions the databases hold.
+func (st *DBState) Executions() int { return len(st.execs) }
+
+// Open is how many executions are not closed yet.
+func (st *DBState) Open() int {
+	n := 0
+	for _, x := range st.execs {
+		if x.state == "RUNNING" {
+			n++
+		}
+	}
+	return n
+}
+
+// Check verifies the history against the databases. It expects the faults
+// healed, the parked operations re-delivered and the workflows given time
+// to complete.
+func Check(ops []*Op, st *DBState) []Violation {
+	var vs []Violation
+	add := func(check, format string, args ...any) {
+		vs = append(vs, Violation{check, fmt.Sprintf(format, args...)})
+	}
+
+	// Requests: every key the workload ever sent, answered or not.
+	startKeys := map[[2]string]bool{}
+	swsIDs := map[[2]string]bool{}
+	for _, op := range ops {
+		switch op.Kind {
+		case KindStart:
+			startKeys[[2]string{op.Workflow, op.Key}] = true
+		case KindSWS:
+			swsIDs[[2]string{op.Workflow, op.WorkflowID}] = true
+		}
+	}
+
+	// Executions per start key and per sws workflow id, and phantoms.
+	byKey := map[[2]string][]string{}
+	bySWS := map[[2]string][]string{}
+	for _, x := range st.execs {
+		switch {
+		case x.ik != "":
+			k := [2]string{x.name, x.ik}
+			byKey[k] = append(byKey[k], x.id)
+			if !startKeys[k] {
+				add(CheckPhantom, "execution %s (%s) has start key %q that no client sent", x.id, x.name, x.ik)
+			}
+		case swsIDs[[2]string{x.name, x.wfID}]:
+			k := [2]string{x.name, x.wfID}
+			bySWS[k] = append(bySWS[k], x.id)
+		default:
+			add(CheckPhantom, "execution %s (%s/%s) matches no client request", x.id, x.name, x.wfID)
+		}
+	}
+	for _, k := range sortedKeys(byKey) {
+		if ids := byKey[k]; len(ids) > 1 {
+			sort.Strings(ids)
+			add(CheckStartDedup, "%s key %q has %d executions: %s", k[0], k[1], len(ids), strings.Join(ids, ", "))
+		}
+	}
+	for _, k := range sortedKeys(bySWS) {
+		if ids := bySWS[k]; len(ids) > 1 {
+			sort.Strings(ids)
+			add(CheckSWSDedup, "%s workflow id %q has %d executions: %s", k[0], k[1], len(ids), strings.Join(ids, ", "))
+		}
+	}
+
+	// Answers: every acknowledged op names an existing execution of its
+	// key, and all answers for one key name the same one; at most one
+	// answer says it did the thing first.
+	answers := map[string]string{}   // op identity -> execution id
+	firsts := map[string]int{}       // op identity -> answers claiming the first effect
+	unanswered := map[string]*Op{}   // op identity -> last unanswered op
+	answeredIDs := map[string]bool{} // op identities answered at least once
+	signalSeen := map[[2]string]bool{}
+	for _, op := range sortedOps(ops) {
+		ident := op.Kind + " " + op.Workflow + " " + op.Key + " " + op.WorkflowID + " " + op.Target
+		if !op.OK {
+			if op.Status/100 == 4 && op.Status != 429 {
+				add(CheckRefusal, "op %d %s %q answered %d: %s", op.ID, op.Kind, op.Key, op.Status, op.Err)
+				answeredIDs[ident] = true
+				continue
+			}
+			unanswered[ident] = op
+			continue
+		}
+		answeredIDs[ident] = true
+		if prev, ok := answers[ident]; ok && prev != op.ExecID {
+			add(CheckAnswersAgree, "%s %q answered %s and %s", op.Kind, op.Key, prev, op.ExecID)
+		}
+		answers[ident] = op.ExecID
+		if (op.Kind == KindStart && op.Fresh != nil && *op.Fresh) || (op.Kind != KindStart && op.Delivered != nil && *op.Delivered) {
+			firsts[ident]++
+			if firsts[ident] == 2 {
+				add(CheckAnswersAgree, "%s %q was answered as the first effect more than once", op.Kind, op.Key)
+			}
+		}
+		x := st.execs[op.ExecID]
+		if x == nil {
+			add(CheckAckedExists, "op %d %s %q answered %d with execution %s, which no shard holds", op.ID, op.Kind, op.Key, op.Status, op.ExecID)
+			continue
+		}
+		if shard := shardOf(op.ExecID); shard != x.shard {
+			add(CheckAckedExists, "execution %s is in shard %d, its id says %d", op.ExecID, x.shard, shard)
+		}
+		switch op.Kind {
+		case KindStart:
+			if x.name != op.Workflow || x.ik != op.Key {
+				add(CheckAckedExists, "start %q answered %s, which is %s with key %q", op.Key, op.ExecID, x.name, x.ik)
+			}
+		case KindSWS:
+			if x.name != op.Workflow || x.wfID != op.WorkflowID {
+				add(CheckAckedExists, "sws %q answered %s, which is %s/%s", op.WorkflowID, op.ExecID, x.name, x.wfID)
+			}
+		case KindSignal:
+			if op.ExecID != op.Target {
+				add(CheckAckedExists, "signal %q to %s answered for %s", op.Key, op.Target, op.ExecID)
+			}
+		}
+		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && !signalSeen[sk] {
+			signalSeen[sk] = true
+			if n := st.signals[[2]string{op.ExecID, op.Key}]; n != 1 {
+				add(CheckSignalOnce, "acknowledged signal %q to %s has %d SignalReceived events", op.Key, op.ExecID, n)
+			}
+		}
+	}
+	for ident, op := range unanswered {
+		if !answeredIDs[ident] {
+			add(CheckAnswered, "op %d %s %q was never answered: %s", op.ID, op.Kind, op.Key, op.Err)
+		}
+	}
+	for _, k := range sortedKeys(st.signals) {
+		if n := st.signals[k]; n > 1 {
+			add(CheckSignalOnce, "execution %s has %d SignalReceived events with key %q", k[0], n, k[1])
+		}
+	}
+
+	// Histories and activities.
+	for _, id := range sortedKeys(st.execs) {
+		x := st.execs[id]
+		if x.events == 0 || x.minEv != 0 || x.maxEv != x.events-1 || x.nextEventID != x.events || x.started != 1 {
+			add(CheckHistory, "execution %s: %d events, ids %d..%d, next_event_id %d, %d WorkflowStarted",
+				id, x.events, x.minEv, x.maxEv, x.nextEventID, x.started)
+		}
+		if x.state != "COMPLETED" {
+			msg := ""
+			if x.lastError != "" {
+				msg = ": " + x.lastError
+			}
+			add(CheckCompleted, "execution %s (%s/%s) is %s%s", id, x.name, x.wfID, x.state, msg)
+		}
+	}
+	for _, k := range sortedKeys(st.acts) {
+		if c := st.acts[k]; c[0] != 1 || c[1] > 1 {
+			add(CheckActivity, "execution %s activity %s: %d scheduled, %d closed", k[0], k[1], c[0], c[1])
+		}
+	}
+	for _, k := range sortedKeys(st.actKeys) {
+		if n := st.actKeys[k]; n > 1 {
+			add(CheckActivity, "activity idempotency key %s scheduled %d times", k, n)
+		}
+	}
+	return vs
+}
+
+// shardOf reads the shard from an execution id's first two bytes.
+func shardOf(id string) uint16 {
+	var v uint16
+	if len(id) < 4 {
+		return 0xFFFF
+	}
+	if _, err := fmt.Sscanf(id[:4], "%04x", &v); err != nil {
+		return 0xFFFF
+	}
+	return v
+}
+
+func sortedOps(ops []*Op) []*Op {
+	s := append([]*Op(nil), ops...)
+	sort.Slice(s, func(i, j int) bool { return s[i].ID < s[j].ID })
+	return s
+}
+
+type ordered interface {
+	~string | ~[2]string
+}
+
+func sortedKeys[K ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
+	return keys
+}
+
+func less[K ordered](a, b K) bool {
+	switch x := any(a).(type) {
+	case string:
+		return x < any(b).(string)
+	case [2]string:
+		y := any(b).([2]string)
+		return x[0] < y[0] || x[0] == y[0] && x[1] < y[1]
+	}
+	return false
+}
+
+// stuckAfter ends WaitQuiet when no execution closed for this long.
+const stuckAfter = 45 * time.Second
+
+// WaitQuiet polls the databases until no execution is RUNNING or timeout;
+// it returns the last state read and how long it took.
+func WaitQuiet(ctx context.Context, dsns map[uint16]string, timeout time.Duration) (*DBState, time.Duration, error) {
+	t0 := time.Now()
+	deadline := t0.Add(timeout)
+	lastOpen, progress := -1, t0
+	for {
+		st, err := ReadDB(ctx, dsns)
+		if err == nil && st.Open() != lastOpen {
+			lastOpen, progress = st.Open(), time.Now()
+		}
+		// Give up early when nothing closed for a while: what is left is
+		// stuck, and the checker reports it.
+		if err == nil && (st.Open() == 0 || time.Since(progress) > stuckAfter) || time.Now().After(deadline) {
+			return st, time.Since(t0), err
+		}
+		select {
+		case <-ctx.Done():
+			return st, time.Since(t0), ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}

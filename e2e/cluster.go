@@ -1,0 +1,304 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Ports every node uses inside its own namespace.
+const (
+	httpPort   = 7233
+	gossipPort = 7946
+	raftPort   = 8300
+)
+
+// Cluster is the harvestd processes of a Net, one per host.
+type Cluster struct {
+	Net      *Net
+	Binary   string            // harvestd
+	Dir      string            // data dirs and logs
+	Shards   map[uint16]string // seed shards (id -> DSN)
+	Raft     bool              // run the raft shard catalog
+	ExtraEnv []string
+	Logf     func(format string, args ...any)
+
+	mu    sync.Mutex
+	procs map[int]*proc
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	stop bool // SIGSTOPped
+}
+
+// NodeID is host i's node id.
+func NodeID(i int) string { return fmt.Sprintf("n%d", i) }
+
+// URL is host i's API base URL.
+func (c *Cluster) URL(i int) string { return fmt.Sprintf("http://%s:%d", c.Net.Addr(i), httpPort) }
+
+func (c *Cluster) args(i int) []string {
+	addr := c.Net.Addr(i)
+	var join []string
+	for j := 1; j <= c.Net.N; j++ {
+		if j != i {
+			join = append(join, fmt.Sprintf("%s:%d", c.Net.Addr(j), gossipPort))
+		}
+	}
+	a := []string{"agent",
+		"--node-id", NodeID(i),
+		"--data-dir", filepath.Join(c.Dir, NodeID(i)),
+		"--http-addr", fmt.Sprintf("%s:%d", addr, httpPort),
+		"--gossip-addr", fmt.Sprintf("%s:%d", addr, gossipPort),
+		"--gossip-profile", "local",
+		"--join", strings.Join(join, ","),
+	}
+	for id, dsn := range c.Shards {
+		a = append(a, "--shard", fmt.Sprintf("%d=%s", id, dsn))
+	}
+	if c.Raft {
+		a = append(a, "--raft-addr", fmt.Sprintf("%s:%d", addr, raftPort),
+			"--bootstrap-expect", fmt.Sprint(min(c.Net.N, 3)),
+			"--drain-check-interval", "2s")
+	}
+	return a
+}
+
+// Start starts harvestd on host i (its log is appended to <dir>/n<i>.log).
+func (c *Cluster) Start(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.procs == nil {
+		c.procs = map[int]*proc{}
+	}
+	if p := c.procs[i]; p != nil {
+		select {
+		case <-p.done:
+		default:
+			return fmt.Errorf("node %d is already running", i)
+		}
+	}
+	logf, err := os.OpenFile(filepath.Join(c.Dir, NodeID(i)+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "=== e2e: start %s at %s\n", NodeID(i), time.Now().Format(time.RFC3339Nano))
+	cmd := c.Net.Command(i, c.Binary, c.args(i)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), c.ExtraEnv...)
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
+	c.procs[i] = p
+	return nil
+}
+
+func (c *Cluster) proc(i int) (*proc, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.procs[i]
+	if p == nil {
+		return nil, fmt.Errorf("node %d was never started", i)
+	}
+	return p, nil
+}
+
+// Kill SIGKILLs node i and waits for it to exit.
+func (c *Cluster) Kill(i int) error {
+	p, err := c.proc(i)
+	if err != nil {
+		return err
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("node %d did not exit after SIGKILL", i)
+	}
+}
+
+// Pause SIGSTOPs node i; Resume SIGCONTs it.
+func (c *Cluster) Pause(i int) error  { return c.signal(i, syscall.SIGSTOP) }
+func (c *Cluster) Resume(i int) error { return c.signal(i, syscall.SIGCONT) }
+
+func (c *Cluster) signal(i int, sig syscall.Signal) error {
+	p, err := c.proc(i)
+	if err != nil {
+		return err
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Running reports whether node i's process is alive.
+func (c *Cluster) Running(i int) bool {
+	p, err := c.proc(i)
+	if err != nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// StopAll SIGTERMs every node and SIGKILLs those still alive after 10 s.
+func (c *Cluster) StopAll() {
+	for i := 1; i <= c.Net.N; i++ {
+		if p, err := c.proc(i); err == nil {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for i := 1; i <= c.Net.N; i++ {
+		if p, err := c.proc(i); err == nil {
+			select {
+			case <-p.done:
+			case <-deadline:
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// httpClient is for admin and readiness calls (the workload has its own).
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// getJSON GETs url into v; non-2xx is an error carrying the body.
+func getJSON(ctx context.Context, url string, v any) error {
+	return doJSON(ctx, http.MethodGet, url, nil, v)
+}
+
+func doJSON(ctx context.Context, method, url string, body io.Reader, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		return &StatusError{Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(b, v)
+}
+
+// StatusError is a non-2xx answer.
+type StatusError struct {
+	Code int
+	Body string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Code, e.Body) }
+
+// WaitReady waits until every running node answers /readyz and sees all N
+// members alive.
+func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		last = c.ready(ctx)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster not ready after %s: %w", timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) ready(ctx context.Context) error {
+	for i := 1; i <= c.Net.N; i++ {
+		if err := getJSON(ctx, c.URL(i)+"/readyz", nil); err != nil {
+			return fmt.Errorf("node %d readyz: %w", i, err)
+		}
+		var m struct {
+			Members []struct {
+				NodeID string `json:"node_id"`
+				State  string `json:"state"`
+			} `json:"members"`
+		}
+		if err := getJSON(ctx, c.URL(i)+"/api/harvest/cluster/members", &m); err != nil {
+			return fmt.Errorf("node %d members: %w", i, err)
+		}
+		alive := 0
+		for _, mem := range m.Members {
+			if mem.State == "alive" {
+				alive++
+			}
+		}
+		if alive != c.Net.N {
+			return fmt.Errorf("node %d sees %d of %d members alive", i, alive, c.Net.N)
+		}
+	}
+	if c.Raft {
+		if _, err := c.Leader(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Peer is one raft server as /admin/raft/peers shows it.
+type Peer struct {
+	ID     string `json:"id"`
+	Addr   string `json:"addr"`
+	Voter  bool   `json:"voter"`
+	Leader bool   `json:"leader"`
+}
+
+// Leader asks the nodes for the raft peers and returns the leader's host.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	var last error = errors.New("no node answered")
+	for i := 1; i <= c.Net.N; i++ {
+		var out struct {
+			Peers []Peer `json:"peers"`
+		}
+		if err := getJSON(ctx, c.URL(i)+"/api/harvest/admin/raft/peers", &out); err != nil {
+			last = err
+			continue
+		}
+		for _, p := range out.Peers {
+			if p.Leader {
+				for j := 1; j <= c.Net.N; j++ {
+					if NodeID(j) == p.ID {
+						return j, nil
+					}
+				}
+			}
+		}
+		last = fmt.Errorf("node %d knows no raft leader", i)
+	}
+	return 0, last
+}

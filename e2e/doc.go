@@ -1,0 +1,33 @@
+// Package e2e is Harvest's fault-injection suite, in the manner of Jepsen:
+// real harvestd processes, each in its own network namespace on a private
+// bridge, share one PostgreSQL server on the bridge address; clients send
+// keyed starts, keyed signals and signal-with-start through random nodes
+// with retries (the same key on every retry and on deliberate
+// re-deliveries) while a nemesis kills, pauses, partitions and isolates
+// nodes, kills the raft leader, restarts PostgreSQL and drains and adds
+// shards. Every client operation is recorded; after the faults are healed a
+// checker verifies the history against the shard databases:
+//
+//   - per (workflow, start key) at most one execution, in any shard;
+//   - every acknowledged start exists, every answer for a key names the same
+//     execution, and every started workflow completes after the heal;
+//   - per (execution, signal key) exactly one SignalReceived, and every
+//     acknowledged signal has one;
+//   - histories are dense from event 0 with a single WorkflowStarted;
+//   - per activity (execution, activity id) one ActivityScheduled and at
+//     most one completion.
+//
+// The suite needs root and network namespaces (it skips, saying why,
+// without them) and runs only when HARVEST_E2E=1; it re-executes itself
+// inside a private net+mount+pid namespace (unshare), so everything it
+// creates, processes and PostgreSQL included, disappears with it:
+//
+//	HARVEST_E2E=1 go test -run TestChaos -v ./e2e   # short profile, about 3 minutes
+//	scripts/chaos.sh --duration 30m                  # long profile
+//	scripts/chaos.sh --short --broken                # harvestd -tags harvest_broken_claim: must find violations
+//
+// More knobs: HARVEST_E2E_NODES, HARVEST_E2E_WORKERS, HARVEST_E2E_SEED,
+// HARVEST_E2E_KEEP=1 (keep the work directory: node logs, history.jsonl,
+// report.txt), HARVEST_E2E_NFT=none (partition without nftables). The work
+// directory is always kept when the run fails.
+package e2e

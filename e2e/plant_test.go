@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// newExecID mints an execution id of shard (its first two bytes).
+func newExecID(shard uint16) string {
+	id := uuid.New()
+	id[0], id[1] = byte(shard>>8), byte(shard)
+	return id.String()
+}
+
+// plantExecution inserts a closed execution with a one-event history.
+func plantExecution(ctx context.Context, conn *pgx.Conn, id, name, wfID, key, state string) error {
+	var ik any
+	if key != "" {
+		ik = key
+	}
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, holds_slot, idempotency_key, next_event_id)
+		VALUES ($1, $2, $3, $4, false, $5, 1)`, id, name, wfID, state, ik); err != nil {
+		return fmt.Errorf("plant execution: %w", err)
+	}
+	_, err := conn.Exec(ctx, `INSERT INTO harvest_events (execution_id, event_id, event_type, data)
+		VALUES ($1, 0, 'WorkflowStarted', jsonb_build_object('workflow_name', $2::text, 'workflow_id', $3::text))`, id, name, wfID)
+	return err
+}
+
+// plantSignal appends a keyed SignalReceived to an execution's history
+// (keeping it dense), as a broken signal dedup would.
+func plantSignal(ctx context.Context, conn *pgx.Conn, execID, key string) error {
+	_, err := conn.Exec(ctx, `
+		WITH x AS (UPDATE harvest_executions SET next_event_id = next_event_id + 1
+		            WHERE execution_id = $1 RETURNING next_event_id - 1 AS ev)
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
+		SELECT $1, ev, 'SignalReceived', jsonb_build_object('signal_name', 'approved', 'payload', null, 'idempotency_key', $2::text) FROM x`,
+		execID, key)
+	return err
+}
+
+// selfTestChecker plants one violation of each kind the databases can show
+// (a second execution for an answered start key, a second SignalReceived
+// for an answered signal key, an answer naming a missing execution) and
+// checks that the checker reports each.
+func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) error {
+	var start, signal *Op
+	for _, op := range ops {
+		switch {
+		case op.OK && op.Kind == KindStart && !op.Probe && start == nil:
+			start = op
+		case op.OK && op.Kind == KindSignal && signal == nil:
+			signal = op
+		}
+	}
+	if start == nil || signal == nil {
+		return fmt.Errorf("no answered start and signal to plant violations on")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, p := range []struct {
+		shard uint16
+		do    func(*pgx.Conn) error
+	}{
+		{shardOf(start.ExecID), func(c *pgx.Conn) error {
+			s := shardOf(start.ExecID)
+			return plantExecution(ctx, c, newExecID(s), start.Workflow, "planted-dup", start.Key, "COMPLETED")
+		}},
+		{shardOf(signal.ExecID), func(c *pgx.Conn) error { return plantSignal(ctx, c, signal.ExecID, signal.Key) }},
+	} {
+		conn, err := pgx.Connect(ctx, dsns[p.shard])
+		if err != nil {
+			return err
+		}
+		err = p.do(conn)
+		conn.Close(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	st, err := ReadDB(ctx, dsns)
+	if err != nil {
+		return err
+	}
+	lost := *start
+	lost.ID, lost.Key, lost.ExecID = 1<<40, "planted-lost-ack", newExecID(shardOf(start.ExecID))
+	vs := Check(append(ops, &lost), st)
+	got := map[string]int{}
+	for _, v := range vs {
+		got[v.Check]++
+	}
+	for _, c := range []string{CheckStartDedup, CheckSignalOnce, CheckAckedExists} {
+		if got[c] == 0 {
+			return fmt.Errorf("planted a %q violation, the checker did not report it (it reported %v)", c, got)
+		}
+	}
+	return nil
+}

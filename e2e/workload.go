@@ -1,0 +1,387 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Operation kinds.
+const (
+	KindStart  = "start"  // keyed start (no workflow id: the server mints it)
+	KindSignal = "signal" // keyed signal to an execution
+	KindSWS    = "sws"    // keyed signal-with-start
+)
+
+// Workflows and the signal of the demo the workload drives.
+const (
+	wfOnboarding = "onboarding"
+	wfOrder      = "order"
+	sigApproved  = "approved"
+)
+
+// Op is one recorded client operation: a logical request sent through
+// random nodes until it is answered (the same key on every attempt).
+type Op struct {
+	ID         int64     `json:"id"`
+	Kind       string    `json:"kind"`
+	Workflow   string    `json:"workflow"`
+	Key        string    `json:"key"`                   // start key (start) or signal key (signal, sws)
+	WorkflowID string    `json:"workflow_id,omitempty"` // sws
+	Target     string    `json:"target,omitempty"`      // signal: execution id
+	Dup        bool      `json:"dup,omitempty"`         // a deliberate re-delivery of an answered op
+	Probe      bool      `json:"probe,omitempty"`       // sent by the nemesis to time recovery
+	Redelivery bool      `json:"redelivery,omitempty"`  // sent after the heal for an unanswered op
+	Begin      time.Time `json:"begin"`
+	End        time.Time `json:"end"`
+	Attempts   []Attempt `json:"attempts"`
+
+	OK        bool   `json:"ok"` // answered 2xx
+	Status    int    `json:"status,omitempty"`
+	ExecID    string `json:"execution_id,omitempty"`
+	Fresh     *bool  `json:"started_fresh,omitempty"`
+	Dedup     *bool  `json:"deduplicated,omitempty"`
+	Delivered *bool  `json:"signal_delivered,omitempty"`
+	Err       string `json:"error,omitempty"` // last error when !OK
+}
+
+// Attempt is one HTTP request of an Op.
+type Attempt struct {
+	Node   int           `json:"node"`
+	Status int           `json:"status,omitempty"`
+	Err    string        `json:"error,omitempty"`
+	Dur    time.Duration `json:"dur"`
+}
+
+// History is the record of every operation, safe for concurrent use.
+type History struct {
+	mu  sync.Mutex
+	ops []*Op
+	seq atomic.Int64
+	out *json.Encoder // JSON lines, for post-mortems
+}
+
+// NewHistory records into memory and, if w is non-nil, as JSON lines to w.
+func NewHistory(w io.Writer) *History {
+	h := &History{}
+	if w != nil {
+		h.out = json.NewEncoder(w)
+	}
+	return h
+}
+
+func (h *History) add(op *Op) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, op)
+	if h.out != nil {
+		_ = h.out.Encode(op)
+	}
+}
+
+// Ops returns the recorded operations in completion order.
+func (h *History) Ops() []*Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*Op(nil), h.ops...)
+}
+
+// Add records op (tests build synthetic histories with it).
+func (h *History) Add(op *Op) { h.add(op) }
+
+// Client sends operations through random nodes and records them.
+type Client struct {
+	Nodes   []string // API base URLs
+	Hist    *History
+	Attempt time.Duration // per-attempt timeout
+	http    *http.Client
+}
+
+// NewClient returns a client over the given node URLs.
+func NewClient(nodes []string, hist *History) *Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	return &Client{Nodes: nodes, Hist: hist, Attempt: 5 * time.Second, http: &http.Client{Transport: tr}}
+}
+
+// request is what an Op sends.
+type request struct {
+	method, path string
+	key          string // Idempotency-Key header
+	body         any
+}
+
+func (c *Client) requestOf(op *Op) request {
+	switch op.Kind {
+	case KindStart:
+		var input any = map[string]any{"user_id": rand.IntN(1 << 30)}
+		if op.Workflow == wfOrder {
+			input = orderInput(op.Key)
+		}
+		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/start", op.Key,
+			map[string]any{"input": input}}
+	case KindSignal:
+		return request{http.MethodPost, "/api/harvest/workflows/" + op.Target + "/signal/" + sigApproved, op.Key,
+			map[string]any{"by": "e2e"}}
+	case KindSWS:
+		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/signal-with-start", op.Key,
+			map[string]any{"workflow_id": op.WorkflowID, "signal_name": sigApproved, "signal_payload": map[string]any{"by": "sws"},
+				"input": orderInput(op.WorkflowID), "idempotency_key": op.Key}}
+	}
+	panic("unknown op kind " + op.Kind)
+}
+
+// orderInput waits long for the approval: the workload always sends it,
+// possibly only after the heal.
+func orderInput(id string) map[string]any {
+	return map[string]any{"order_id": id, "amount_cents": 100, "customer_id": "c-e2e",
+		"approval_timeout_ms": int64(2 * time.Hour / time.Millisecond), "sleep_ms": 20}
+}
+
+// Do sends op until it is answered 2xx, a non-retryable 4xx comes back, or
+// ctx ends; node >= 1 pins every attempt to that node (probes). It records
+// op in the history and returns it.
+func (c *Client) Do(ctx context.Context, op *Op, node int) *Op {
+	op.ID = c.Hist.seq.Add(1)
+	op.Begin = time.Now()
+	req := c.requestOf(op)
+	body, _ := json.Marshal(req.body)
+	backoff := 50 * time.Millisecond
+	for {
+		n := node
+		if n < 1 {
+			n = 1 + rand.IntN(len(c.Nodes))
+		}
+		a, retry := c.attempt(ctx, op, n, req, body)
+		op.Attempts = append(op.Attempts, a)
+		if !op.OK {
+			op.Err = fmt.Sprintf("node %d: %s", a.Node, a.Err)
+		}
+		if op.OK || !retry {
+			break
+		}
+		t := time.NewTimer(backoff + rand.N(backoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			op.Err += " (gave up: " + context.Cause(ctx).Error() + ")"
+			op.End = time.Now()
+			c.Hist.add(op)
+			return op
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+	op.End = time.Now()
+	c.Hist.add(op)
+	return op
+}
+
+func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body []byte) (Attempt, bool) {
+	a := Attempt{Node: n}
+	t0 := time.Now()
+	defer func() { a.Dur = time.Since(t0) }()
+	actx, cancel := context.WithTimeout(ctx, c.Attempt)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(actx, req.method, c.Nodes[n-1]+req.path, bytes.NewReader(body))
+	if err != nil {
+		a.Err = err.Error()
+		return a, false
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Idempotency-Key", req.key)
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		a.Err = err.Error()
+		a.Dur = time.Since(t0)
+		return a, true
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	a.Status = resp.StatusCode
+	a.Dur = time.Since(t0)
+	if resp.StatusCode/100 != 2 {
+		a.Err = strings.TrimSpace(string(b))
+		op.Status = resp.StatusCode
+		// 5xx and 429 are transient. Any other 4xx is a definite answer
+		// (a client or server bug here): recorded, not retried.
+		return a, resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+	}
+	var out struct {
+		ExecutionID     string `json:"execution_id"`
+		StartedFresh    *bool  `json:"started_fresh"`
+		Deduplicated    *bool  `json:"deduplicated"`
+		SignalDelivered *bool  `json:"signal_delivered"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		a.Err = "bad answer: " + err.Error()
+		return a, true
+	}
+	op.OK, op.Status, op.Err = true, resp.StatusCode, ""
+	op.ExecID, op.Fresh, op.Dedup, op.Delivered = out.ExecutionID, out.StartedFresh, out.Deduplicated, out.SignalDelivered
+	return a, false
+}
+
+// Workload runs Workers goroutines of keyed traffic until ctx ends. An
+// unanswered operation (its deadline passed during a fault) parks the rest
+// of its chain; Redeliver finishes the parked chains after the heal, as a
+// webhook source retries until it is answered.
+type Workload struct {
+	Client    *Client
+	Workers   int
+	OpTimeout time.Duration // per operation, across its retries
+	DupRate   float64       // probability of re-delivering an answered op
+	Pace      time.Duration // pause between a worker's chains
+
+	mu     sync.Mutex
+	parked []chain
+	seq    atomic.Int64
+}
+
+// chain is a logical client action: its ops run in order, the output of a
+// start feeding the signal that follows it.
+type chain struct {
+	ops []*Op
+}
+
+func (w *Workload) newChain() chain {
+	n := w.seq.Add(1)
+	switch r := rand.Float64(); {
+	case r < 0.4:
+		return chain{[]*Op{{Kind: KindStart, Workflow: wfOnboarding, Key: fmt.Sprintf("onb-%d", n)}}}
+	case r < 0.7:
+		return chain{[]*Op{
+			{Kind: KindStart, Workflow: wfOrder, Key: fmt.Sprintf("ord-%d", n)},
+			{Kind: KindSignal, Workflow: wfOrder, Key: fmt.Sprintf("ord-%d-approved", n)},
+		}}
+	default:
+		return chain{[]*Op{{Kind: KindSWS, Workflow: wfOrder, WorkflowID: fmt.Sprintf("sws-%d", n), Key: fmt.Sprintf("sws-%d-approved", n)}}}
+	}
+}
+
+// Run blocks until ctx ends.
+func (w *Workload) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range w.Workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				w.runChain(ctx, w.newChain(), w.OpTimeout, false)
+				if w.Pace > 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(w.Pace):
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// runChain runs the ops of ch; it parks the rest of the chain when an op is
+// not answered in time or the workload stops.
+func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration, redelivery bool) {
+	prev := ""
+	for i, tmpl := range ch.ops {
+		if ctx.Err() != nil {
+			w.park(chain{ch.ops[i:]})
+			return
+		}
+		if tmpl.Kind == KindSignal && tmpl.Target == "" {
+			tmpl.Target = prev
+		}
+		op := *tmpl
+		op.Redelivery = redelivery
+		octx, cancel := context.WithTimeout(ctx, timeout)
+		res := w.Client.Do(octx, &op, 0)
+		cancel()
+		if !res.OK {
+			// Unanswered, or refused with a 4xx (which the checker reports:
+			// the workload sends nothing a correct server refuses). Either
+			// way the chain is re-sent after the heal, as a webhook source
+			// with a dead-letter queue would, so the other promises are
+			// still checked.
+			w.park(chain{append([]*Op{tmpl}, ch.ops[i+1:]...)})
+			return
+		}
+		prev = res.ExecID
+		if !redelivery && rand.Float64() < w.DupRate {
+			dup := *tmpl
+			dup.Dup = true
+			dctx, cancel := context.WithTimeout(ctx, timeout)
+			w.Client.Do(dctx, &dup, 0)
+			cancel()
+		}
+	}
+}
+
+func (w *Workload) park(ch chain) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Fresh templates: a parked op is re-sent with the same key.
+	ops := make([]*Op, len(ch.ops))
+	for i, o := range ch.ops {
+		c := *o
+		ops[i] = &c
+	}
+	w.parked = append(w.parked, chain{ops})
+}
+
+// Redeliver re-sends every parked chain (same keys) until each is answered
+// or ctx ends; it returns how many chains it finished and how many are
+// still unanswered.
+func (w *Workload) Redeliver(ctx context.Context, timeout time.Duration) (done, left int) {
+	w.mu.Lock()
+	parked := w.parked
+	w.parked = nil
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(w.Workers, 1))
+	for _, ch := range parked {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			w.runChain(ctx, ch, timeout, true)
+		})
+	}
+	wg.Wait()
+	w.mu.Lock()
+	left = len(w.parked)
+	w.mu.Unlock()
+	return len(parked) - left, left
+}
+
+// Nodes lists the API URLs of hosts 1..n.
+func Nodes(c *Cluster) []string {
+	var urls []string
+	for i := 1; i <= c.Net.N; i++ {
+		urls = append(urls, c.URL(i))
+	}
+	return urls
+}
+
+// WriteHistory writes the ops as JSON lines (sorted by id) to path.
+func WriteHistory(path string, ops []*Op) error {
+	sorted := append([]*Op(nil), ops...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, o := range sorted {
+		_ = enc.Encode(o)
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
