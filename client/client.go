@@ -28,6 +28,7 @@ type Client struct {
 	http      *http.Client
 	token     string
 	userAgent string
+	retry     RetryPolicy
 }
 
 // Option configures a Client.
@@ -63,7 +64,8 @@ func New(baseURL string, opts ...Option) *Client {
 	if !strings.Contains(baseURL, "://") {
 		baseURL = "http://" + baseURL
 	}
-	c := &Client{baseURL: strings.TrimRight(baseURL, "/"), http: http.DefaultClient, userAgent: UserAgentDefault}
+	c := &Client{baseURL: strings.TrimRight(baseURL, "/"), http: http.DefaultClient, userAgent: UserAgentDefault,
+		retry: DefaultRetryPolicy}
 	for _, opt := range opts {
 		opt(c)
 	}
@@ -81,6 +83,10 @@ type call struct {
 	body []byte
 	// key is sent as the Idempotency-Key header when not empty.
 	key string
+	// idempotent marks a keyless request whose replay has the effect of
+	// one (terminate, a gate with its id): safe to retry after any
+	// transport error.
+	idempotent bool
 }
 
 // reply is a 2xx answer.
@@ -105,9 +111,9 @@ func (c *Client) do(ctx context.Context, cl call, out any) (*reply, error) {
 	return rep, nil
 }
 
-// send makes one attempt of cl. It is the seam for a retry loop: every
-// attempt builds a fresh *http.Request from the same call.
-func (c *Client) send(ctx context.Context, cl call) (*reply, error) {
+// attempt makes one attempt of cl. Every attempt builds a fresh
+// *http.Request from the same call (see send).
+func (c *Client) attempt(ctx context.Context, cl call) (*reply, error) {
 	req, err := c.newRequest(ctx, cl)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,8 @@
 // Every non-2xx answer is returned as an *Error carrying the HTTP status and
 // the server's code, message and full body. Match classes of failure with
 // errors.Is against the sentinels (ErrNotFound, ErrConflict, ErrTerminal,
-// ErrInvalid, ErrUnavailable, ErrTooLarge, and for the shard catalog
+// ErrInvalid, ErrUnavailable, ErrTooLarge, ErrGated, ErrInvalidInput with
+// Error.Violations, ErrCallbackRefused, and for the shard catalog
 // ErrUnsafeDrain and ErrShardUnreachable); transport failures are returned
 // wrapped, never as *Error.
 //
@@ -39,9 +40,30 @@
 // RaftPeers and RemovePeer. Any node answers; writes are forwarded to the
 // raft leader. A node on static shards answers ErrNotFound.
 //
+// # Typed handles
+//
+// SignalOf and WorkflowOf bind the SDK's typed definitions
+// (harvest.NewSignal, harvest.NewWorkflow) to a client, so a sender uses the
+// very definition the workflow receives with:
+//
+//	orders := client.WorkflowOf(c, d.Order) // *harvest.Workflow[OrderInput, OrderResult]
+//	run, err := orders.StartIdempotent(ctx, in, "webhook-evt-abc123", client.WithWorkflowID("o-1"))
+//	_, err = client.SignalOf(c, demo.Approved).SendIdempotent(ctx, run.ExecutionID, demo.Approval{By: "ann"}, "approval-o-1")
+//	res, closed, err := orders.Result(ctx, run.ExecutionID, 30*time.Second) // res is an OrderResult
+//
 // # Retries
 //
-// The client does not retry. Each request is encoded once, before it is
-// sent, so a retrying layer can resend the same bytes with the same
-// Idempotency-Key.
+// Each request is encoded once, before it is sent, and every attempt
+// resends the same bytes with the same Idempotency-Key. By default
+// (DefaultRetryPolicy) a request is retried on 503 unavailable, honouring
+// Retry-After, and when the connection could not be made; a request that
+// is safe to replay (a GET, a keyed start or signal, a terminate) is also
+// retried after a lost answer. WithRetryPolicy tunes the bounds and
+// WithoutRetries turns retries off. 503 admission_blocked (ErrGated) is not
+// retried.
+//
+// # Admission gates
+//
+// CloseGate, OpenGate and Gates administer the admission gates that block
+// fresh starts of the cluster, of a workflow name or of a shard.
 package client

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Sentinel errors: classes of *Error, matched with errors.Is. An *Error
@@ -38,6 +41,18 @@ var (
 	// ErrShardUnreachable: the leader cannot connect to or migrate the
 	// database of a shard being added (shard_unreachable, HTTP 422).
 	ErrShardUnreachable = errors.New("shard database unreachable")
+	// ErrGated: an admission gate covers this fresh start
+	// (admission_blocked, HTTP 503); the body names gate_id and reason.
+	// Unlike ErrUnavailable it is not retried: a gate lasts until an
+	// operator lifts it or it expires.
+	ErrGated = errors.New("admission blocked")
+	// ErrInvalidInput: the input fails the workflow's JSON Schema
+	// (invalid_input, HTTP 422); Error.Violations lists why.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrCallbackRefused: a completion callback URL is not http(s) or
+	// reaches a blocked address (callback_refused, HTTP 422); the body
+	// names the url.
+	ErrCallbackRefused = errors.New("callback refused")
 )
 
 // Error codes of the server's error body (docs/http-api.md).
@@ -56,6 +71,11 @@ const (
 	// admin routes.
 	CodeUnsafeDrain      = "unsafe_drain"
 	CodeShardUnreachable = "shard_unreachable"
+	// CodeGated, CodeInvalidInput and CodeCallbackRefused answer fresh
+	// starts.
+	CodeGated           = "admission_blocked"
+	CodeInvalidInput    = "invalid_input"
+	CodeCallbackRefused = "callback_refused"
 )
 
 // codeClass maps known codes to their sentinel; a nil value is a known code
@@ -73,6 +93,9 @@ var codeClass = map[string]error{
 	CodeInternal:         nil,
 	CodeUnsafeDrain:      ErrUnsafeDrain,
 	CodeShardUnreachable: ErrShardUnreachable,
+	CodeGated:            ErrGated,
+	CodeInvalidInput:     ErrInvalidInput,
+	CodeCallbackRefused:  ErrCallbackRefused,
 }
 
 // statusClass classifies answers without a known code.
@@ -99,6 +122,9 @@ type Error struct {
 	// Body is the whole decoded JSON body, including extra facts such as
 	// existing_execution_id or state; nil when the body was not JSON.
 	Body map[string]any
+	// RetryAfter is the server's Retry-After header (seconds or an HTTP
+	// date) as a duration from when the answer arrived; 0 when absent.
+	RetryAfter time.Duration
 }
 
 // Error formats as "<message> (<code>, HTTP <status>)".
@@ -126,6 +152,27 @@ func (e *Error) Field(name string) string {
 	return s
 }
 
+// Violation is one way an input fails the workflow's schema.
+type Violation struct {
+	// Path is a JSON pointer into the input ("" is the whole input).
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Violations returns the schema violations of an invalid_input answer;
+// nil for other answers.
+func (e *Error) Violations() []Violation {
+	list, _ := e.Body["violations"].([]any)
+	var out []Violation
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		path, _ := m["path"].(string)
+		msg, _ := m["message"].(string)
+		out = append(out, Violation{Path: path, Message: msg})
+	}
+	return out
+}
+
 // errorTextMax bounds Message when the body is not JSON (an HTML page of a
 // proxy, say).
 const errorTextMax = 512
@@ -144,5 +191,25 @@ func decodeError(resp *http.Response) *Error {
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return e
+}
+
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP
+// date. Absent, malformed and past values are 0.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(min(secs, int64(time.Hour/time.Second))) * time.Second
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // ReusePolicy decides whether a start may reuse a workflow id that a run
@@ -51,6 +52,22 @@ type StartRequest struct {
 	IdempotencyKey string
 	ReusePolicy    ReusePolicy
 	ConflictPolicy ConflictPolicy
+	// Delay, when positive, defers the run's first task (sent as a Go
+	// duration string, "90s").
+	Delay time.Duration
+	// StartAt, when not zero, is when the first task runs (not with
+	// Delay; at most 5 minutes in the past).
+	StartAt time.Time
+	// CompletionCallbacks are POSTed the result when the run closes.
+	CompletionCallbacks []Callback
+}
+
+// Callback is a completion callback: the server POSTs the run's result to
+// URL, with Headers, when the run closes. The server refuses URLs that are
+// not http(s) or reach a blocked address (ErrCallbackRefused).
+type Callback struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 type startBody struct {
@@ -60,6 +77,9 @@ type startBody struct {
 	Memo           json.RawMessage `json:"memo,omitempty"`
 	ReusePolicy    ReusePolicy     `json:"reuse_policy,omitempty"`
 	ConflictPolicy ConflictPolicy  `json:"conflict_policy,omitempty"`
+	Delay          string          `json:"delay,omitempty"`
+	StartAt        *time.Time      `json:"start_at,omitempty"`
+	Callbacks      []Callback      `json:"completion_callbacks,omitempty"`
 }
 
 // StartResponse is the answer of a start.
@@ -82,7 +102,15 @@ type StartResponse struct {
 
 // Start starts (or deduplicates, or attaches to) a run of workflow name.
 func (c *Client) Start(ctx context.Context, name string, req StartRequest) (*StartResponse, error) {
-	body := startBody{WorkflowID: req.WorkflowID, Queue: req.Queue, ReusePolicy: req.ReusePolicy, ConflictPolicy: req.ConflictPolicy}
+	body := startBody{WorkflowID: req.WorkflowID, Queue: req.Queue, ReusePolicy: req.ReusePolicy, ConflictPolicy: req.ConflictPolicy,
+		Callbacks: req.CompletionCallbacks}
+	if req.Delay != 0 {
+		body.Delay = req.Delay.String()
+	}
+	if !req.StartAt.IsZero() {
+		at := req.StartAt.UTC()
+		body.StartAt = &at
+	}
 	var err error
 	if body.Input, err = rawJSON("input", req.Input); err != nil {
 		return nil, err
@@ -276,7 +304,9 @@ func (c *Client) close(ctx context.Context, executionID, verb, reason string, ou
 	if err != nil {
 		return nil, err
 	}
-	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(executionID) + "/" + verb, body: enc}, out)
+	// Terminating twice is a no-op: safe to retry after a lost answer.
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(executionID) + "/" + verb, body: enc,
+		idempotent: verb == "terminate"}, out)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@
 //	harvestctl [--addr URL] [--token T] [--output table|json] workflow <command> …
 //	harvestctl [--addr URL] [--token T] [--output table|json] cluster members|peers|remove-peer …
 //	harvestctl [--addr URL] [--token T] [--output table|json] shard list|status|add|drain|undrain …
+//	harvestctl [--addr URL] [--token T] [--output table|json] gate close|open|list …
 //
 // The shard and cluster peers commands administer the raft shard catalog
 // of nodes started with raft flags; writes go to the raft leader through
@@ -12,6 +13,11 @@
 // still holds inside the idempotency window; the server refuses an unsafe
 // drain (the last writable shard, an unreachable one) unless --force, and
 // with --wait the command follows the drain until the shard is read_only.
+// The gate commands close, open and list the admission gates that refuse
+// fresh starts of the cluster, of a workflow name or of a shard.
+// Requests are retried as package client's DefaultRetryPolicy allows (503
+// unavailable, refused connections, lost answers of keyed requests), always
+// with the same Idempotency-Key.
 // With --output json, stdout carries only the server's JSON and such
 // explanations and progress go to stderr.
 //

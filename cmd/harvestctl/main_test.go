@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -40,14 +41,22 @@ func setup(t *testing.T) *testBundle {
 // setupWith is setup with the API configured by cfg.
 func setupWith(t *testing.T, cfg api.Config) *testBundle {
 	t.Helper()
+	return setupEngine(t, func(*engine.Engine, *pgxpool.Pool) api.Config { return cfg })
+}
+
+// setupEngine is setup with the API configured by config, which sees the
+// engine and its database.
+func setupEngine(t *testing.T, config func(*engine.Engine, *pgxpool.Pool) api.Config) *testBundle {
+	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
-	e, err := engine.New(pgtest.NewPool(t), reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
+	pool := pgtest.NewPool(t)
+	e, err := engine.New(pool, reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
 		Logger: zerolog.Nop()})
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)
-	srv, err := api.New(cfg, api.SingleShard(e))
+	srv, err := api.New(config(e, pool), api.SingleShard(e))
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

@@ -71,6 +71,9 @@ func startCommand() *cli.Command {
 			&cli.StringFlag{Name: "conflict-policy", Usage: "unspecified, fail, use_existing or terminate_existing"},
 			&cli.StringFlag{Name: "queue", Usage: "task queue (server default: default)"},
 			&cli.StringFlag{Name: "memo-json", Usage: "memo as a JSON object"},
+			&cli.DurationFlag{Name: "delay", Usage: "defer the run's first task by this long (e.g. 90s, 2h)"},
+			&cli.StringFlag{Name: "start-at", Usage: "run the first task at this RFC 3339 time (not with --delay)"},
+			&cli.StringSliceFlag{Name: "callback-url", Usage: "POST the result to this http(s) URL when the run closes (repeatable)"},
 		},
 		Action: startAction,
 	}
@@ -89,11 +92,21 @@ func startAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.api.Start(c.Context, s.args[0], client.StartRequest{
+	req := client.StartRequest{
 		WorkflowID: c.String("workflow-id"), Input: input, Queue: c.String("queue"), Memo: memo,
 		IdempotencyKey: c.String("idempotency-key"),
 		ReusePolicy:    client.ReusePolicy(c.String("reuse-policy")), ConflictPolicy: client.ConflictPolicy(c.String("conflict-policy")),
-	})
+		Delay: c.Duration("delay"),
+	}
+	if at := c.String("start-at"); at != "" {
+		if req.StartAt, err = time.Parse(time.RFC3339, at); err != nil {
+			return usagef("--start-at %q: want an RFC 3339 time like 2026-01-02T15:04:05Z", at)
+		}
+	}
+	for _, u := range c.StringSlice("callback-url") {
+		req.CompletionCallbacks = append(req.CompletionCallbacks, client.Callback{URL: u})
+	}
+	res, err := s.api.Start(c.Context, s.args[0], req)
 	if err != nil {
 		return failed(err)
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,6 +24,7 @@ const (
 	flagLogLevel          = "log-level"
 	flagIdempotencyWindow = "idempotency-window"
 	flagMaxBodyBytes      = "max-body-bytes"
+	flagCallbackAllowCIDR = "callback-allow-cidr"
 )
 
 // Defaults of the logging flags.
@@ -48,6 +51,9 @@ func nodeFlags() []cli.Flag {
 			Usage: "how long a start idempotency key deduplicates"},
 		&cli.Int64Flag{Name: flagMaxBodyBytes, Value: node.MaxBodyBytesDefault, EnvVars: []string{"HARVEST_MAX_BODY_BYTES"},
 			Usage: "request body limit in bytes (larger bodies get 413)"},
+		&cli.StringSliceFlag{Name: flagCallbackAllowCIDR, EnvVars: []string{"HARVEST_CALLBACK_ALLOW_CIDR"},
+			Usage: "address range (CIDR, e.g. 10.0.0.0/8) that completion callbacks may reach although it is private, " +
+				"loopback or link-local; repeat it or separate ranges with commas (default: none)"},
 	}
 }
 
@@ -69,7 +75,37 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 {
 		return node.Config{}, fmt.Errorf("--%s and --%s must be positive", flagIdempotencyWindow, flagMaxBodyBytes)
 	}
+	if cfg.CallbackAllowCIDRs, err = parseCIDRs(c.StringSlice(flagCallbackAllowCIDR)); err != nil {
+		return node.Config{}, err
+	}
 	return cfg, nil
+}
+
+// parseCIDRs reads the --callback-allow-cidr values: CIDR prefixes (a bare
+// address is a range of one), one a value or comma-separated; blank
+// entries are dropped.
+func parseCIDRs(values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		for _, entry := range strings.Split(v, ",") {
+			entry = strings.TrimSpace(entry)
+			if entry == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(entry)
+			if addr, aerr := netip.ParseAddr(entry); aerr == nil {
+				p, err = netip.PrefixFrom(addr, addr.BitLen()), nil // one address
+			}
+			if err != nil {
+				return nil, fmt.Errorf("--%s %q: want an address range like 10.0.0.0/8 or fd00::/8", flagCallbackAllowCIDR, entry)
+			}
+			if p != p.Masked() {
+				return nil, fmt.Errorf("--%s %q: host bits are set; did you mean %s?", flagCallbackAllowCIDR, entry, p.Masked())
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // serveDemo runs a node of cfg with the demo workflows until a signal.

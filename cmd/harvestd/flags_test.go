@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
 
 	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/node"
@@ -58,5 +60,45 @@ func TestExplain(t *testing.T) {
 		other := errors.New("boom")
 		require.Equal(t, other, explain(other, node.Config{}))
 		require.NoError(t, explain(nil, node.Config{}))
+	})
+}
+
+func TestCallbackAllowCIDRFlag(t *testing.T) {
+	// Not parallel: one case sets the environment.
+	parse := func(flags []cli.Flag, args ...string) (node.Config, error) {
+		var cfg node.Config
+		var err error
+		app := &cli.App{Flags: flags, DisableSliceFlagSeparator: true, Action: func(c *cli.Context) error {
+			cfg, err = nodeConfig(c)
+			return nil
+		}}
+		require.NoError(t, app.Run(append([]string{"harvestd"}, args...)))
+		return cfg, err
+	}
+	for name, flags := range map[string][]cli.Flag{"dev": devFlags(), "agent": agentFlags()} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := parse(flags)
+			require.NoError(t, err)
+			require.Nil(t, cfg.CallbackAllowCIDRs)
+
+			cfg, err = parse(flags, "--callback-allow-cidr", "10.0.0.0/8, fd00::/8", "--callback-allow-cidr", "192.168.1.7")
+			require.NoError(t, err)
+			require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8"),
+				netip.MustParsePrefix("192.168.1.7/32")}, cfg.CallbackAllowCIDRs)
+
+			_, err = parse(flags, "--callback-allow-cidr", "10.0.0.0/8,10.0.0.0/33")
+			require.EqualError(t, err, `--callback-allow-cidr "10.0.0.0/33": want an address range like 10.0.0.0/8 or fd00::/8`)
+			_, err = parse(flags, "--callback-allow-cidr", "intranet")
+			require.ErrorContains(t, err, `--callback-allow-cidr "intranet"`)
+			_, err = parse(flags, "--callback-allow-cidr", "10.1.2.3/8")
+			require.EqualError(t, err, `--callback-allow-cidr "10.1.2.3/8": host bits are set; did you mean 10.0.0.0/8?`)
+		})
+	}
+
+	t.Run("Env", func(t *testing.T) {
+		t.Setenv("HARVEST_CALLBACK_ALLOW_CIDR", "172.16.0.0/12,127.0.0.1/32")
+		cfg, err := parse(devFlags())
+		require.NoError(t, err)
+		require.Equal(t, []netip.Prefix{netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("127.0.0.1/32")}, cfg.CallbackAllowCIDRs)
 	})
 }
