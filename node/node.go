@@ -288,32 +288,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 		_ = n.ln.Close()
 		n.ln = nil
 	}
-	if n.syncEnd != nil {
-		n.syncEnd()
-		<-n.syncOut
-		n.syncEnd = nil
-	}
-	if n.mgr != nil {
-		n.mgr.Stop() // releases every lease before the leave is announced
-		n.mgr = nil
-		n.log.Info().Msg("shard engines stopped")
-	}
-	if n.admin != nil {
-		n.admin.Stop()
-		n.admin = nil
-	}
-	if n.gossip != nil {
-		n.gossip.Stop()
-		n.gossip = nil
-	}
-	if n.fanEnd != nil {
-		n.fanEnd()
-		n.fanEnd = nil
-	}
-	for id, pool := range n.pools {
-		pool.Close()
-		delete(n.pools, id)
-	}
+	n.stopCluster(true)
 	if n.pg != nil {
 		if err := n.pg.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop managed postgres: %w", err))
@@ -343,21 +318,42 @@ func (n *Node) crash() {
 		<-n.serving
 		n.http, n.ln = nil, nil
 	}
+	n.stopCluster(false)
+}
+
+// stopCluster stops the catalog sync, the shard engines, raft, gossip and
+// the pools. Graceful: engines release their leases before gossip
+// announces the leave and raft hands leadership over; otherwise as a crash
+// would: leases kept, no leave, no hand-over. n.mu is held.
+func (n *Node) stopCluster(graceful bool) {
 	if n.syncEnd != nil {
 		n.syncEnd()
 		<-n.syncOut
 		n.syncEnd = nil
 	}
 	if n.mgr != nil {
-		n.mgr.Abandon()
+		if graceful {
+			n.mgr.Stop() // releases every lease before the leave is announced
+			n.log.Info().Msg("shard engines stopped")
+		} else {
+			n.mgr.Abandon()
+		}
 		n.mgr = nil
 	}
 	if n.admin != nil {
-		n.admin.Abandon()
+		if graceful {
+			n.admin.Stop()
+		} else {
+			n.admin.Abandon()
+		}
 		n.admin = nil
 	}
 	if n.gossip != nil {
-		n.gossip.Shutdown()
+		if graceful {
+			n.gossip.Stop()
+		} else {
+			n.gossip.Shutdown()
+		}
 		n.gossip = nil
 	}
 	if n.fanEnd != nil {
