@@ -46,7 +46,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outputDefault,
 				Usage: "output format: table or json (the server's JSON, pretty-printed)"},
 		},
-		Commands: []*cli.Command{workflowCommand(), clusterCommand(), shardCommand(), gateCommand()},
+		Commands: []*cli.Command{workflowCommand(), clusterCommand(), shardCommand(), gateCommand(), benchCommand()},
 	}
 	for _, cmd := range app.Commands {
 		prepare(cmd)
