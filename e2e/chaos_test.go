@@ -254,7 +254,11 @@ func runInside(t *testing.T) {
 	rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 	redone, left := wl.Redeliver(rctx, 2*time.Minute)
 	rcancel()
-	logf("re-delivered %d parked chains (%d still unanswered)", redone, left)
+	logf("re-delivered %d parked chains (%d still unanswered or refused)", redone, left)
+	bugs := wl.Bugs()
+	for _, b := range bugs {
+		notes = append(notes, "WORKLOAD BUG (not sent): "+b)
+	}
 	st, _, err := WaitQuiet(ctx, dsns, 3*time.Minute)
 	if err != nil {
 		t.Fatalf("read the shard databases: %v", err)
@@ -297,6 +301,9 @@ func runInside(t *testing.T) {
 		}
 	case len(vs) > 0:
 		t.Errorf("%d violations (see the report above; work directory %s)", len(vs), dir)
+	}
+	if len(bugs) > 0 {
+		t.Errorf("the workload has %d bugs of its own (see the report's notes)", len(bugs))
 	}
 	if missing > 0 {
 		t.Errorf("%d fault types were not injected cleanly (see the fault table)", missing)

@@ -104,7 +104,7 @@ func (r *Report) Print(w io.Writer, maxViolations int) {
 	}
 	fmt.Fprintf(tw, "TOTAL\t%d\n", len(r.Violations))
 	tw.Flush()
-	fmt.Fprintf(w, "executions in the shard databases: %d; parked ops re-delivered after the heal: %d (still unanswered: %d); heal -> all workflows closed: %s\n",
+	fmt.Fprintf(w, "executions in the shard databases: %d; parked chains re-delivered after the heal: %d (left unanswered or refused: %d); heal -> all workflows closed: %s\n",
 		r.Executions, r.Redelivered, r.StillParked, r.Quiesce.Round(100*time.Millisecond))
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

@@ -249,6 +249,7 @@ type Workload struct {
 
 	mu     sync.Mutex
 	parked []chain
+	bugs   []string // the workload's own errors (a signal without a target)
 	seq    atomic.Int64
 }
 
@@ -256,20 +257,37 @@ type Workload struct {
 // start feeding the signal that follows it.
 type chain struct {
 	ops []*Op
+	// refused: the first op was answered with a definite 4xx. The checker
+	// reports it; re-sending it would only repeat the refusal.
+	refused bool
+}
+
+// Bugs returns the workload's own errors: operations it must not send
+// (a signal with no execution id) and therefore did not send.
+func (w *Workload) Bugs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.bugs...)
+}
+
+func (w *Workload) bug(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bugs = append(w.bugs, fmt.Sprintf(format, args...))
 }
 
 func (w *Workload) newChain() chain {
 	n := w.seq.Add(1)
 	switch r := rand.Float64(); {
 	case r < 0.4:
-		return chain{[]*Op{{Kind: KindStart, Workflow: wfOnboarding, Key: fmt.Sprintf("onb-%d", n)}}}
+		return chain{ops: []*Op{{Kind: KindStart, Workflow: wfOnboarding, Key: fmt.Sprintf("onb-%d", n)}}}
 	case r < 0.7:
-		return chain{[]*Op{
+		return chain{ops: []*Op{
 			{Kind: KindStart, Workflow: wfOrder, Key: fmt.Sprintf("ord-%d", n)},
 			{Kind: KindSignal, Workflow: wfOrder, Key: fmt.Sprintf("ord-%d-approved", n)},
 		}}
 	default:
-		return chain{[]*Op{{Kind: KindSWS, Workflow: wfOrder, WorkflowID: fmt.Sprintf("sws-%d", n), Key: fmt.Sprintf("sws-%d-approved", n)}}}
+		return chain{ops: []*Op{{Kind: KindSWS, Workflow: wfOrder, WorkflowID: fmt.Sprintf("sws-%d", n), Key: fmt.Sprintf("sws-%d-approved", n)}}}
 	}
 }
 
@@ -293,16 +311,21 @@ func (w *Workload) Run(ctx context.Context) {
 }
 
 // runChain runs the ops of ch; it parks the rest of the chain when an op is
-// not answered in time or the workload stops.
+// not answered in time or the workload stops. A signal is sent only to the
+// execution an answered start named: the start's answer is written into the
+// signal's template before anything can park it, so a parked signal always
+// carries its target, and a parked start is re-sent (same key) before it.
 func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration, redelivery bool) {
-	prev := ""
 	for i, tmpl := range ch.ops {
 		if ctx.Err() != nil {
-			w.park(chain{ch.ops[i:]})
+			w.park(chain{ops: ch.ops[i:]})
 			return
 		}
 		if tmpl.Kind == KindSignal && tmpl.Target == "" {
-			tmpl.Target = prev
+			// Never sent: an empty id is refused (400) and the execution
+			// would wait for its approval forever.
+			w.bug("chain %q: signal %q has no execution id (its start was not answered in this chain)", ch.ops[0].Key, tmpl.Key)
+			return
 		}
 		op := *tmpl
 		op.Redelivery = redelivery
@@ -312,13 +335,22 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 		if !res.OK {
 			// Unanswered, or refused with a 4xx (which the checker reports:
 			// the workload sends nothing a correct server refuses). Either
-			// way the chain is re-sent after the heal, as a webhook source
-			// with a dead-letter queue would, so the other promises are
-			// still checked.
-			w.park(chain{append([]*Op{tmpl}, ch.ops[i+1:]...)})
+			// way the chain is kept, as a webhook source with a dead-letter
+			// queue would, so the other promises are still checked; an
+			// unanswered one is re-sent after the heal.
+			refused := res.Status/100 == 4 && res.Status != http.StatusTooManyRequests
+			w.park(chain{ops: ch.ops[i:], refused: refused})
 			return
 		}
-		prev = res.ExecID
+		if tmpl.Kind == KindStart {
+			// Feed the answer to the rest of the chain now, before a dup
+			// or a stop can park it.
+			for _, next := range ch.ops[i+1:] {
+				if next.Kind == KindSignal && next.Target == "" {
+					next.Target = res.ExecID
+				}
+			}
+		}
 		if !redelivery && rand.Float64() < w.DupRate {
 			dup := *tmpl
 			dup.Dup = true
@@ -338,31 +370,51 @@ func (w *Workload) park(ch chain) {
 		c := *o
 		ops[i] = &c
 	}
-	w.parked = append(w.parked, chain{ops})
+	w.parked = append(w.parked, chain{ops: ops, refused: ch.refused})
 }
 
 // Redeliver re-sends every parked chain (same keys) until each is answered
-// or ctx ends; it returns how many chains it finished and how many are
-// still unanswered.
+// or ctx ends: a chain whose op is again unanswered within timeout (the
+// per-op budget, across that op's retries) is re-sent in another round,
+// for as long as ctx lasts. Chains refused with a definite 4xx are not
+// re-sent. It returns how many parked chains it finished and how many are
+// left (unanswered when ctx ended, or refused).
 func (w *Workload) Redeliver(ctx context.Context, timeout time.Duration) (done, left int) {
 	w.mu.Lock()
 	parked := w.parked
 	w.parked = nil
 	w.mu.Unlock()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(w.Workers, 1))
-	for _, ch := range parked {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			w.runChain(ctx, ch, timeout, true)
-		})
+	var kept []chain // refused: not re-sent
+	total := len(parked)
+	for round := 0; len(parked) > 0 && ctx.Err() == nil; round++ {
+		var todo []chain
+		for _, ch := range parked {
+			if ch.refused {
+				kept = append(kept, ch)
+			} else {
+				todo = append(todo, ch)
+			}
+		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, max(w.Workers, 1))
+		for _, ch := range todo {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				w.runChain(ctx, ch, timeout, true)
+			})
+		}
+		wg.Wait()
+		w.mu.Lock()
+		parked = w.parked
+		w.parked = nil
+		w.mu.Unlock()
 	}
-	wg.Wait()
 	w.mu.Lock()
+	w.parked = append(append(w.parked, kept...), parked...)
 	left = len(w.parked)
 	w.mu.Unlock()
-	return len(parked) - left, left
+	return total - left, left
 }
 
 // Nodes lists the API URLs of hosts 1..n.
