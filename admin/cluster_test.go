@@ -266,6 +266,12 @@ func TestAdminLifecycle(t *testing.T) {
 		delete(c.nodes, "n1")
 		b := c.start(t, "n1", 1)
 		c.waitReady(t)
+		// Ready means a non-empty catalog: the restart may still be
+		// replaying its log, so wait for the last entry to be applied.
+		deadline := time.Now().Add(opTimeout)
+		for b.Catalog().Settings.IdempotencyWindow != time.Hour && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		require.Equal(t, time.Hour, b.Catalog().Settings.IdempotencyWindow)
 		require.Equal(t, []uint64{1}, epochNumbers(b.Catalog()))
 	})
