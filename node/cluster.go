@@ -105,10 +105,12 @@ func (p staticPlacement) WithinWindow(time.Time) []ring.Catalog { return []ring.
 // router places requests by the ring over the catalog and routes shards to
 // their owners; it implements api.Router.
 type router struct {
-	self string
-	src  placement
-	mgr  *shardmgr.Manager
-	view view
+	// lagging: the catalog is replicated (raft) and may trail the leader.
+	lagging bool
+	self    string
+	src     placement
+	mgr     *shardmgr.Manager
+	view    view
 }
 
 // Probes lists where (name, routingKey) was placed under the epochs still
@@ -169,6 +171,11 @@ func (r *router) ForShard(shard uint16) (api.Target, error) {
 		return api.Target{}, fmt.Errorf("the shard catalog is not loaded yet: %w", engine.ErrNotRunning)
 	}
 	if !slices.Contains(readable, shard) {
+		if r.lagging {
+			// A raft catalog may lag the leader (a restarted node
+			// replaying its log): the shard may exist. Retry, not 404.
+			return api.Target{}, fmt.Errorf("shard %d is not in this node's catalog yet: %w", shard, engine.ErrNotRunning)
+		}
 		return api.Target{}, fmt.Errorf("shard %d is not in the catalog: %w", shard, engine.ErrNotFound)
 	}
 	if e, ok := r.mgr.Engine(shard); ok {

@@ -120,7 +120,7 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	n.router = &router{self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view}
 	if n.admin != nil {
-		n.router.src = raftPlacement{n.admin}
+		n.router.src, n.router.lagging = raftPlacement{n.admin}, true
 		syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		n.syncEnd, n.syncOut = cancel, make(chan struct{})
 		go n.syncLoop(syncCtx, n.syncOut)
