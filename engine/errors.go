@@ -28,6 +28,8 @@ var (
 	ErrNotRunning = errors.New("engine not running")
 	// ErrDuplicate: a unique constraint refused a row (SQLSTATE 23505).
 	ErrDuplicate = errors.New("duplicate")
+	// ErrUnavailable: the shard's database cannot be reached right now.
+	ErrUnavailable = errors.New("shard database unavailable")
 )
 
 // OwnershipLostError reports that another node took the shard lease: the
@@ -88,6 +90,10 @@ func translate(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return fmt.Errorf("%s: %w", pgErr.ConstraintName, ErrDuplicate)
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
 }

@@ -141,7 +141,7 @@ func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), 
 	}
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", translate(err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var (

@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // SlotHolder is the run holding a (workflow name, workflow id) slot.
@@ -20,18 +18,7 @@ type SlotHolder struct {
 // LookupWorkflowID is the read-only probe for the run holding
 // (name, workflowID) on this shard; ok is false when none does.
 func (e *Engine) LookupWorkflowID(ctx context.Context, name, workflowID string) (SlotHolder, bool, error) {
-	var h SlotHolder
-	err := e.pool.QueryRow(ctx, `
-		SELECT execution_id, state, created_at FROM harvest_executions
-		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot`, name, workflowID).
-		Scan(&h.ExecutionID, &h.State, &h.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return SlotHolder{}, false, nil
-	}
-	if err != nil {
-		return SlotHolder{}, false, fmt.Errorf("look up workflow id: %w", err)
-	}
-	return h, true, nil
+	return lookupHolder(ctx, e.pool, name, workflowID)
 }
 
 // DrainStatus is what a shard still holds inside the idempotency window:

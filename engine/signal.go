@@ -142,7 +142,16 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 	sr := req.Start
 	res := SignalWithStartResult{WorkflowName: sr.WorkflowName, WorkflowID: sr.WorkflowID}
 	closed := false
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
+	var moved *MovedError
+	queue := func(b *pgx.Batch) {
+		if sr.Placement != nil {
+			queuePlacementCheck(b, sr.WorkflowName, sr.Placement, &moved)
+		}
+	}
+	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+		if moved != nil {
+			return moved
+		}
 		prior, err := lockSlotHolder(ctx, tx, sr.WorkflowName, sr.WorkflowID)
 		if err != nil {
 			return err

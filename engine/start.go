@@ -36,6 +36,10 @@ type StartRequest struct {
 	StartAt *time.Time
 	// Callbacks are POSTed when the run closes (at least once).
 	Callbacks []Callback
+	// Placement, when set, is the catalog epoch this start was placed
+	// under: the start is refused (MovedError) if a newer epoch claimed
+	// its routing key here for another shard.
+	Placement *Placement
 	// Probed says the caller already looked the key up (the read-only
 	// replay probe) and found no live claim: StartWorkflow skips its own.
 	Probed bool
@@ -219,15 +223,23 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 		newID   = NewExecutionID(e.cfg.ShardID)
 		claimed = true
 		prior   *execRow
+		moved   *MovedError
 	)
-	// One round trip: fence, claim the key, lock the run holding the id.
+	// One round trip: fence, placement check, claim the key, lock the run
+	// holding the id.
 	queue := func(b *pgx.Batch) {
+		if req.Placement != nil {
+			queuePlacementCheck(b, req.WorkflowName, req.Placement, &moved)
+		}
 		if req.IdempotencyKey != "" && !skipStartClaim {
 			e.queueClaim(b, req.WorkflowName, req.IdempotencyKey, newID, &claimed)
 		}
 		queueSlotHolder(b, req.WorkflowName, req.WorkflowID, &prior)
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+		if moved != nil {
+			return moved
+		}
 		if !claimed {
 			var err error
 			res, err = lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())

@@ -23,6 +23,9 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 		} else if n > 0 {
 			e.log.Debug().Int64("deleted", n).Msg("expired start claims swept")
 		}
+		if _, err := e.SweepRedirects(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn().Err(err).Msg("placement redirect sweep failed")
+		}
 	}
 }
 

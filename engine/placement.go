@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Placement says under which catalog placement epoch a start was placed
+// on this shard, and by which routing key (the workflow id when the
+// caller sent one, else the idempotency key). A start with a Placement
+// takes the key's placement lock and is refused with a MovedError when a
+// start placed under a newer epoch has already claimed the key here for
+// another shard (see ClaimPlacement). Nil means no placement check: one
+// shard, or a static catalog that never moves keys.
+type Placement struct {
+	Epoch      uint64
+	RoutingKey string
+}
+
+// MovedError refuses a start placed under an older placement epoch than
+// a claim this shard holds for its routing key: the key belongs to Shard
+// since Epoch. The caller re-places the start with a catalog at least
+// that new (HTTP 503, retry).
+type MovedError struct {
+	Shard uint16
+	Epoch uint64
+}
+
+func (e *MovedError) Error() string {
+	return fmt.Sprintf("the key was claimed for shard %d by placement epoch %d", e.Shard, e.Epoch)
+}
+
+// placementLockClass is the first key of the two-key advisory lock on a
+// routing key ("HVPL"); the second is hashtext of name and key. The
+// two-key space never overlaps the one-key fence lock.
+const placementLockClass int32 = 0x4856_504c
+
+// queuePlacementCheck queues the routing key's placement lock and the read
+// of its redirect; moved is set when a newer epoch claimed the key for
+// another shard. It must be queued before any row the start writes, so
+// that two holders never wait on each other.
+func queuePlacementCheck(b *pgx.Batch, name string, p *Placement, moved **MovedError) {
+	queuePlacementLock(b, name, p.RoutingKey)
+	b.Queue(`SELECT epoch, target_shard FROM harvest_placement_redirects
+	          WHERE workflow_name = $1 AND routing_key = $2`, name, p.RoutingKey).
+		QueryRow(func(row pgx.Row) error {
+			var (
+				epoch int64
+				shard int32
+			)
+			err := row.Scan(&epoch, &shard)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if uint64(epoch) > p.Epoch {
+				*moved = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
+			}
+			return nil
+		})
+}
+
+func queuePlacementLock(b *pgx.Batch, name, routingKey string) {
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, placementLockClass, name, routingKey)
+}
+
+// ClaimRequest claims a routing key on a shard an earlier placement epoch
+// placed it on, for the shard the current epoch places it on.
+type ClaimRequest struct {
+	WorkflowName string
+	// WorkflowID and IdempotencyKey are looked up as a start would; the
+	// routing key is WorkflowID when set, else IdempotencyKey.
+	WorkflowID     string
+	IdempotencyKey string
+	// Epoch is the placement epoch of the claiming start; Target the
+	// shard it places the key on.
+	Epoch  uint64
+	Target uint16
+}
+
+// ClaimResult is what a claim found. At most one of Claim, Holder and
+// Moved is set; none means the key is now redirected to the target.
+type ClaimResult struct {
+	// Claim is a live start claim of the idempotency key here: the start
+	// is a replay of it.
+	Claim *StartResult
+	// Holder is the run holding the workflow id here: the start is
+	// decided on this shard.
+	Holder *SlotHolder
+	// Moved: a newer epoch already claimed the key for another shard.
+	Moved *MovedError
+}
+
+// ClaimPlacement is the cross-shard half of a start whose key an earlier
+// placement epoch put on this shard. Under the key's placement lock it
+// returns the live claim or slot holder this shard has for the key, or
+// records (or keeps) a redirect of the key to req.Target: from then on a
+// start placed here under an older epoch is refused (MovedError) instead
+// of creating a second run. Starts on this shard take the same lock, so
+// a claim and such a start are ordered: one sees the other.
+func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+	routing := req.WorkflowID
+	if routing == "" {
+		routing = req.IdempotencyKey
+	}
+	if req.WorkflowName == "" || routing == "" || req.Epoch == 0 {
+		return ClaimResult{}, fmt.Errorf("a placement claim needs a workflow name, a routing key and an epoch: %w", ErrInvalidArgument)
+	}
+	var out ClaimResult
+	queue := func(b *pgx.Batch) { queuePlacementLock(b, req.WorkflowName, routing) }
+	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+		out = ClaimResult{}
+		if req.IdempotencyKey != "" {
+			res, err := lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
+			if err == nil {
+				out.Claim = &res
+				return nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		if req.WorkflowID != "" {
+			h, ok, err := lookupHolder(ctx, tx, req.WorkflowName, req.WorkflowID)
+			if err != nil || ok {
+				out.Holder = &h
+				return err
+			}
+		}
+		moved, err := upsertRedirect(ctx, tx, req.WorkflowName, routing, req.Epoch, req.Target)
+		out.Moved = moved
+		return err
+	})
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	return out, nil
+}
+
+// upsertRedirect records the key's redirect to target unless a newer
+// epoch's redirect is there (returned as a MovedError).
+func upsertRedirect(ctx context.Context, tx pgx.Tx, name, routing string, epoch uint64, target uint16) (*MovedError, error) {
+	var (
+		gotEpoch int64
+		gotShard int32
+	)
+	err := tx.QueryRow(ctx, `
+		INSERT INTO harvest_placement_redirects (workflow_name, routing_key, epoch, target_shard)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (workflow_name, routing_key) DO UPDATE
+		   SET epoch = EXCLUDED.epoch, target_shard = EXCLUDED.target_shard, created_at = now()
+		 WHERE harvest_placement_redirects.epoch <= EXCLUDED.epoch
+		RETURNING epoch, target_shard`, name, routing, int64(epoch), int32(target)).Scan(&gotEpoch, &gotShard)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A newer epoch holds the key: read where it went.
+		err = tx.QueryRow(ctx, `SELECT epoch, target_shard FROM harvest_placement_redirects
+		                         WHERE workflow_name = $1 AND routing_key = $2`, name, routing).Scan(&gotEpoch, &gotShard)
+		if err != nil {
+			return nil, fmt.Errorf("read placement redirect: %w", translate(err))
+		}
+		return &MovedError{Shard: uint16(gotShard), Epoch: uint64(gotEpoch)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record placement redirect: %w", translate(err))
+	}
+	return nil, nil
+}
+
+// lookupHolder reads the run holding (name, workflowID), if any.
+func lookupHolder(ctx context.Context, q querier, name, workflowID string) (SlotHolder, bool, error) {
+	var h SlotHolder
+	err := q.QueryRow(ctx, `
+		SELECT execution_id, state, created_at FROM harvest_executions
+		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot`, name, workflowID).
+		Scan(&h.ExecutionID, &h.State, &h.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return SlotHolder{}, false, nil
+	}
+	if err != nil {
+		return SlotHolder{}, false, fmt.Errorf("look up workflow id: %w", err)
+	}
+	return h, true, nil
+}
+
+// SweepRedirects deletes placement redirects older than the idempotency
+// window (catalog epochs older than the window are pruned too) and returns
+// how many it deleted.
+func (e *Engine) SweepRedirects(ctx context.Context) (int64, error) {
+	var n int64
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			DELETE FROM harvest_placement_redirects
+			 WHERE ctid IN (SELECT ctid FROM harvest_placement_redirects
+			                 WHERE created_at < now() - $1 * interval '1 millisecond'
+			                 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			e.cfg.IdempotencyWindow.Milliseconds(), e.cfg.SweepBatch)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep placement redirects: %w", err)
+	}
+	return n, nil
+}

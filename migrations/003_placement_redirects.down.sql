@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS harvest_placement_redirects;
