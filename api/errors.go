@@ -69,6 +69,7 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		input    *harvest.InputError
 		callback *engine.CallbackError
 		gate     *engine.GateError
+		moved    *engine.MovedError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -96,13 +97,17 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "execution not found"}
 	case errors.Is(err, engine.ErrTerminateNotAllowed):
 		return &apiError{status: http.StatusForbidden, code: codeForbidden, msg: err.Error()}
+	case errors.As(err, &moved):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg:   "this start was placed by a shard catalog older than the one that moved its key (" + moved.Error() + "): retry",
+			extra: gin.H{"shard_id": moved.Shard, "placement_epoch": moved.Epoch}}
 	case errors.As(err, &lost):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: err.Error(),
 			extra: gin.H{"owner": lost.Owner}}
 	case errors.Is(err, ring.ErrNoWritableShard):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
 			msg: "no shard is open for new workflows: every shard is draining or read-only"}
-	case errors.Is(err, engine.ErrNotRunning), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, engine.ErrNotRunning), errors.Is(err, engine.ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: err.Error()}
 	}
 	s.log.Error().Err(err).Str("method", c.Request.Method).Str("route", c.FullPath()).Msg("request failed")

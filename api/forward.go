@@ -70,6 +70,9 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 	}
 	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
 	req.Header.Set(ShardHeader, strconv.Itoa(int(t.ShardID)))
+	if epoch, ok := c.Get(epochKey); ok {
+		req.Header.Set(EpochHeader, strconv.FormatUint(epoch.(uint64), 10))
+	}
 	res, err := s.client.Do(req)
 	if err != nil {
 		abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
@@ -100,12 +103,4 @@ func pinnedShard(c *gin.Context) (uint16, bool) {
 		return 0, false
 	}
 	return uint16(n), true
-}
-
-// placeStart routes a new placement, honouring a forwarded request's shard.
-func (s *Server) placeStart(c *gin.Context, name, workflowID, key string) (Target, error) {
-	if shard, ok := pinnedShard(c); ok {
-		return s.router.ForShard(shard)
-	}
-	return s.router.ForStart(name, workflowID, key)
 }

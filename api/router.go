@@ -22,6 +22,7 @@ type Shard interface {
 	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Execution, error)
 	History(ctx context.Context, id uuid.UUID, q engine.HistoryQuery) (engine.HistoryPage, error)
 	LookupWorkflowID(ctx context.Context, name, workflowID string) (engine.SlotHolder, bool, error)
+	ClaimPlacement(ctx context.Context, req engine.ClaimRequest) (engine.ClaimResult, error)
 	List(ctx context.Context, q engine.ListQuery) (engine.ListPage, error)
 	Owning() bool
 }
@@ -54,10 +55,22 @@ type Router interface {
 	MintWorkflowID(name string, shard uint16) (string, error)
 	// Ready is nil once every shard this node should serve is leased.
 	Ready() error
-	// Probes lists the shards (name, routingKey) was placed on under the
-	// placement epochs still inside the idempotency window, other than
-	// its current placement: a start must find a prior claim or run there.
-	Probes(name, routingKey string) []uint16
+	// Place places a routed start, by (name, routingKey), under the
+	// current placement epoch, and lists the shards earlier epochs inside
+	// the idempotency window placed it on.
+	Place(name, routingKey string) (Placement, error)
+}
+
+// Placement is where a routed start goes.
+type Placement struct {
+	// Epoch is the catalog's placement epoch; 0 for a catalog that never
+	// changes (no placement checks are needed then).
+	Epoch uint64
+	// Shard is where the current epoch places the key.
+	Shard uint16
+	// Earlier lists the other shards epochs inside the window placed the
+	// key on: a start claims the key on each before creating a run.
+	Earlier []uint16
 }
 
 // single routes everything to one shard served here.
@@ -71,7 +84,7 @@ func (r single) ForShard(id uint16) (Target, error)              { return Target
 func (r single) Shards() []uint16                                { return []uint16{0} }
 func (r single) MintWorkflowID(string, uint16) (string, error)   { return uuid.NewString(), nil }
 
-func (r single) Probes(string, string) []uint16 { return nil }
+func (r single) Place(string, string) (Placement, error) { return Placement{}, nil }
 
 func (r single) Ready() error {
 	if !r.s.Owning() {

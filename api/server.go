@@ -53,6 +53,7 @@ func (s *Server) routes() {
 	g.GET("/openapi.json", s.openAPI)
 	g.GET("/cluster/members", s.members)
 	g.GET("/internal/shards/:shard/probe", s.internalProbe)
+	g.POST("/internal/shards/:shard/claim", s.internalClaim)
 	s.adminRoutes(g)
 	s.gateRoutes(g)
 	g.GET("/workflows", s.list)

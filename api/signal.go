@@ -81,21 +81,12 @@ func (s *Server) signalWithStart(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	run := func(t Target) { s.signalWithStartOn(c, t.Shard, req) }
-	if s.probeEarlier(c, req.Start.WorkflowName, req.Start.WorkflowID, "", raw, run) {
-		return
-	}
-	t, err := s.placeStart(c, req.Start.WorkflowName, req.Start.WorkflowID, "")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if s.serveOrForward(c, t, raw) != nil {
-		run(t)
-	}
+	run := func(t Target, pl *engine.Placement) { s.signalWithStartOn(c, t.Shard, pl, req) }
+	s.routeStart(c, req.Start.WorkflowName, req.Start.WorkflowID, "", raw, run)
 }
 
-func (s *Server) signalWithStartOn(c *gin.Context, shard Shard, req engine.SignalWithStartRequest) {
+func (s *Server) signalWithStartOn(c *gin.Context, shard Shard, pl *engine.Placement, req engine.SignalWithStartRequest) {
+	req.Start.Placement = pl
 	res, err := shard.SignalWithStart(c.Request.Context(), req)
 	if err != nil {
 		s.fail(c, err)

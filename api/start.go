@@ -54,7 +54,7 @@ func (s *Server) start(c *gin.Context) {
 	if err != nil {
 		// Even an oversized body is irrelevant to a committed replay (a
 		// replay on another node's shard cannot be probed without the body).
-		if hasHeader && s.replayHere(c, name, "", headerKey) {
+		if hasHeader && s.replayHere(c, name, headerKey) {
 			return
 		}
 		s.fail(c, err)
@@ -79,34 +79,25 @@ func (s *Server) start(c *gin.Context) {
 			return
 		}
 	}
-	start := func(t Target) { s.startOn(c, t, name, key, &body) }
-	if s.probeEarlier(c, name, body.WorkflowID, key, raw, start) {
-		return
-	}
-	t, err := s.placeStart(c, name, body.WorkflowID, key)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if s.serveOrForward(c, t, raw) != nil {
-		start(t)
-	}
+	start := func(t Target, pl *engine.Placement) { s.startOn(c, t, pl, name, key, &body) }
+	s.routeStart(c, name, body.WorkflowID, key, raw, start)
 }
 
 // startOn serves a start on the local shard of t: replay, else fresh.
-func (s *Server) startOn(c *gin.Context, t Target, name, key string, body *startBody) {
+func (s *Server) startOn(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) {
 	if key != "" && s.replay(c, t.Shard, name, key) {
 		return
 	}
-	s.freshStart(c, t, name, key, body)
+	s.freshStart(c, t, pl, name, key, body)
 }
 
-func (s *Server) freshStart(c *gin.Context, t Target, name, key string, body *startBody) {
+func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) {
 	req, err := s.startRequest(name, key, body)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	req.Placement = pl
 	req.Probed = key != "" // startOn ran the replay probe on this shard
 	if req.WorkflowID == "" {
 		if req.WorkflowID, err = s.router.MintWorkflowID(name, t.ShardID); err != nil {
@@ -129,16 +120,16 @@ func (s *Server) freshStart(c *gin.Context, t Target, name, key string, body *st
 // replayOrFail handles a start whose body did not decode but carries a
 // header key: the key's shard answers the replay, or the decode error.
 func (s *Server) replayOrFail(c *gin.Context, name, key string, raw []byte, decodeErr error) {
-	failed := func(Target) { s.fail(c, decodeErr) } // only claims matter here
-	if s.probeEarlier(c, name, "", key, raw, failed) {
-		return
-	}
-	t, err := s.placeStart(c, name, "", key)
+	failed := func(Target, *engine.Placement) { s.fail(c, decodeErr) } // only claims matter here
+	t, err := s.placeReplay(c, name, key, raw, failed)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	shard := s.serveOrForward(c, t, raw)
+	if t == nil {
+		return // answered from an earlier epoch's shard
+	}
+	shard := s.serveOrForward(c, *t, raw)
 	if shard == nil {
 		return
 	}
@@ -147,9 +138,32 @@ func (s *Server) replayOrFail(c *gin.Context, name, key string, raw []byte, deco
 	}
 }
 
-// replayHere probes the key on its shard if this node serves it.
-func (s *Server) replayHere(c *gin.Context, name, workflowID, key string) bool {
-	t, err := s.placeStart(c, name, workflowID, key)
+// placeReplay places a replay-only request (a header key, no usable
+// body) by its key: nil when a read-only look at the shards earlier epochs
+// placed the key on answered it already.
+func (s *Server) placeReplay(c *gin.Context, name, key string, body []byte, run runStart) (*Target, error) {
+	if shard, ok := pinnedShard(c); ok {
+		t, err := s.router.ForShard(shard)
+		return &t, err
+	}
+	p, err := s.router.Place(name, key)
+	if err != nil {
+		return nil, err
+	}
+	if s.checkEarlier(c, name, "", key, p, false, body, run) {
+		return nil, nil
+	}
+	t, err := s.router.ForShard(p.Shard)
+	return &t, err
+}
+
+// replayHere probes the key on its current shard if this node serves it.
+func (s *Server) replayHere(c *gin.Context, name, key string) bool {
+	p, err := s.router.Place(name, key)
+	if err != nil {
+		return false
+	}
+	t, err := s.router.ForShard(p.Shard)
 	if err != nil || t.Shard == nil {
 		return false
 	}

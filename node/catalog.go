@@ -52,8 +52,13 @@ type RaftConfig struct {
 type raftPlacement struct{ a *admin.Admin }
 
 func (p raftPlacement) Current() ring.Catalog { return p.a.Catalog().Current() }
-func (p raftPlacement) WithinWindow(now time.Time) []ring.Catalog {
-	return p.a.Catalog().WithinWindow(now)
+func (p raftPlacement) Epochs(now time.Time) (uint64, []ring.Catalog) {
+	cat := p.a.Catalog()
+	cur, ok := cat.CurrentEpoch()
+	if !ok {
+		return 0, nil
+	}
+	return cur.Number, cat.WithinWindow(now)
 }
 
 // startAdmin creates the raft catalog (before gossip, whose metadata

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"net/http"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
@@ -118,6 +121,7 @@ func (c *cluster) runsCount(t *testing.T, where string, args ...any) int {
 }
 
 func TestDedupSurvivesDrainAndAdd(t *testing.T) {
+	parent := t
 	c := newRaftCluster(t, 3, 2, time.Hour)
 	entry := c.nodes[0]
 
@@ -202,7 +206,7 @@ func TestDedupSurvivesDrainAndAdd(t *testing.T) {
 		first := call(t, entry, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 2}}, "Idempotency-Key", key)
 		require.Equal(t, http.StatusCreated, first.Status, "%v", first.Body)
 
-		c.dsns[2] = pgtest.NewDB(t)
+		c.dsns[2] = pgtest.NewDB(parent) // outlives this subtest
 		add := call(t, c.nodes[1], "POST", "/admin/shards", map[string]any{"shard_id": 2, "dsn": c.dsns[2]})
 		require.Equal(t, http.StatusCreated, add.Status, "%v", add.Body)
 		eventually(t, "shard 2 served", 15*time.Second, func() bool { return c.owner(2) != nil })
@@ -216,6 +220,63 @@ func TestDedupSurvivesDrainAndAdd(t *testing.T) {
 		fresh := call(t, entry, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 3}}, "Idempotency-Key", key+"-new")
 		require.Equal(t, http.StatusCreated, fresh.Status)
 	})
+
+	// Two deliveries of one key straddling the shard add: one placed by a
+	// node whose catalog still has the old epoch (shard 0), one by the new
+	// epoch (shard 2). Whichever comes second must find the first.
+	t.Run("StartsPlacedByAnOlderCatalog", func(t *testing.T) {
+		cat := entry.admin.Catalog()
+		require.GreaterOrEqual(t, len(cat.Epochs), 2)
+		old, now := cat.Epochs[len(cat.Epochs)-2], cat.Epochs[len(cat.Epochs)-1]
+		require.Equal(t, []uint16{0, 1}, old.Writable)
+		oldCat, newCat := old.Placement(), now.Placement()
+		owner0 := c.owner(0)
+		require.NotNil(t, owner0)
+		stale := func(key string) reply {
+			return call(t, owner0, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 4}},
+				"Idempotency-Key", key, api.ForwardedHeader, "stale-node", api.ShardHeader, "0",
+				api.EpochHeader, fmt.Sprint(old.Number))
+		}
+
+		newFirst := otherKeyOn(t, "onboarding", oldCat, 0, newCat, 2)
+		first := call(t, c.nodes[2], "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 4}}, "Idempotency-Key", newFirst)
+		require.Equal(t, http.StatusCreated, first.Status, "%v", first.Body)
+		require.Equal(t, uint16(2), shardOf(t, first.Body["execution_id"]))
+		late := stale(newFirst)
+		require.Equal(t, http.StatusServiceUnavailable, late.Status, "the older placement is refused, not a second run: %v", late.Body)
+		require.Equal(t, "unavailable", late.Body["code"])
+		require.Equal(t, float64(now.Number), late.Body["placement_epoch"])
+		require.Equal(t, 1, c.runsCount(t, "idempotency_key = $1", newFirst))
+
+		oldFirst := otherKeyOn(t, "onboarding", oldCat, 0, newCat, 2, newFirst)
+		early := stale(oldFirst)
+		require.Equal(t, http.StatusCreated, early.Status, "%v", early.Body)
+		require.Equal(t, uint16(0), shardOf(t, early.Body["execution_id"]))
+		for _, n := range c.nodes {
+			r := call(t, n, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 4}}, "Idempotency-Key", oldFirst)
+			require.Equal(t, http.StatusOK, r.Status, "the newer placement finds the run on shard 0: %v", r.Body)
+			require.Equal(t, early.Body["execution_id"], r.Body["execution_id"])
+		}
+		require.Equal(t, 1, c.runsCount(t, "idempotency_key = $1", oldFirst))
+	})
+}
+
+// otherKeyOn is keyOn for a key outside used.
+func otherKeyOn(t *testing.T, name string, cat ring.Catalog, shard uint16, other ring.Catalog, otherShard uint16, used ...string) string {
+	for i := range 100000 {
+		k := fmt.Sprintf("other-%d", i)
+		if slices.Contains(used, k) {
+			continue
+		}
+		s, err1 := ring.PickShard(cat, name, k)
+		o, err2 := ring.PickShard(other, name, k)
+		require.NoError(t, errors.Join(err1, err2))
+		if s == shard && o == otherShard {
+			return k
+		}
+	}
+	t.Fatal("no key found")
+	return ""
 }
 
 func TestDrainSafety(t *testing.T) {

@@ -93,14 +93,19 @@ func fanOut(ctx context.Context, src <-chan struct{}, outs ...chan struct{}) {
 // writable sets and the earlier ones still inside the idempotency window.
 type placement interface {
 	Current() ring.Catalog
-	WithinWindow(now time.Time) []ring.Catalog
+	// Epochs returns, from one catalog state, the current placement epoch
+	// (0 for a catalog that never changes) and the distinct placements
+	// inside the window, the current one first.
+	Epochs(now time.Time) (uint64, []ring.Catalog)
 }
 
 // staticPlacement is a catalog that never changes.
 type staticPlacement struct{ cat ring.Catalog }
 
-func (p staticPlacement) Current() ring.Catalog                 { return p.cat }
-func (p staticPlacement) WithinWindow(time.Time) []ring.Catalog { return []ring.Catalog{p.cat} }
+func (p staticPlacement) Current() ring.Catalog { return p.cat }
+func (p staticPlacement) Epochs(time.Time) (uint64, []ring.Catalog) {
+	return 0, []ring.Catalog{p.cat}
+}
 
 // router places requests by the ring over the catalog and routes shards to
 // their owners; it implements api.Router.
@@ -113,24 +118,24 @@ type router struct {
 	view    view
 }
 
-// Probes lists where (name, routingKey) was placed under the epochs still
-// inside the window, other than its current placement.
-func (r *router) Probes(name, routingKey string) []uint16 {
-	views := r.src.WithinWindow(time.Now())
-	if len(views) < 2 {
-		return nil
+// Place places (name, routingKey) by the current epoch and lists the
+// other shards the epochs still inside the window placed it on.
+func (r *router) Place(name, routingKey string) (api.Placement, error) {
+	epoch, views := r.src.Epochs(time.Now())
+	if len(views) == 0 || len(views[0].Readable) == 0 {
+		return api.Placement{}, fmt.Errorf("the shard catalog is not loaded yet: %w", engine.ErrNotRunning)
 	}
-	current, err := ring.PickShard(r.src.Current(), name, routingKey)
+	current, err := ring.PickShard(views[0], name, routingKey)
 	if err != nil {
-		return nil
+		return api.Placement{}, err
 	}
-	var out []uint16
-	for _, v := range views {
-		if s, err := ring.PickShard(v, name, routingKey); err == nil && s != current && !slices.Contains(out, s) {
-			out = append(out, s)
+	p := api.Placement{Epoch: epoch, Shard: current}
+	for _, v := range views[1:] {
+		if s, err := ring.PickShard(v, name, routingKey); err == nil && s != current && !slices.Contains(p.Earlier, s) {
+			p.Earlier = append(p.Earlier, s)
 		}
 	}
-	return out
+	return p, nil
 }
 
 var _ api.Router = (*router)(nil)
