@@ -24,26 +24,6 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// engineGates keeps gates in the one shard database of the test.
-type engineGates struct {
-	e    *engine.Engine
-	pool *pgxpool.Pool
-}
-
-func (g engineGates) CloseGate(ctx context.Context, gate engine.Gate) error {
-	defer g.e.InvalidateGates()
-	return engine.CloseGate(ctx, g.pool, gate)
-}
-
-func (g engineGates) OpenGate(ctx context.Context, id string) (bool, error) {
-	defer g.e.InvalidateGates()
-	return engine.OpenGate(ctx, g.pool, id)
-}
-
-func (g engineGates) ListGates(ctx context.Context) ([]engine.Gate, error) {
-	return engine.ListGates(ctx, g.pool)
-}
-
 var (
 	// typed has an input schema: user_id, an integer >= 1.
 	typedWF = harvest.NewWorkflow("typed", func(_ harvest.Context, in map[string]any) (any, error) { return in, nil }).
@@ -80,7 +60,7 @@ func setupWith(t testing.TB, mutate func(*engine.Config)) *testBundle {
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)
 	b.engine = e
-	b.server, err = New(Config{MaxBodyBytes: 64 << 10, Gates: engineGates{e: e, pool: b.pool}}, SingleShard(e))
+	b.server, err = New(Config{MaxBodyBytes: 64 << 10, Gates: e}, SingleShard(e))
 	require.NoError(t, err)
 	ts := httptest.NewServer(b.server)
 	t.Cleanup(ts.Close)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
@@ -41,31 +40,11 @@ func setupServer(t testing.TB) *serverBundle {
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)
-	srv, err := api.New(api.Config{Gates: engineGates{e: e, pool: pool}}, api.SingleShard(e))
+	srv, err := api.New(api.Config{Gates: e}, api.SingleShard(e))
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &serverBundle{engine: e, api: client.New(hs.URL), url: hs.URL}
-}
-
-// engineGates keeps the admission gates in the one shard database.
-type engineGates struct {
-	e    *engine.Engine
-	pool *pgxpool.Pool
-}
-
-func (g engineGates) CloseGate(ctx context.Context, gate engine.Gate) error {
-	defer g.e.InvalidateGates()
-	return engine.CloseGate(ctx, g.pool, gate)
-}
-
-func (g engineGates) OpenGate(ctx context.Context, id string) (bool, error) {
-	defer g.e.InvalidateGates()
-	return engine.OpenGate(ctx, g.pool, id)
-}
-
-func (g engineGates) ListGates(ctx context.Context) ([]engine.Gate, error) {
-	return engine.ListGates(ctx, g.pool)
 }
 
 // waitingOrder is an order that waits an hour for its approval.

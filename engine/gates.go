@@ -153,3 +153,21 @@ func (e *Engine) InvalidateGates() {
 	e.gates.loadedAt = time.Time{}
 	e.gates.mu.Unlock()
 }
+
+// CloseGate closes gate in this shard's own database: the gate store of a
+// one-shard deployment (a cluster writes every shard's database).
+func (e *Engine) CloseGate(ctx context.Context, g Gate) error {
+	defer e.InvalidateGates()
+	return CloseGate(ctx, e.pool, g)
+}
+
+// OpenGate lifts gate id in this shard's own database.
+func (e *Engine) OpenGate(ctx context.Context, id string) (bool, error) {
+	defer e.InvalidateGates()
+	return OpenGate(ctx, e.pool, id)
+}
+
+// ListGates lists the gates in this shard's own database.
+func (e *Engine) ListGates(ctx context.Context) ([]Gate, error) {
+	return ListGates(ctx, e.pool)
+}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 

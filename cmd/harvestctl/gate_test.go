@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -13,31 +12,11 @@ import (
 	"github.com/harvestd/harvest/engine"
 )
 
-// engineGates keeps the admission gates in the one shard database.
-type engineGates struct {
-	e    *engine.Engine
-	pool *pgxpool.Pool
-}
-
-func (g engineGates) CloseGate(ctx context.Context, gate engine.Gate) error {
-	defer g.e.InvalidateGates()
-	return engine.CloseGate(ctx, g.pool, gate)
-}
-
-func (g engineGates) OpenGate(ctx context.Context, id string) (bool, error) {
-	defer g.e.InvalidateGates()
-	return engine.OpenGate(ctx, g.pool, id)
-}
-
-func (g engineGates) ListGates(ctx context.Context) ([]engine.Gate, error) {
-	return engine.ListGates(ctx, g.pool)
-}
-
 // TestGates closes, lists and opens gates through the CLI. Subtests run in
 // order and share the node.
 func TestGates(t *testing.T) {
 	b := setupEngine(t, func(e *engine.Engine, pool *pgxpool.Pool) api.Config {
-		return api.Config{Gates: engineGates{e: e, pool: pool}}
+		return api.Config{Gates: e}
 	})
 
 	t.Run("Close", func(t *testing.T) {
