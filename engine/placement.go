@@ -187,21 +187,11 @@ func lookupHolder(ctx context.Context, q querier, name, workflowID string) (Slot
 	return h, true, nil
 }
 
-// SweepRedirects deletes placement redirects older than the idempotency
-// window (catalog epochs older than the window are pruned too) and returns
-// how many it deleted.
+// SweepRedirects deletes up to SweepBatch placement redirects older than
+// the idempotency window (catalog epochs older than the window are pruned
+// too) and returns how many it deleted.
 func (e *Engine) SweepRedirects(ctx context.Context) (int64, error) {
-	var n int64
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			DELETE FROM harvest_placement_redirects
-			 WHERE ctid IN (SELECT ctid FROM harvest_placement_redirects
-			                 WHERE created_at < now() - $1 * interval '1 millisecond'
-			                 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-			e.cfg.IdempotencyWindow.Milliseconds(), e.cfg.SweepBatch)
-		n = tag.RowsAffected()
-		return err
-	})
+	n, err := e.sweepBatch(ctx, "harvest_placement_redirects")
 	if err != nil {
 		return 0, fmt.Errorf("sweep placement redirects: %w", err)
 	}

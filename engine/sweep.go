@@ -34,17 +34,7 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		var n int64
-		err := e.withTx(ctx, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `
-				DELETE FROM harvest_start_idempotency
-				 WHERE ctid IN (SELECT ctid FROM harvest_start_idempotency
-				                 WHERE created_at < now() - $1 * interval '1 millisecond'
-				                 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-				e.cfg.IdempotencyWindow.Milliseconds(), e.cfg.SweepBatch)
-			n = tag.RowsAffected()
-			return err
-		})
+		n, err := e.sweepBatch(ctx, "harvest_start_idempotency")
 		if err != nil {
 			return total, fmt.Errorf("sweep start claims: %w", err)
 		}
@@ -53,4 +43,21 @@ func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
 			return total, nil
 		}
 	}
+}
+
+// sweepBatch deletes up to SweepBatch rows of table created before the
+// idempotency window. table is one of the engine's own table names.
+func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
+	var n int64
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			DELETE FROM `+table+`
+			 WHERE ctid IN (SELECT ctid FROM `+table+`
+			                 WHERE created_at < now() - $1 * interval '1 millisecond'
+			                 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			e.cfg.IdempotencyWindow.Milliseconds(), e.cfg.SweepBatch)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
 }
