@@ -4,6 +4,10 @@
 # Tests start their own private PostgreSQL servers (internal/pgtest) from the
 # local server binaries, so this script only makes sure those binaries are
 # installed. Set HARVEST_TEST_DSN to use an existing server instead.
+#
+# Run as root, it ends with the short profile of the fault-injection suite
+# (e2e/, scripts/chaos.sh --short: network namespaces, so root only; about
+# three minutes). HARVEST_CHAOS=0 leaves it out.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -22,3 +26,15 @@ fuzztime=${HARVEST_FUZZTIME:-10s}
 for target in FuzzStart FuzzSignal FuzzSignalWithStart FuzzCancel FuzzTerminate; do
 	go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" ./api/
 done
+
+# The fault-injection suite's short profile: every fault type, 0 violations.
+if [[ "${HARVEST_CHAOS:-1}" != 0 ]]; then
+	if [[ $(id -u) == 0 ]]; then
+		if ! command -v nft >/dev/null && command -v apt-get >/dev/null; then
+			apt-get install -y -qq nftables >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq nftables) >/dev/null 2>&1 || true
+		fi
+		scripts/chaos.sh --short
+	else
+		echo "test.sh: the fault-injection suite needs root (network namespaces); run: sudo scripts/chaos.sh --short" >&2
+	fi
+fi
