@@ -32,6 +32,7 @@ type Engine struct {
 	gates   gateCache
 	cbWake  chan struct{}
 	cbHTTP  *http.Client
+	starts  atomic.Pointer[startBatcher] // nil: group commit off
 
 	mu      sync.Mutex
 	running bool
@@ -97,6 +98,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.timerLoop)
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
+	e.runStartBatcher(loopCtx)
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)
