@@ -29,6 +29,10 @@ const (
 	WorkflowTaskTimeoutDefault = 10 * time.Second
 	// TaskRetryMaxDefault caps the backoff of a failing workflow task.
 	TaskRetryMaxDefault = time.Minute
+	// StartBatchMaxDefault is the most starts one group commit carries.
+	StartBatchMaxDefault = 128
+	// StartBatchMaxLimit is the largest StartBatchMax Validate accepts.
+	StartBatchMaxLimit = 4096
 )
 
 // Config configures one shard engine. Zero fields take the defaults above.
@@ -61,6 +65,12 @@ type Config struct {
 	WorkflowTaskTimeout time.Duration
 	// TaskRetryMax caps the retry backoff of a failing workflow task.
 	TaskRetryMax time.Duration
+	// StartBatchMax is the most starts one group commit transaction
+	// carries (see groupcommit.go): concurrent starts of the shard share a
+	// transaction, taken as they queue up, without waiting for more.
+	// 1 turns group commit off (every start commits alone); at most
+	// StartBatchMaxLimit.
+	StartBatchMax int
 	// CallbackPolicy decides which addresses completion callbacks may
 	// reach (default: no loopback, private, link-local or metadata).
 	CallbackPolicy CallbackPolicy
@@ -78,6 +88,7 @@ func (c Config) withDefaults() Config {
 	c.SweepBatch = cmp.Or(c.SweepBatch, SweepBatchDefault)
 	c.WorkflowTaskTimeout = cmp.Or(c.WorkflowTaskTimeout, WorkflowTaskTimeoutDefault)
 	c.TaskRetryMax = cmp.Or(c.TaskRetryMax, TaskRetryMaxDefault)
+	c.StartBatchMax = cmp.Or(c.StartBatchMax, StartBatchMaxDefault)
 	return c
 }
 
@@ -100,6 +111,9 @@ func (c Config) Validate() error {
 	}
 	if c.WorkflowWorkers < 0 || c.ActivityWorkers < 0 || c.SweepBatch < 0 {
 		errs = append(errs, errors.New("worker counts and sweep batch must not be negative"))
+	}
+	if c.StartBatchMax < 0 || c.StartBatchMax > StartBatchMaxLimit {
+		errs = append(errs, fmt.Errorf("start batch max %d is outside 0..%d", c.StartBatchMax, StartBatchMaxLimit))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("engine config: %w", err)

@@ -32,6 +32,7 @@ type Engine struct {
 	gates   gateCache
 	cbWake  chan struct{}
 	cbHTTP  *http.Client
+	starts  atomic.Pointer[startBatcher] // nil: group commit off
 
 	mu      sync.Mutex
 	running bool
@@ -72,8 +73,9 @@ func (e *Engine) Owning() bool { return e.owning.Load() }
 func (e *Engine) Registry() *harvest.Registry { return e.reg }
 
 // Start takes the shard lease and starts the shard's loops: workflow
-// tasks, activities, timers, lease renewal and the claim sweeper. The
-// loops run until Stop or until the lease is lost; ctx only bounds Start.
+// tasks, activities, timers, lease renewal, the claim sweeper and the start
+// batcher (group commit, see groupcommit.go). The loops run until Stop or
+// until the lease is lost; ctx only bounds Start.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -97,6 +99,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.timerLoop)
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
+	e.runStartBatcher(loopCtx)
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)

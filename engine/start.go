@@ -149,6 +149,11 @@ func (e *Engine) startWorkflow(ctx context.Context, req StartRequest) (StartResu
 	if req.WorkflowID == "" {
 		req.WorkflowID = uuid.NewString()
 	}
+	return e.groupStart(ctx, req)
+}
+
+// startSingle runs one prepared start in a transaction of its own.
+func (e *Engine) startSingle(ctx context.Context, req StartRequest) (StartResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := e.startTx(ctx, req)
 		if errors.Is(err, ErrDuplicate) && attempt < maxSlotRaces {

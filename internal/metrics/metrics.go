@@ -23,6 +23,11 @@ var (
 	StartDedupHits = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "harvest_start_dedup_hits_total", Help: "Starts answered from a live idempotency claim.",
 	})
+	// StartBatchSize observes how many starts each group commit carried.
+	StartBatchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "harvest_start_batch_size", Help: "Starts per group commit transaction.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 13),
+	})
 	// Signals counts signals by result: delivered, deduplicated.
 	Signals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harvest_signals_total", Help: "Signals by result (delivered, deduplicated).",
@@ -39,7 +44,7 @@ var (
 )
 
 func init() {
-	Registry.MustRegister(Starts, StartDedupHits, Signals, ActivityAttempts, WorkflowTaskSeconds,
+	Registry.MustRegister(Starts, StartDedupHits, StartBatchSize, Signals, ActivityAttempts, WorkflowTaskSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

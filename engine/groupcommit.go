@@ -1,0 +1,461 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
+)
+
+// Group commit of starts.
+//
+// Concurrent fresh starts of a shard share transactions: StartWorkflow hands
+// a prepared start (fresh checks passed, workflow id minted) to the engine's
+// start batcher, one goroutine that takes whatever starts are queued (up to
+// Config.StartBatchMax, never waiting for more), runs them as one fenced
+// transaction of multi-row statements, answers each, and repeats; while one
+// batch commits, the next queues up. A batch has the round trips of a single
+// start (fence + claims + slot holders; runs + events + callbacks; commit)
+// whatever its size.
+//
+// Per-request semantics are those of startTx:
+//   - a key repeated inside the batch is claimed once; the repeats get the
+//     first request's answer, Deduplicated;
+//   - a key with a live claim (committed earlier or by a concurrent start)
+//     gets the claim's run, Deduplicated, like lookupClaim;
+//   - a start whose workflow id has a slot holder, or repeats another's
+//     inside the batch, runs through the single path (startSingle) after the
+//     batch commits, where the reuse/conflict matrix applies; so does every
+//     start of a batch that fails as a whole (e.g. a unique violation from a
+//     racing single-path start), except that a lost lease fails them all.
+
+// startBatcher is the start batcher of one Start..Stop of the engine.
+type startBatcher struct {
+	in   chan *startCall // unbuffered: a received call is taken
+	done chan struct{}   // closed when the batcher has exited
+	max  int
+}
+
+// startCall is one start waiting for its batch.
+type startCall struct {
+	req   StartRequest
+	reply chan startReply // buffered: the batcher never blocks on it
+}
+
+// startReply is the batch's answer to one start.
+type startReply struct {
+	res StartResult
+	err error
+	// single sends the start through the single path.
+	single bool
+}
+
+// runStartBatcher starts the start batcher of this run of the engine;
+// StartBatchMax 1 (or the fault suite's broken build) turns it off.
+func (e *Engine) runStartBatcher(ctx context.Context) {
+	if e.cfg.StartBatchMax <= 1 || skipStartClaim {
+		e.starts.Store(nil)
+		return
+	}
+	g := &startBatcher{in: make(chan *startCall), done: make(chan struct{}), max: e.cfg.StartBatchMax}
+	e.starts.Store(g)
+	e.spawn(ctx, func(ctx context.Context) { e.batchStarts(ctx, g) })
+}
+
+// groupStart runs a prepared start through the batcher, or alone when
+// group commit is off. A caller whose ctx ends before the batcher takes its
+// start gets ctx.Err(); a taken start gets its batch's answer.
+func (e *Engine) groupStart(ctx context.Context, req StartRequest) (StartResult, error) {
+	g := e.starts.Load()
+	if g == nil {
+		return e.startSingle(ctx, req)
+	}
+	if err := ctx.Err(); err != nil {
+		return StartResult{}, err
+	}
+	c := &startCall{req: req, reply: make(chan startReply, 1)}
+	select {
+	case g.in <- c:
+	case <-ctx.Done():
+		return StartResult{}, ctx.Err()
+	case <-g.done:
+		return e.startSingle(ctx, req) // stopped: the single path says so
+	}
+	return e.settle(ctx, req, <-c.reply)
+}
+
+// settle turns a batch's reply into the start's outcome.
+func (e *Engine) settle(ctx context.Context, req StartRequest, r startReply) (StartResult, error) {
+	if r.single {
+		return e.startSingle(ctx, req)
+	}
+	return r.res, r.err
+}
+
+// batchStarts is the batcher loop: take what is queued, commit it, repeat.
+func (e *Engine) batchStarts(ctx context.Context, g *startBatcher) {
+	defer close(g.done)
+	calls := make([]*startCall, 0, g.max)
+	reqs := make([]StartRequest, 0, g.max)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c := <-g.in:
+			calls = append(calls[:0], c)
+		}
+	fill:
+		for len(calls) < g.max {
+			select {
+			case c := <-g.in:
+				calls = append(calls, c)
+			default:
+				break fill
+			}
+		}
+		reqs = reqs[:0]
+		for _, c := range calls {
+			reqs = append(reqs, c.req)
+		}
+		for i, r := range e.startBatch(ctx, reqs) {
+			calls[i].reply <- r
+		}
+		clear(calls)
+		clear(reqs)
+	}
+}
+
+// startBatch runs prepared starts as one transaction and answers each.
+func (e *Engine) startBatch(ctx context.Context, reqs []StartRequest) []startReply {
+	metrics.StartBatchSize.Observe(float64(len(reqs)))
+	p := newBatchPlan(reqs, e.cfg.ShardID)
+	// A batch answers many callers: bound it even if the database hangs.
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
+	defer cancel()
+	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
+		func(tx pgx.Tx) error { return p.write(ctx, tx, e.cfg.IdempotencyWindow) })
+	if err != nil {
+		e.log.Debug().Err(err).Int("starts", len(reqs)).Msg("start batch failed, its starts run alone")
+	} else if p.fresh > 0 {
+		e.nudge(e.wfWake)
+	}
+	return p.replies(err)
+}
+
+// batchFate is what a batch does with one of its starts.
+type batchFate int
+
+const (
+	fateCreate  batchFate = iota // create the run in the batch
+	fateClaimed                  // the key has a live claim: answer with its run
+	fateRepeat                   // repeats an earlier start's key in the batch
+	fateSingle                   // run through the single path after the batch
+)
+
+type nameKey struct{ name, key string }
+
+// batchPlan is one batch's starts and what becomes of each.
+type batchPlan struct {
+	shard   uint16
+	reqs    []StartRequest
+	ids     []uuid.UUID // execution id minted per start
+	fate    []batchFate
+	first   []int // fateRepeat: the index of the start whose key it repeats
+	res     []StartResult
+	byKey   map[nameKey]int // (name, key) → first start with it
+	bySlot  map[nameKey]int // (name, workflow id) → first start with it
+	claimed []bool          // the batch claimed the start's key
+	holder  []bool          // the start's workflow id has a slot holder
+	fresh   int             // runs created
+}
+
+// newBatchPlan dedups keys and workflow ids inside the batch: only the
+// first start of a key claims it, only the first of a workflow id may
+// create a run in the batch (ON CONFLICT cannot touch a row twice in one
+// statement, and a second run of an id needs the reuse/conflict matrix).
+func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
+	n := len(reqs)
+	p := &batchPlan{
+		shard: shard, reqs: reqs, ids: make([]uuid.UUID, n), fate: make([]batchFate, n), first: make([]int, n),
+		res: make([]StartResult, n), byKey: make(map[nameKey]int, n), bySlot: make(map[nameKey]int, n),
+		claimed: make([]bool, n), holder: make([]bool, n),
+	}
+	for i, r := range reqs {
+		p.ids[i] = NewExecutionID(shard)
+		if r.IdempotencyKey != "" {
+			k := nameKey{r.WorkflowName, r.IdempotencyKey}
+			if j, ok := p.byKey[k]; ok {
+				p.fate[i], p.first[i] = fateRepeat, j
+				continue
+			}
+			p.byKey[k] = i
+		}
+		s := nameKey{r.WorkflowName, r.WorkflowID}
+		if _, ok := p.bySlot[s]; ok {
+			p.fate[i] = fateSingle
+			continue
+		}
+		p.bySlot[s] = i
+		p.fate[i] = fateCreate
+	}
+	return p
+}
+
+// queueClaimsAndHolders queues, behind the fence, the claim of every key
+// the batch may create a run for (the takeover of an expired claim
+// included), then the lookup of the slot holders of their workflow ids.
+func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
+	var names, keys, wnames, wids []string
+	var ids []uuid.UUID
+	for i, r := range p.reqs {
+		if p.fate[i] != fateCreate {
+			continue
+		}
+		if r.IdempotencyKey != "" {
+			names, keys, ids = append(names, r.WorkflowName), append(keys, r.IdempotencyKey), append(ids, p.ids[i])
+		}
+		wnames, wids = append(wnames, r.WorkflowName), append(wids, r.WorkflowID)
+	}
+	if len(keys) > 0 {
+		b.Queue(`
+			INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
+			SELECT n, k, id, $4 FROM unnest($1::text[], $2::text[], $3::uuid[]) AS r(n, k, id)
+			ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
+			   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
+			 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
+			RETURNING workflow_name, idempotency_key`,
+			names, keys, ids, int(p.shard), window.Milliseconds()).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var k nameKey
+					if err := rows.Scan(&k.name, &k.key); err != nil {
+						return err
+					}
+					if i, ok := p.byKey[k]; ok {
+						p.claimed[i] = true
+					}
+				}
+				return rows.Err()
+			})
+	}
+	if len(wids) > 0 {
+		b.Queue(`
+			SELECT x.workflow_name, x.workflow_id
+			  FROM unnest($1::text[], $2::text[]) AS r(n, w)
+			  JOIN harvest_executions x ON x.workflow_name = r.n AND x.workflow_id = r.w AND x.holds_slot`,
+			wnames, wids).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var s nameKey
+					if err := rows.Scan(&s.name, &s.key); err != nil {
+						return err
+					}
+					if i, ok := p.bySlot[s]; ok {
+						p.holder[i] = true
+					}
+				}
+				return rows.Err()
+			})
+	}
+}
+
+// write decides each start from the claims and holders, then in one round
+// trip: drops the claims of starts sent to the single path, reads the runs
+// of live claims, and inserts the new runs, their WorkflowStarted events
+// and their callbacks.
+func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) error {
+	var (
+		drop     struct{ names, keys []string }
+		dropIDs  []uuid.UUID
+		look     struct{ names, keys []string }
+		runs     runColumns
+		cbIDs    []uuid.UUID
+		cbIdx    []int32
+		cbURL    []string
+		cbHeader []string
+	)
+	for i, r := range p.reqs {
+		if p.fate[i] != fateCreate {
+			continue
+		}
+		keyed := r.IdempotencyKey != ""
+		switch {
+		case keyed && !p.claimed[i]:
+			p.fate[i] = fateClaimed
+			look.names, look.keys = append(look.names, r.WorkflowName), append(look.keys, r.IdempotencyKey)
+			continue
+		case p.holder[i]:
+			p.fate[i] = fateSingle
+			if keyed {
+				drop.names, drop.keys = append(drop.names, r.WorkflowName), append(drop.keys, r.IdempotencyKey)
+				dropIDs = append(dropIDs, p.ids[i])
+			}
+			continue
+		}
+		runs.add(p.ids[i], r)
+		for j, cb := range r.Callbacks {
+			headers, err := json.Marshal(cb.Headers)
+			if err != nil {
+				return fmt.Errorf("encode callback headers: %w", err)
+			}
+			cbIDs, cbIdx, cbURL, cbHeader = append(cbIDs, p.ids[i]), append(cbIdx, int32(j)), append(cbURL, cb.URL), append(cbHeader, string(headers))
+		}
+		p.res[i] = StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
+			State: StateRunning, StartedFresh: true}
+		p.fresh++
+	}
+	b := &pgx.Batch{}
+	if len(dropIDs) > 0 {
+		b.Queue(`
+			DELETE FROM harvest_start_idempotency c
+			 USING unnest($1::text[], $2::text[], $3::uuid[]) AS r(n, k, id)
+			 WHERE c.workflow_name = r.n AND c.idempotency_key = r.k AND c.execution_id = r.id`,
+			drop.names, drop.keys, dropIDs)
+	}
+	if len(look.keys) > 0 {
+		found := make(map[int]bool, len(look.keys))
+		b.Queue(`
+			SELECT r.n, r.k, c.execution_id, e.workflow_id, e.state
+			  FROM unnest($1::text[], $2::text[]) AS r(n, k)
+			  JOIN harvest_start_idempotency c ON c.workflow_name = r.n AND c.idempotency_key = r.k
+			  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
+			 WHERE c.created_at >= now() - $3 * interval '1 millisecond'`,
+			look.names, look.keys, window.Milliseconds()).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var (
+						k          nameKey
+						id         uuid.UUID
+						wfID, stat *string
+					)
+					if err := rows.Scan(&k.name, &k.key, &id, &wfID, &stat); err != nil {
+						return err
+					}
+					i := p.byKey[k]
+					found[i] = true
+					p.res[i] = StartResult{ExecutionID: id, WorkflowName: k.name, WorkflowID: deref(wfID),
+						State: deref(stat), Deduplicated: true}
+				}
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				// A claim gone since (it cannot expire within a batch, but
+				// correctness over speed): the single path decides.
+				for i := range p.reqs {
+					if p.fate[i] == fateClaimed && !found[i] {
+						p.fate[i] = fateSingle
+					}
+				}
+				return nil
+			})
+	}
+	if runs.len() > 0 {
+		runs.queue(b)
+	}
+	if len(cbIDs) > 0 {
+		b.Queue(`
+			INSERT INTO harvest_callbacks (execution_id, idx, url, headers)
+			SELECT id, idx, u, h::jsonb FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]) AS r(id, idx, u, h)`,
+			cbIDs, cbIdx, cbURL, cbHeader)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("start batch: %w", translate(err))
+	}
+	return nil
+}
+
+// runColumns are the columns of the runs a batch creates, one slice each.
+type runColumns struct {
+	ids                  []uuid.UUID
+	names, wids, queues  []string
+	inputs, memos, keys  []*string
+	dueAt                []*time.Time
+	eventType, eventData []string
+}
+
+func (c *runColumns) len() int { return len(c.ids) }
+
+func (c *runColumns) add(id uuid.UUID, req StartRequest) {
+	started := startedCommand(req)
+	c.ids = append(c.ids, id)
+	c.names = append(c.names, req.WorkflowName)
+	c.wids = append(c.wids, req.WorkflowID)
+	c.queues = append(c.queues, cmp.Or(req.Queue, harvest.DefaultQueue))
+	c.inputs = append(c.inputs, textOrNil(string(inputOrNull(req.Input))))
+	c.memos = append(c.memos, textOrNil(string(req.Memo)))
+	c.keys = append(c.keys, textOrNil(req.IdempotencyKey))
+	c.dueAt = append(c.dueAt, req.dueAt)
+	c.eventType = append(c.eventType, string(started.Type))
+	c.eventData = append(c.eventData, string(started.Data))
+}
+
+// queue queues the inserts of the runs and their WorkflowStarted events:
+// what createRun does for one run.
+func (c *runColumns) queue(b *pgx.Batch) {
+	b.Queue(`
+		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
+		                                idempotency_key, start_at, next_event_id, wf_task_due_at)
+		SELECT id, n, w, 'RUNNING', q, i::jsonb, m::jsonb, k, s, 1, greatest(now(), coalesce(s, now()))
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		              $8::timestamptz[]) AS r(id, n, w, q, i, m, k, s)`,
+		c.ids, c.names, c.wids, c.queues, c.inputs, c.memos, c.keys, c.dueAt)
+	b.Queue(`
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
+		SELECT id, 0, t, d::jsonb FROM unnest($1::uuid[], $2::text[], $3::text[]) AS r(id, t, d)`,
+		c.ids, c.eventType, c.eventData)
+}
+
+func textOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// replies answers every start of the batch. A batch that failed as a whole
+// sends its starts through the single path, but a lost lease (or a stopped
+// engine) is every start's answer.
+func (p *batchPlan) replies(err error) []startReply {
+	out := make([]startReply, len(p.reqs))
+	if err != nil {
+		var lost *OwnershipLostError
+		final := errors.As(err, &lost) || errors.Is(err, ErrNotRunning)
+		for i := range out {
+			if final {
+				out[i].err = err
+			} else {
+				out[i].single = true
+			}
+		}
+		return out
+	}
+	for i := range out {
+		switch p.fate[i] {
+		case fateCreate, fateClaimed:
+			out[i].res = p.res[i]
+		case fateSingle:
+			out[i].single = true
+		}
+	}
+	for i := range out {
+		if p.fate[i] != fateRepeat {
+			continue
+		}
+		out[i] = out[p.first[i]]
+		if !out[i].single && out[i].err == nil {
+			out[i].res.Deduplicated, out[i].res.StartedFresh = true, false
+		}
+	}
+	return out
+}
