@@ -158,6 +158,7 @@ const (
 	fateClaimed                  // the key has a live claim: answer with its run
 	fateRepeat                   // repeats an earlier start's key in the batch
 	fateSingle                   // run through the single path after the batch
+	fateMoved                    // a newer placement epoch took the key: refused
 )
 
 type nameKey struct{ name, key string }
@@ -174,6 +175,7 @@ type batchPlan struct {
 	bySlot  map[nameKey]int // (name, workflow id) → first start with it
 	claimed []bool          // the batch claimed the start's key
 	holder  []bool          // the start's workflow id has a slot holder
+	moved   []*MovedError   // a newer epoch redirected the start's routing key
 	fresh   int             // runs created
 }
 
@@ -186,7 +188,7 @@ func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
 	p := &batchPlan{
 		shard: shard, reqs: reqs, ids: make([]uuid.UUID, n), fate: make([]batchFate, n), first: make([]int, n),
 		res: make([]StartResult, n), byKey: make(map[nameKey]int, n), bySlot: make(map[nameKey]int, n),
-		claimed: make([]bool, n), holder: make([]bool, n),
+		claimed: make([]bool, n), holder: make([]bool, n), moved: make([]*MovedError, n),
 	}
 	for i, r := range reqs {
 		p.ids[i] = NewExecutionID(shard)
@@ -213,26 +215,37 @@ func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
 // the batch may create a run for (the takeover of an expired claim
 // included), then the lookup of the slot holders of their workflow ids.
 func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
-	var names, keys, wnames, wids []string
+	var names, keys, routings, wnames, wids []string
 	var ids []uuid.UUID
+	var epochs []int64
 	for i, r := range p.reqs {
 		if p.fate[i] != fateCreate {
 			continue
 		}
 		if r.IdempotencyKey != "" {
 			names, keys, ids = append(names, r.WorkflowName), append(keys, r.IdempotencyKey), append(ids, p.ids[i])
+			routing, epoch := "", int64(0)
+			if r.Placement != nil {
+				routing, epoch = r.Placement.RoutingKey, int64(r.Placement.Epoch)
+			}
+			routings, epochs = append(routings, routing), append(epochs, epoch)
 		}
 		wnames, wids = append(wnames, r.WorkflowName), append(wids, r.WorkflowID)
 	}
+	p.queuePlacementChecks(b)
 	if len(keys) > 0 {
+		// A key whose routing key a newer epoch redirected is not claimed
+		// (queuePlacementChecks marks it moved under the same locks).
 		b.Queue(`
 			INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
-			SELECT n, k, id, $4 FROM unnest($1::text[], $2::text[], $3::uuid[]) AS r(n, k, id)
+			SELECT n, k, id, $4 FROM unnest($1::text[], $2::text[], $3::uuid[], $6::text[], $7::bigint[]) AS r(n, k, id, rk, ep)
+			 WHERE NOT EXISTS (SELECT 1 FROM harvest_placement_redirects d
+			                    WHERE r.ep > 0 AND d.workflow_name = r.n AND d.routing_key = r.rk AND d.epoch > r.ep)
 			ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
 			   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
 			 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
 			RETURNING workflow_name, idempotency_key`,
-			names, keys, ids, int(p.shard), window.Milliseconds()).
+			names, keys, ids, int(p.shard), window.Milliseconds(), routings, epochs).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var k nameKey
@@ -267,6 +280,49 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 	}
 }
 
+// queuePlacementChecks queues, for the starts placed under a catalog epoch
+// (see Placement), their routing keys' placement locks — one statement, in
+// hash order, so two transactions never take them crosswise — and the read
+// of their redirects; a start whose key a newer epoch redirected is moved.
+func (p *batchPlan) queuePlacementChecks(b *pgx.Batch) {
+	var names, routings []string
+	var epochs []int64
+	var idx []int32
+	for i, r := range p.reqs {
+		if p.fate[i] == fateCreate && r.Placement != nil {
+			names, routings = append(names, r.WorkflowName), append(routings, r.Placement.RoutingKey)
+			epochs, idx = append(epochs, int64(r.Placement.Epoch)), append(idx, int32(i))
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	b.Queue(`
+		SELECT count(pg_advisory_xact_lock($3, h))
+		  FROM (SELECT DISTINCT hashtext(n || '/' || rk) AS h
+		          FROM unnest($1::text[], $2::text[]) AS u(n, rk) ORDER BY h) s`,
+		names, routings, placementLockClass)
+	b.Queue(`
+		SELECT r.i, d.epoch, d.target_shard
+		  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS r(n, rk, ep, i)
+		  JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
+		 WHERE d.epoch > r.ep`, names, routings, epochs, idx).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var (
+					i     int32
+					epoch int64
+					shard int32
+				)
+				if err := rows.Scan(&i, &epoch, &shard); err != nil {
+					return err
+				}
+				p.moved[i] = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
+			}
+			return rows.Err()
+		})
+}
+
 // write decides each start from the claims and holders, then in one round
 // trip: drops the claims of starts sent to the single path, reads the runs
 // of live claims, and inserts the new runs, their WorkflowStarted events
@@ -288,6 +344,9 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) 
 		}
 		keyed := r.IdempotencyKey != ""
 		switch {
+		case p.moved[i] != nil:
+			p.fate[i] = fateMoved // its key was not claimed: nothing to undo
+			continue
 		case keyed && !p.claimed[i]:
 			p.fate[i] = fateClaimed
 			look.names, look.keys = append(look.names, r.WorkflowName), append(look.keys, r.IdempotencyKey)
@@ -446,6 +505,8 @@ func (p *batchPlan) replies(err error) []startReply {
 			out[i].res = p.res[i]
 		case fateSingle:
 			out[i].single = true
+		case fateMoved:
+			out[i].err = p.moved[i]
 		}
 	}
 	for i := range out {

@@ -96,12 +96,55 @@ func TestPlacementClaims(t *testing.T) {
 		}
 	})
 
+	t.Run("GroupCommitRefusesMovedStarts", func(t *testing.T) {
+		t.Parallel()
+		b, e := gcSetup(t)
+		for _, c := range []ClaimRequest{claim("moved", 5, 9), {WorkflowName: "block", WorkflowID: "wf-moved", Epoch: 5, Target: 9}, claim("kept", 3, 9)} {
+			_, err := e.ClaimPlacement(ctxT(t), c)
+			require.NoError(t, err)
+		}
+		r := runBatch(t, e,
+			StartRequest{WorkflowName: "block", IdempotencyKey: "moved", Placement: placed("moved", 4)},
+			StartRequest{WorkflowName: "block", WorkflowID: "wf-moved", Placement: placed("wf-moved", 4)},
+			StartRequest{WorkflowName: "block", IdempotencyKey: "kept", Placement: placed("kept", 4)},
+			StartRequest{WorkflowName: "block", IdempotencyKey: "fresh", Placement: placed("fresh", 4)},
+			StartRequest{WorkflowName: "block", IdempotencyKey: "moved", Placement: placed("moved", 4)},
+			StartRequest{WorkflowName: "block", IdempotencyKey: "unplaced"})
+		for _, i := range []int{0, 1, 4} {
+			var moved *MovedError
+			require.ErrorAs(t, r.errs[i], &moved, "request %d", i)
+			require.Equal(t, MovedError{Shard: 9, Epoch: 5}, *moved)
+		}
+		for _, i := range []int{2, 3, 5} {
+			require.NoError(t, r.errs[i], "request %d", i)
+			require.True(t, r.res[i].StartedFresh, "request %d", i)
+			require.False(t, r.replies[i].single, "request %d stayed in the batch", i)
+		}
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency WHERE idempotency_key = 'moved'`),
+			"a refused start leaves no claim")
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_executions WHERE workflow_id = 'wf-moved' OR idempotency_key = 'moved'`))
+		require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
+	})
+
 	// The race the fault suite found: a start placed by an older catalog
 	// creating its run on the old shard while a start placed by the newer
-	// catalog claims the key there. Exactly one of them must see the other.
-	t.Run("OldEpochStartAndNewEpochClaimAreOrdered", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t).engine(t)
+	// catalog claims the key there. Exactly one of them must see the other,
+	// through the single path and through group commit.
+	for _, batch := range []int{1, StartBatchMaxDefault} {
+		t.Run(fmt.Sprintf("OldEpochStartAndNewEpochClaimAreOrdered/batch%d", batch), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t).engine(t, func(c *Config) { c.StartBatchMax = batch })
+			raceStartAndClaim(t, e)
+		})
+	}
+}
+
+func raceStartAndClaim(t *testing.T, e *Engine) {
+	placed := func(key string, epoch uint64) *Placement { return &Placement{Epoch: epoch, RoutingKey: key} }
+	claim := func(key string, epoch uint64, target uint16) ClaimRequest {
+		return ClaimRequest{WorkflowName: "block", IdempotencyKey: key, Epoch: epoch, Target: target}
+	}
+	{
 		const keys = 60
 		var created, redirected int
 		for i := range keys {
@@ -142,7 +185,7 @@ func TestPlacementClaims(t *testing.T) {
 		}
 		require.Equal(t, keys, created+redirected)
 		t.Logf("of %d races: %d runs created first, %d starts redirected", keys, created, redirected)
-	})
+	}
 }
 
 func TestSweepRedirects(t *testing.T) {
