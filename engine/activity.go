@@ -232,17 +232,18 @@ func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details jso
 // current one: completion, a retry with backoff, or the final failure.
 func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) {
 	wake, outcome := false, ""
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
-		ex, err := lockExecution(ctx, tx, t.ExecutionID)
-		if errors.Is(err, ErrNotFound) {
+	var (
+		ex      *execRow
+		current bool
+	)
+	// One round trip: fence, lock the execution, then the attempt.
+	queue := func(b *pgx.Batch) {
+		queueLockExecution(b, t.ExecutionID, &ex)
+		queueLockAttempt(b, t, &current)
+	}
+	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+		if ex == nil || !current {
 			return nil
-		}
-		if err != nil {
-			return err
-		}
-		current, err := lockCurrentAttempt(ctx, tx, t)
-		if err != nil || !current {
-			return err
 		}
 		if IsTerminal(ex.State) {
 			return deleteTask(ctx, tx, t.TaskID)
@@ -263,11 +264,11 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 				outcome = "timed_out"
 			}
 		}
-		if err := deleteTask(ctx, tx, t.TaskID); err != nil {
-			return err
-		}
 		wake = true
-		return appendEvents(ctx, tx, ex, []harvest.Command{ev}, true)
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, t.TaskID)
+		queueAppendEvents(b, ex, []harvest.Command{ev}, true)
+		return sendBatch(ctx, tx, b)
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -283,17 +284,25 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 	}
 }
 
-func lockCurrentAttempt(ctx context.Context, tx pgx.Tx, t claimedTask) (bool, error) {
-	var attempt int
-	var status string
-	err := tx.QueryRow(ctx, `SELECT attempt, status FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, t.TaskID).Scan(&attempt, &status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("lock activity task: %w", err)
-	}
-	return attempt == t.Attempt && status == "running", nil
+// queueLockAttempt queues the lock of the task; *current is true when
+// it is still at attempt t.Attempt and running.
+func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
+	b.Queue(`SELECT attempt, status FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, t.TaskID).
+		QueryRow(func(row pgx.Row) error {
+			var (
+				attempt int
+				status  string
+			)
+			err := row.Scan(&attempt, &status)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("lock activity task: %w", err)
+			}
+			*current = attempt == t.Attempt && status == "running"
+			return nil
+		})
 }
 
 // maybeRetry reschedules the task when the policy and the

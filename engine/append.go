@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,11 +50,39 @@ func lockExecution(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*execRow, erro
 	return r, nil
 }
 
+// queueLockExecution queues lockExecution; *ex stays nil when the
+// execution does not exist.
+func queueLockExecution(b *pgx.Batch, id uuid.UUID, ex **execRow) {
+	b.Queue(`
+		SELECT workflow_name, workflow_id, state, next_event_id, created_at
+		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
+		QueryRow(func(row pgx.Row) error {
+			r := &execRow{ID: id}
+			err := row.Scan(&r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("lock execution %s: %w", id, err)
+			}
+			*ex = r
+			return nil
+		})
+}
+
 // appendEvents appends events after the locked execution's last one and
 // advances next_event_id; wake schedules a workflow task now.
 func appendEvents(ctx context.Context, tx pgx.Tx, ex *execRow, cmds []harvest.Command, wake bool) error {
+	b := &pgx.Batch{}
+	queueAppendEvents(b, ex, cmds, wake)
+	return sendBatch(ctx, tx, b)
+}
+
+// queueAppendEvents queues what appendEvents does, for one round trip
+// with other statements of the transaction.
+func queueAppendEvents(b *pgx.Batch, ex *execRow, cmds []harvest.Command, wake bool) {
 	if len(cmds) == 0 {
-		return nil
+		return
 	}
 	ids := make([]int64, len(cmds))
 	types := make([]string, len(cmds))
@@ -63,47 +92,51 @@ func appendEvents(ctx context.Context, tx pgx.Tx, ex *execRow, cmds []harvest.Co
 		types[i] = string(c.Type)
 		data[i] = string(c.Data)
 	}
-	if _, err := tx.Exec(ctx, `
+	b.Queue(`
 		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
 		SELECT $1, u.event_id, u.event_type, u.data::jsonb
 		  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(event_id, event_type, data)`,
-		ex.ID, ids, types, data); err != nil {
-		return fmt.Errorf("append %d events to %s: %w", len(cmds), ex.ID, translate(err))
-	}
+		ex.ID, ids, types, data)
 	ex.NextEventID += int64(len(cmds))
-	if _, err := tx.Exec(ctx, `
+	b.Queue(`
 		UPDATE harvest_executions
 		   SET next_event_id = $2, updated_at = now(),
 		       wf_task_due_at = CASE WHEN $3 THEN least(coalesce(wf_task_due_at, now()), now()) ELSE wf_task_due_at END
-		 WHERE execution_id = $1`, ex.ID, ex.NextEventID, wake); err != nil {
-		return fmt.Errorf("advance execution %s: %w", ex.ID, err)
-	}
-	return nil
+		 WHERE execution_id = $1`, ex.ID, ex.NextEventID, wake)
 }
 
 // closeExecution seals a run: state, result, no more tasks or timers.
 func closeExecution(ctx context.Context, tx pgx.Tx, ex *execRow, state string, output, errInfo json.RawMessage) error {
+	b := &pgx.Batch{}
+	queueCloseExecution(b, ex, state, output, errInfo)
+	return sendBatch(ctx, tx, b)
+}
+
+// queueCloseExecution queues what closeExecution does.
+func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInfo json.RawMessage) {
 	releaseSlot := state == StateTerminated || state == StateContinuedAsNew
-	if _, err := tx.Exec(ctx, `
+	b.Queue(`
 		UPDATE harvest_executions
 		   SET state = $2, output = $3, error = $4, completed_at = now(), updated_at = now(),
 		       wf_task_due_at = NULL, wf_task_attempt = 0, last_error = NULL,
 		       holds_slot = holds_slot AND NOT $5
-		 WHERE execution_id = $1`, ex.ID, state, nullJSON(output), nullJSON(errInfo), releaseSlot); err != nil {
-		return fmt.Errorf("close execution %s: %w", ex.ID, err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM harvest_tasks WHERE execution_id = $1`, ex.ID); err != nil {
-		return fmt.Errorf("drop tasks of %s: %w", ex.ID, err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM harvest_timers WHERE execution_id = $1`, ex.ID); err != nil {
-		return fmt.Errorf("drop timers of %s: %w", ex.ID, err)
-	}
-	if _, err := tx.Exec(ctx, `
+		 WHERE execution_id = $1`, ex.ID, state, nullJSON(output), nullJSON(errInfo), releaseSlot)
+	b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = $1`, ex.ID)
+	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = $1`, ex.ID)
+	b.Queue(`
 		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
-		 WHERE execution_id = $1 AND status = 'pending'`, ex.ID); err != nil {
-		return fmt.Errorf("schedule callbacks of %s: %w", ex.ID, err)
-	}
+		 WHERE execution_id = $1 AND status = 'pending'`, ex.ID)
 	ex.State = state
+}
+
+// sendBatch sends the queued statements in one round trip.
+func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write: %w", translate(err))
+	}
 	return nil
 }
 
@@ -114,10 +147,10 @@ func forceClose(ctx context.Context, tx pgx.Tx, ex *execRow, state, reason, repl
 		t = harvest.EventWorkflowTerminated
 	}
 	cmd := harvest.NewCommand(t, harvest.WorkflowClosedData{Reason: reason, ReplacedBy: replacedBy})
-	if err := appendEvents(ctx, tx, ex, []harvest.Command{cmd}, false); err != nil {
-		return err
-	}
-	return closeExecution(ctx, tx, ex, state, nil, nil)
+	b := &pgx.Batch{}
+	queueAppendEvents(b, ex, []harvest.Command{cmd}, false)
+	queueCloseExecution(b, ex, state, nil, nil)
+	return sendBatch(ctx, tx, b)
 }
 
 func nullJSON(b json.RawMessage) any {

@@ -50,7 +50,7 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string, 
 		return CloseResult{}, err
 	}
 	if res.Newly {
-		e.closed.fire()
+		e.closed.fire(id)
 	}
 	return res, nil
 }

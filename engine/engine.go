@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
@@ -28,7 +29,7 @@ type Engine struct {
 	wfWake  chan struct{}
 	actWake chan struct{}
 	tmWake  chan struct{}
-	closed  *broadcast
+	closed  *closeWatch
 	gates   gateCache
 	cbWake  chan struct{}
 	cbHTTP  *http.Client
@@ -54,7 +55,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		wfWake:  make(chan struct{}, 1),
 		actWake: make(chan struct{}, 1),
 		tmWake:  make(chan struct{}, 1),
-		closed:  newBroadcast(),
+		closed:  newCloseWatch(),
 		cbWake:  make(chan struct{}, 1),
 		cbHTTP:  callbackClient(cfg.CallbackPolicy),
 	}, nil
@@ -183,23 +184,62 @@ func (e *Engine) checkOwning() error {
 	return nil
 }
 
-// broadcast wakes every waiter when any execution closes.
-type broadcast struct {
-	mu sync.Mutex
+// closeWatch wakes waiters when executions close: the waiters of one
+// execution (Result long-polls) and those of any close (the callback
+// loop). A close wakes only its own execution's waiters, so N polls of
+// N runs cost N reads, not N per close.
+type closeWatch struct {
+	mu   sync.Mutex
+	any  chan struct{}
+	runs map[uuid.UUID]*runWaiters
+}
+
+type runWaiters struct {
 	ch chan struct{}
+	n  int
 }
 
-func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
-
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ch
+func newCloseWatch() *closeWatch {
+	return &closeWatch{any: make(chan struct{}), runs: map[uuid.UUID]*runWaiters{}}
 }
 
-func (b *broadcast) fire() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	close(b.ch)
-	b.ch = make(chan struct{})
+// wait returns a channel closed at the next close of any execution.
+func (w *closeWatch) wait() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.any
+}
+
+// waitFor returns a channel closed when execution id closes, and the
+// release the waiter must call when it stops waiting.
+func (w *closeWatch) waitFor(id uuid.UUID) (<-chan struct{}, func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.runs[id]
+	if !ok {
+		r = &runWaiters{ch: make(chan struct{})}
+		w.runs[id] = r
+	}
+	r.n++
+	return r.ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if r.n--; r.n == 0 && w.runs[id] == r {
+			delete(w.runs, id)
+		}
+	}
+}
+
+// fire wakes the waiters of any close and those of the closed ids.
+func (w *closeWatch) fire(ids ...uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.any)
+	w.any = make(chan struct{})
+	for _, id := range ids {
+		if r, ok := w.runs[id]; ok {
+			close(r.ch)
+			delete(w.runs, id)
+		}
+	}
 }

@@ -148,8 +148,9 @@ func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (
 	defer deadline.Stop()
 	tick := time.NewTicker(e.cfg.PollInterval)
 	defer tick.Stop()
+	closed, release := e.closed.waitFor(id)
+	defer release()
 	for {
-		closed := e.closed.wait()
 		x, err := e.GetExecution(ctx, id)
 		if err != nil || IsTerminal(x.State) {
 			return x, err
@@ -160,6 +161,7 @@ func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (
 		case <-deadline.C:
 			return x, nil
 		case <-closed:
+			closed = nil // closed once: read the run a last time
 		case <-tick.C:
 		}
 	}

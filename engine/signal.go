@@ -141,7 +141,7 @@ func (e *Engine) SignalWithStart(ctx context.Context, req SignalWithStartRequest
 func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartRequest) (SignalWithStartResult, error) {
 	sr := req.Start
 	res := SignalWithStartResult{WorkflowName: sr.WorkflowName, WorkflowID: sr.WorkflowID}
-	closed := false
+	closed, closedID := false, uuid.Nil
 	var moved *MovedError
 	queue := func(b *pgx.Batch) {
 		if sr.Placement != nil {
@@ -170,7 +170,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 			if !sr.AllowTerminate {
 				return ErrTerminateNotAllowed
 			}
-			closed = true
+			closed, closedID = true, prior.ID
 		}
 		// A run is about to be created: the fresh-start checks apply.
 		if err := e.reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
@@ -204,7 +204,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 	}
 	e.nudge(e.wfWake)
 	if closed {
-		e.closed.fire()
+		e.closed.fire(closedID)
 	}
 	return res, nil
 }

@@ -278,7 +278,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 		e.nudge(e.wfWake)
 	}
 	if closed {
-		e.closed.fire()
+		e.closed.fire(prior.ID)
 	}
 	return res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
@@ -48,9 +49,10 @@ func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(co
 // execution's row lock, in one fenced transaction.
 func (e *Engine) runWorkflowTask(ctx context.Context) (bool, error) {
 	found, closedRun, newWork := false, false, false
+	var closedID uuid.UUID
 	began := time.Now()
 	err := e.withTx(ctx, func(tx pgx.Tx) error {
-		ex, attempt, err := claimWorkflowTask(ctx, tx)
+		ex, attempt, dbNow, err := claimWorkflowTask(ctx, tx)
 		if err != nil || ex == nil {
 			return err
 		}
@@ -73,13 +75,14 @@ func (e *Engine) runWorkflowTask(ctx context.Context) (bool, error) {
 		}
 		newWork = len(res.Commands) > 0
 		closedRun = res.Closed
-		return e.applyCommands(ctx, tx, ex, res)
+		closedID = ex.ID
+		return e.applyCommands(ctx, tx, ex, res, dbNow)
 	})
 	if found && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
 	}
 	if closedRun {
-		e.closed.fire()
+		e.closed.fire(closedID)
 	}
 	if newWork {
 		e.nudge(e.actWake)
@@ -88,33 +91,40 @@ func (e *Engine) runWorkflowTask(ctx context.Context) (bool, error) {
 	return found, err
 }
 
-func claimWorkflowTask(ctx context.Context, tx pgx.Tx) (*execRow, int, error) {
+// claimWorkflowTask locks the most overdue workflow task's execution and
+// returns it with its attempt and the database clock.
+func claimWorkflowTask(ctx context.Context, tx pgx.Tx) (*execRow, int, time.Time, error) {
 	ex := &execRow{}
-	var attempt int
+	var (
+		attempt int
+		now     time.Time
+	)
 	err := tx.QueryRow(ctx, `
-		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at, wf_task_attempt
+		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at, wf_task_attempt, now()
 		  FROM harvest_executions
 		 WHERE wf_task_due_at <= now()
 		 ORDER BY wf_task_due_at
 		 LIMIT 1 FOR UPDATE SKIP LOCKED`).
-		Scan(&ex.ID, &ex.WorkflowName, &ex.WorkflowID, &ex.State, &ex.NextEventID, &ex.CreatedAt, &attempt)
+		Scan(&ex.ID, &ex.WorkflowName, &ex.WorkflowID, &ex.State, &ex.NextEventID, &ex.CreatedAt, &attempt, &now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, nil
+		return nil, 0, time.Time{}, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("claim workflow task: %w", err)
+		return nil, 0, time.Time{}, fmt.Errorf("claim workflow task: %w", err)
 	}
-	return ex, attempt, nil
+	return ex, attempt, now, nil
 }
 
 func clearWorkflowTask(ctx context.Context, tx pgx.Tx, ex *execRow) error {
-	_, err := tx.Exec(ctx, `
+	b := &pgx.Batch{}
+	queueClearWorkflowTask(b, ex)
+	return sendBatch(ctx, tx, b)
+}
+
+func queueClearWorkflowTask(b *pgx.Batch, ex *execRow) {
+	b.Queue(`
 		UPDATE harvest_executions SET wf_task_due_at = NULL, wf_task_attempt = 0, last_error = NULL
 		 WHERE execution_id = $1`, ex.ID)
-	if err != nil {
-		return fmt.Errorf("clear workflow task of %s: %w", ex.ID, err)
-	}
-	return nil
 }
 
 // failWorkflowTask records a task failure (non-determinism, panic, unknown
@@ -135,39 +145,40 @@ func (e *Engine) failWorkflowTask(ctx context.Context, tx pgx.Tx, ex *execRow, a
 	return nil
 }
 
-// applyCommands appends the task's commands and creates what they imply:
-// activity tasks, timers, the run's close.
-func (e *Engine) applyCommands(ctx context.Context, tx pgx.Tx, ex *execRow, res harvest.TaskResult) error {
-	var dbNow time.Time
-	if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&dbNow); err != nil {
-		return fmt.Errorf("read clock: %w", err)
-	}
+// applyCommands appends the task's commands and creates what they imply
+// (activity tasks, timers, the run's close), in one round trip.
+func (e *Engine) applyCommands(ctx context.Context, tx pgx.Tx, ex *execRow, res harvest.TaskResult, dbNow time.Time) error {
+	b := &pgx.Batch{}
 	cmds := make([]harvest.Command, len(res.Commands))
 	copy(cmds, res.Commands)
 	for i, c := range cmds {
-		filled, err := e.applyCommand(ctx, tx, ex, c, dbNow)
+		filled, err := queueCommand(b, ex, c, dbNow)
 		if err != nil {
 			return err
 		}
 		cmds[i] = filled
 	}
-	if err := appendEvents(ctx, tx, ex, cmds, false); err != nil {
-		return err
-	}
+	queueAppendEvents(b, ex, cmds, false)
 	if res.Closed {
-		return e.closeFromCommand(ctx, tx, ex, cmds[len(cmds)-1])
+		if err := queueCloseFromCommand(b, ex, cmds[len(cmds)-1]); err != nil {
+			return err
+		}
+	} else {
+		queueClearWorkflowTask(b, ex)
 	}
-	return clearWorkflowTask(ctx, tx, ex)
+	return sendBatch(ctx, tx, b)
 }
 
-func (e *Engine) applyCommand(ctx context.Context, tx pgx.Tx, ex *execRow, c harvest.Command, now time.Time) (harvest.Command, error) {
+// queueCommand queues the row a command creates (activity task, timer)
+// and returns the command as recorded (a timer gets its fire time).
+func queueCommand(b *pgx.Batch, ex *execRow, c harvest.Command, now time.Time) (harvest.Command, error) {
 	switch c.Type {
 	case harvest.EventActivityScheduled:
 		var d harvest.ActivityScheduledData
 		if err := json.Unmarshal(c.Data, &d); err != nil {
 			return c, fmt.Errorf("decode ActivityScheduled: %w", err)
 		}
-		return c, insertActivityTask(ctx, tx, ex, d)
+		return c, queueActivityTask(b, ex, d)
 	case harvest.EventTimerStarted:
 		var d harvest.TimerStartedData
 		if err := json.Unmarshal(c.Data, &d); err != nil {
@@ -175,16 +186,13 @@ func (e *Engine) applyCommand(ctx context.Context, tx pgx.Tx, ex *execRow, c har
 		}
 		fireAt := now.Add(time.Duration(d.DurationMS) * time.Millisecond)
 		d.FireAt = &fireAt
-		if _, err := tx.Exec(ctx, `INSERT INTO harvest_timers (execution_id, timer_id, fire_at) VALUES ($1, $2, $3)`,
-			ex.ID, d.TimerID, fireAt); err != nil {
-			return c, fmt.Errorf("insert timer: %w", translate(err))
-		}
+		b.Queue(`INSERT INTO harvest_timers (execution_id, timer_id, fire_at) VALUES ($1, $2, $3)`, ex.ID, d.TimerID, fireAt)
 		return harvest.NewCommand(c.Type, d), nil
 	}
 	return c, nil
 }
 
-func insertActivityTask(ctx context.Context, tx pgx.Tx, ex *execRow, d harvest.ActivityScheduledData) error {
+func queueActivityTask(b *pgx.Batch, ex *execRow, d harvest.ActivityScheduledData) error {
 	opts, err := json.Marshal(d.Options)
 	if err != nil {
 		return fmt.Errorf("encode activity options: %w", err)
@@ -194,24 +202,22 @@ func insertActivityTask(ctx context.Context, tx pgx.Tx, ex *execRow, d harvest.A
 		ms := d.Options.ScheduleToClose.Milliseconds()
 		closeMS = &ms
 	}
-	_, err = tx.Exec(ctx, `
+	b.Queue(`
 		INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options, close_deadline)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')`,
 		ex.ID, d.ActivityID, d.Name, d.Queue, nullJSON(inputOrNull(d.Input)), d.IdempotencyKey, string(opts), closeMS)
-	if err != nil {
-		return fmt.Errorf("insert activity task: %w", translate(err))
-	}
 	return nil
 }
 
-func (e *Engine) closeFromCommand(ctx context.Context, tx pgx.Tx, ex *execRow, last harvest.Command) error {
+func queueCloseFromCommand(b *pgx.Batch, ex *execRow, last harvest.Command) error {
 	switch last.Type {
 	case harvest.EventWorkflowCompleted:
 		var d harvest.WorkflowCompletedData
 		if err := json.Unmarshal(last.Data, &d); err != nil {
 			return fmt.Errorf("decode WorkflowCompleted: %w", err)
 		}
-		return closeExecution(ctx, tx, ex, StateCompleted, inputOrNull(d.Output), nil)
+		queueCloseExecution(b, ex, StateCompleted, inputOrNull(d.Output), nil)
+		return nil
 	case harvest.EventWorkflowFailed:
 		var d harvest.WorkflowFailedData
 		if err := json.Unmarshal(last.Data, &d); err != nil {
@@ -221,7 +227,8 @@ func (e *Engine) closeFromCommand(ctx context.Context, tx pgx.Tx, ex *execRow, l
 		if err != nil {
 			return fmt.Errorf("encode workflow error: %w", err)
 		}
-		return closeExecution(ctx, tx, ex, StateFailed, nil, info)
+		queueCloseExecution(b, ex, StateFailed, nil, info)
+		return nil
 	}
 	return fmt.Errorf("close run %s: unexpected last command %s", ex.ID, last.Type)
 }
