@@ -14,7 +14,7 @@ const (
 	// IdempotencyWindowDefault is how long a start idempotency key dedups.
 	IdempotencyWindowDefault = 24 * time.Hour
 	// WorkflowWorkersDefault is the number of concurrent workflow tasks.
-	WorkflowWorkersDefault = 4
+	WorkflowWorkersDefault = 16
 	// ActivityWorkersDefault bounds concurrently running activities.
 	ActivityWorkersDefault = 16
 	// PollIntervalDefault is the backstop poll for due tasks and timers.
