@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -54,6 +55,8 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: flagCallbackAllowCIDR, EnvVars: []string{"HARVEST_CALLBACK_ALLOW_CIDR"},
 			Usage: "address range (CIDR, e.g. 10.0.0.0/8) that completion callbacks may reach although it is private, " +
 				"loopback or link-local; repeat it or separate ranges with commas (default: none)"},
+		&cli.StringFlag{Name: flagPprofAddr, EnvVars: []string{"HARVEST_PPROF_ADDR"},
+			Usage: "host:port to serve Go's profiler (/debug/pprof/) on, e.g. 127.0.0.1:6060 (default: off; keep it on loopback)"},
 	}
 }
 
@@ -115,6 +118,13 @@ func serveDemo(c *cli.Context, cfg node.Config) error {
 		return fmt.Errorf("register demo workflows: %w", err)
 	}
 	log := cfg.Logger.With().Str("component", "harvestd").Logger()
+	if addr := c.String(flagPprofAddr); addr != "" {
+		ctx, cancel := context.WithCancel(c.Context)
+		defer cancel()
+		if err := servePprof(ctx, addr, log); err != nil {
+			return err
+		}
+	}
 	return explain(run(c.Context, cfg, reg, log), cfg)
 }
 
