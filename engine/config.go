@@ -15,6 +15,9 @@ const (
 	IdempotencyWindowDefault = 24 * time.Hour
 	// WorkflowWorkersDefault is the number of concurrent workflow tasks.
 	WorkflowWorkersDefault = 16
+	// WorkflowTaskBatchDefault is the most workflow tasks one worker runs
+	// in one transaction.
+	WorkflowTaskBatchDefault = 8
 	// ActivityWorkersDefault bounds concurrently running activities.
 	ActivityWorkersDefault = 16
 	// PollIntervalDefault is the backstop poll for due tasks and timers.
@@ -51,6 +54,9 @@ type Config struct {
 	IdempotencyWindow time.Duration
 	// WorkflowWorkers is the number of concurrent workflow tasks.
 	WorkflowWorkers int
+	// WorkflowTaskBatch is the most due workflow tasks a worker claims
+	// and commits in one transaction (1: one at a time).
+	WorkflowTaskBatch int
 	// ActivityWorkers bounds concurrently running activities.
 	ActivityWorkers int
 	// PollInterval is the backstop poll for due work.
@@ -81,6 +87,7 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, IdempotencyWindowDefault)
 	c.WorkflowWorkers = cmp.Or(c.WorkflowWorkers, WorkflowWorkersDefault)
+	c.WorkflowTaskBatch = cmp.Or(c.WorkflowTaskBatch, WorkflowTaskBatchDefault)
 	c.ActivityWorkers = cmp.Or(c.ActivityWorkers, ActivityWorkersDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, LeaseTTLDefault)
@@ -109,8 +116,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must not be negative", name))
 		}
 	}
-	if c.WorkflowWorkers < 0 || c.ActivityWorkers < 0 || c.SweepBatch < 0 {
-		errs = append(errs, errors.New("worker counts and sweep batch must not be negative"))
+	if c.WorkflowWorkers < 0 || c.ActivityWorkers < 0 || c.SweepBatch < 0 || c.WorkflowTaskBatch < 0 {
+		errs = append(errs, errors.New("worker counts, workflow task batch and sweep batch must not be negative"))
 	}
 	if c.StartBatchMax < 0 || c.StartBatchMax > StartBatchMaxLimit {
 		errs = append(errs, fmt.Errorf("start batch max %d is outside 0..%d", c.StartBatchMax, StartBatchMaxLimit))

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,9 +13,23 @@ import (
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
-// workflowLoop runs due workflow tasks until ctx ends.
+// workflowLoop runs due workflow tasks until ctx ends, up to
+// WorkflowTaskBatch of them per transaction; after a failed transaction
+// it takes one task at a time for a while, so that one task whose writes
+// fail cannot hold others back.
 func (e *Engine) workflowLoop(ctx context.Context) {
-	e.drainLoop(ctx, e.wfWake, e.runWorkflowTask)
+	solo := 0 // steps left that take one task
+	e.drainLoop(ctx, e.wfWake, func(ctx context.Context) (bool, error) {
+		limit := e.cfg.WorkflowTaskBatch
+		if solo > 0 {
+			limit, solo = 1, solo-1
+		}
+		found, err := e.runWorkflowTasks(ctx, limit)
+		if err != nil && limit > 1 {
+			solo = limit
+		}
+		return found, err
+	})
 }
 
 // drainLoop calls step while it finds work, then waits for a nudge or the
@@ -45,80 +58,143 @@ func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(co
 	}
 }
 
-// runWorkflowTask claims one due workflow task and runs it under the
-// execution's row lock, in one fenced transaction.
-func (e *Engine) runWorkflowTask(ctx context.Context) (bool, error) {
-	found, closedRun, newWork := false, false, false
-	var closedID uuid.UUID
+// runWorkflowTasks claims up to limit due workflow tasks and runs them
+// under their executions' row locks, in one fenced transaction: one read
+// of their histories, one round trip for all their writes, one commit.
+func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (bool, error) {
+	var (
+		tasks   []claimedWorkflowTask
+		closed  []uuid.UUID
+		newWork bool
+	)
 	began := time.Now()
 	err := e.withTx(ctx, func(tx pgx.Tx) error {
-		ex, attempt, dbNow, err := claimWorkflowTask(ctx, tx)
-		if err != nil || ex == nil {
+		closed, newWork = closed[:0], false
+		var err error
+		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
 			return err
 		}
-		found = true
-		if IsTerminal(ex.State) {
-			return clearWorkflowTask(ctx, tx, ex)
-		}
-		history, err := loadHistory(ctx, tx, ex, 0, -1)
-		if err != nil {
+		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
-		taskCtx, cancel := context.WithTimeout(ctx, e.cfg.WorkflowTaskTimeout)
-		defer cancel()
-		res, runErr := e.reg.RunWorkflowTask(taskCtx, harvest.WorkflowTask{
-			Info:    harvest.WorkflowInfo{ExecutionID: ex.ID.String(), WorkflowName: ex.WorkflowName, WorkflowID: ex.WorkflowID},
-			History: history,
-		}, e.log.With().Str("execution_id", ex.ID.String()).Logger())
-		if runErr != nil {
-			return e.failWorkflowTask(ctx, tx, ex, attempt, runErr)
+		b := &pgx.Batch{}
+		for _, t := range tasks {
+			res, ran, err := e.runClaimedTask(ctx, b, t)
+			if err != nil {
+				return err
+			}
+			newWork = newWork || (ran && len(res.Commands) > 0)
+			if ran && res.Closed {
+				closed = append(closed, t.ex.ID)
+			}
 		}
-		newWork = len(res.Commands) > 0
-		closedRun = res.Closed
-		closedID = ex.ID
-		return e.applyCommands(ctx, tx, ex, res, dbNow)
+		return sendBatch(ctx, tx, b)
 	})
-	if found && err == nil {
+	if len(tasks) > 0 && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
 	}
-	if closedRun {
-		e.closed.fire(closedID)
+	if err == nil && len(closed) > 0 {
+		e.closed.fire(closed...)
 	}
-	if newWork {
+	if err == nil && newWork {
 		e.nudge(e.actWake)
 		e.nudge(e.tmWake)
 	}
-	return found, err
+	return len(tasks) > 0, err
 }
 
-// claimWorkflowTask locks the most overdue workflow task's execution and
-// returns it with its attempt and the database clock.
-func claimWorkflowTask(ctx context.Context, tx pgx.Tx) (*execRow, int, time.Time, error) {
-	ex := &execRow{}
-	var (
-		attempt int
-		now     time.Time
-	)
-	err := tx.QueryRow(ctx, `
+// claimedWorkflowTask is a locked execution with a due workflow task.
+type claimedWorkflowTask struct {
+	ex      *execRow
+	attempt int
+	dbNow   time.Time
+	history []harvest.Event
+}
+
+// runClaimedTask runs one claimed task and queues its writes on b: its
+// commands, or its failure (the history is left untouched). ran is false
+// when the run was closed already (the task is just cleared) or failed.
+func (e *Engine) runClaimedTask(ctx context.Context, b *pgx.Batch, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
+	if IsTerminal(t.ex.State) {
+		queueClearWorkflowTask(b, t.ex)
+		return harvest.TaskResult{}, false, nil
+	}
+	taskCtx, cancel := context.WithTimeout(ctx, e.cfg.WorkflowTaskTimeout)
+	defer cancel()
+	ex := t.ex
+	res, runErr := e.reg.RunWorkflowTask(taskCtx, harvest.WorkflowTask{
+		Info:    harvest.WorkflowInfo{ExecutionID: ex.ID.String(), WorkflowName: ex.WorkflowName, WorkflowID: ex.WorkflowID},
+		History: t.history,
+	}, e.log.With().Str("execution_id", ex.ID.String()).Logger())
+	if runErr != nil {
+		e.queueFailWorkflowTask(b, ex, t.attempt, runErr)
+		return harvest.TaskResult{}, false, nil
+	}
+	return res, true, e.queueCommands(b, ex, res, t.dbNow)
+}
+
+// claimWorkflowTasks locks up to limit executions with due workflow tasks,
+// most overdue first, with their attempts and the database clock.
+func claimWorkflowTasks(ctx context.Context, tx pgx.Tx, limit int) ([]claimedWorkflowTask, error) {
+	rows, err := tx.Query(ctx, `
 		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at, wf_task_attempt, now()
 		  FROM harvest_executions
 		 WHERE wf_task_due_at <= now()
 		 ORDER BY wf_task_due_at
-		 LIMIT 1 FOR UPDATE SKIP LOCKED`).
-		Scan(&ex.ID, &ex.WorkflowName, &ex.WorkflowID, &ex.State, &ex.NextEventID, &ex.CreatedAt, &attempt, &now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, time.Time{}, nil
-	}
+		 LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
 	if err != nil {
-		return nil, 0, time.Time{}, fmt.Errorf("claim workflow task: %w", err)
+		return nil, fmt.Errorf("claim workflow tasks: %w", err)
 	}
-	return ex, attempt, now, nil
+	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimedWorkflowTask, error) {
+		t := claimedWorkflowTask{ex: &execRow{}}
+		err := row.Scan(&t.ex.ID, &t.ex.WorkflowName, &t.ex.WorkflowID, &t.ex.State, &t.ex.NextEventID, &t.ex.CreatedAt,
+			&t.attempt, &t.dbNow)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim workflow tasks: %w", err)
+	}
+	return tasks, nil
 }
 
-func clearWorkflowTask(ctx context.Context, tx pgx.Tx, ex *execRow) error {
-	b := &pgx.Batch{}
-	queueClearWorkflowTask(b, ex)
-	return sendBatch(ctx, tx, b)
+// loadHistories reads the whole history of every claimed running run in
+// one query.
+func loadHistories(ctx context.Context, tx pgx.Tx, tasks []claimedWorkflowTask) error {
+	index := make(map[uuid.UUID]int, len(tasks))
+	ids := make([]uuid.UUID, 0, len(tasks))
+	for i, t := range tasks {
+		if !IsTerminal(t.ex.State) {
+			index[t.ex.ID] = i
+			ids = append(ids, t.ex.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT execution_id, event_id, event_type, data, created_at FROM harvest_events
+		 WHERE execution_id = ANY($1) ORDER BY execution_id, event_id`, ids)
+	if err != nil {
+		return fmt.Errorf("load histories: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id uuid.UUID
+			ev harvest.Event
+			t  string
+		)
+		if err := rows.Scan(&id, &ev.EventID, &t, &ev.Data, &ev.Timestamp); err != nil {
+			return fmt.Errorf("load histories: %w", err)
+		}
+		ev.Type = harvest.EventType(t)
+		i := index[id]
+		tasks[i].history = append(tasks[i].history, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load histories: %w", err)
+	}
+	return nil
 }
 
 func queueClearWorkflowTask(b *pgx.Batch, ex *execRow) {
@@ -127,28 +203,23 @@ func queueClearWorkflowTask(b *pgx.Batch, ex *execRow) {
 		 WHERE execution_id = $1`, ex.ID)
 }
 
-// failWorkflowTask records a task failure (non-determinism, panic, unknown
-// workflow) on the execution and retries the task with backoff; the
-// history is left untouched.
-func (e *Engine) failWorkflowTask(ctx context.Context, tx pgx.Tx, ex *execRow, attempt int, runErr error) error {
+// queueFailWorkflowTask queues a task failure (non-determinism, panic,
+// unknown workflow) on the execution: the task is retried with backoff;
+// the history is left untouched.
+func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *execRow, attempt int, runErr error) {
 	attempt++
 	delay := harvest.RetryPolicy{InitialInterval: e.cfg.PollInterval, MaxInterval: e.cfg.TaskRetryMax}.Backoff(attempt)
 	e.log.Warn().Err(runErr).Str("execution_id", ex.ID.String()).Int("attempt", attempt).Msg("workflow task failed")
-	_, err := tx.Exec(ctx, `
+	b.Queue(`
 		UPDATE harvest_executions
 		   SET wf_task_attempt = $2, last_error = $3, updated_at = now(),
 		       wf_task_due_at = now() + $4 * interval '1 millisecond'
 		 WHERE execution_id = $1`, ex.ID, attempt, runErr.Error(), delay.Milliseconds())
-	if err != nil {
-		return fmt.Errorf("record workflow task failure of %s: %w", ex.ID, err)
-	}
-	return nil
 }
 
-// applyCommands appends the task's commands and creates what they imply
-// (activity tasks, timers, the run's close), in one round trip.
-func (e *Engine) applyCommands(ctx context.Context, tx pgx.Tx, ex *execRow, res harvest.TaskResult, dbNow time.Time) error {
-	b := &pgx.Batch{}
+// queueCommands queues the task's commands' events and what they imply
+// (activity tasks, timers, the run's close).
+func (e *Engine) queueCommands(b *pgx.Batch, ex *execRow, res harvest.TaskResult, dbNow time.Time) error {
 	cmds := make([]harvest.Command, len(res.Commands))
 	copy(cmds, res.Commands)
 	for i, c := range cmds {
@@ -166,7 +237,7 @@ func (e *Engine) applyCommands(ctx context.Context, tx pgx.Tx, ex *execRow, res 
 	} else {
 		queueClearWorkflowTask(b, ex)
 	}
-	return sendBatch(ctx, tx, b)
+	return nil
 }
 
 // queueCommand queues the row a command creates (activity task, timer)

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+)
+
+func TestWorkflowTaskBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.reg.Register(harvest.NewWorkflow("panics", func(harvest.Context, string) (string, error) {
+		panic("boom")
+	})))
+	// One worker taking up to 8 tasks per transaction; the runs are made
+	// due at the same moment, so that batches hold several of them.
+	e := b.engine(t, func(c *Config) { c.WorkflowWorkers, c.WorkflowTaskBatch = 1, 8 })
+	due := time.Now().Add(500 * time.Millisecond)
+	var runs []uuid.UUID
+	for i := range 20 {
+		res := start(t, e, StartRequest{WorkflowName: "two_calls", IdempotencyKey: fmt.Sprint("batch-", i), StartAt: &due})
+		runs = append(runs, res.ExecutionID)
+	}
+	bad := start(t, e, StartRequest{WorkflowName: "panics", StartAt: &due})
+
+	for _, id := range runs {
+		x := waitClosed(t, e, id)
+		require.Equal(t, StateCompleted, x.State, "run %s", id)
+		require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "ActivityCompleted", "ActivityScheduled",
+			"ActivityCompleted", "WorkflowCompleted"}, eventTypes(t, b.pool, id), "run %s: exact history", id)
+	}
+	var sharing int
+	require.NoError(t, b.pool.QueryRow(ctxT(t), `
+		SELECT count(*) - count(DISTINCT xmin::text) FROM harvest_executions WHERE workflow_name = 'two_calls'`).Scan(&sharing))
+	require.Positive(t, sharing, "some runs were closed by the same transaction")
+
+	eventually(t, "the panicking task recorded as failed, not blocking the batch", func() bool {
+		d, err := e.Describe(ctxT(t), bad.ExecutionID)
+		return err == nil && d.Execution.LastError != ""
+	})
+	d, err := e.Describe(ctxT(t), bad.ExecutionID)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, d.Execution.State)
+	require.Equal(t, []string{"WorkflowStarted"}, eventTypes(t, b.pool, bad.ExecutionID), "a failed task appends nothing")
+}
+
+func TestConfigRejectsNegativeWorkflowTaskBatch(t *testing.T) {
+	t.Parallel()
+	cfg := Config{ShardID: 1, NodeID: "n", WorkflowTaskBatch: -1}
+	require.ErrorContains(t, cfg.withDefaults().Validate(), "workflow task batch")
+}
