@@ -163,6 +163,10 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask) {
 			timeoutType = cause.Error()
 		}
 	}
+	if err == nil {
+		e.recordCompletion(ctx, t, out)
+		return
+	}
 	e.finishActivity(ctx, t, out, err, timeoutType)
 }
 

@@ -34,6 +34,8 @@ type Engine struct {
 	cbWake  chan struct{}
 	cbHTTP  *http.Client
 	starts  atomic.Pointer[startBatcher] // nil: group commit off
+	// completions is the activity completion batcher (nil before Start).
+	completions atomic.Pointer[completionBatcher]
 
 	mu      sync.Mutex
 	running bool
@@ -101,6 +103,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
 	e.runStartBatcher(loopCtx)
+	e.runCompletionBatcher(loopCtx)
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)

@@ -11,6 +11,8 @@ import (
 	"github.com/harvestd/harvest"
 )
 
+// Workflow tasks and activity completions that are due together share
+// transactions, and each run still gets its exact history.
 func TestWorkflowTaskBatches(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -38,6 +40,9 @@ func TestWorkflowTaskBatches(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctxT(t), `
 		SELECT count(*) - count(DISTINCT xmin::text) FROM harvest_executions WHERE workflow_name = 'two_calls'`).Scan(&sharing))
 	require.Positive(t, sharing, "some runs were closed by the same transaction")
+	require.NoError(t, b.pool.QueryRow(ctxT(t), `
+		SELECT count(*) - count(DISTINCT xmin::text) FROM harvest_events WHERE event_type = 'ActivityCompleted'`).Scan(&sharing))
+	require.Positive(t, sharing, "some activity completions were recorded by the same transaction")
 
 	eventually(t, "the panicking task recorded as failed, not blocking the batch", func() bool {
 		d, err := e.Describe(ctxT(t), bad.ExecutionID)

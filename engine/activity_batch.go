@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
+)
+
+// Group commit of activity completions.
+//
+// A successful attempt's completion is handed to the engine's completion
+// batcher, one goroutine that takes whatever completions are queued (up to
+// completionBatchMax, never waiting for more) and records them in one
+// fenced transaction: the executions and tasks locked in one round trip
+// (in id order), every task deleted and every ActivityCompleted appended in
+// another, one commit. Failures, retries and timeouts take the single path
+// (finishActivity), and so does every completion of a batch that fails as
+// a whole.
+
+// completionBatchMax is the most completions one transaction records.
+const completionBatchMax = 128
+
+// completionBatcher is the completion batcher of one Start..Stop.
+type completionBatcher struct {
+	in   chan *completion // unbuffered: a received completion is taken
+	done chan struct{}    // closed when the batcher has exited
+}
+
+// completion is one successful attempt waiting for its batch.
+type completion struct {
+	t   claimedTask
+	out json.RawMessage
+	// recorded answers true when the batch committed (the attempt was
+	// recorded, or was stale and ignored), false to take the single path.
+	recorded chan bool
+}
+
+// runCompletionBatcher starts the completion batcher of this run.
+func (e *Engine) runCompletionBatcher(ctx context.Context) {
+	g := &completionBatcher{in: make(chan *completion), done: make(chan struct{})}
+	e.completions.Store(g)
+	e.spawn(ctx, func(ctx context.Context) { e.batchCompletions(ctx, g) })
+}
+
+// recordCompletion records a successful attempt through the batcher. If
+// the engine stops first nothing is recorded: the next owner reclaims the
+// attempt, as after a crash.
+func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.RawMessage) {
+	g := e.completions.Load()
+	if g == nil {
+		e.finishActivity(ctx, t, out, nil, "")
+		return
+	}
+	c := &completion{t: t, out: out, recorded: make(chan bool, 1)}
+	select {
+	case g.in <- c:
+	case <-ctx.Done():
+		return
+	case <-g.done:
+		return
+	}
+	if !<-c.recorded {
+		e.finishActivity(ctx, t, out, nil, "")
+	}
+}
+
+// batchCompletions is the batcher loop: take what is queued, record it,
+// repeat.
+func (e *Engine) batchCompletions(ctx context.Context, g *completionBatcher) {
+	defer close(g.done)
+	batch := make([]*completion, 0, completionBatchMax)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c := <-g.in:
+			batch = append(batch[:0], c)
+		}
+	fill:
+		for len(batch) < completionBatchMax {
+			select {
+			case c := <-g.in:
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		ok := e.completeBatch(ctx, batch) == nil
+		for _, c := range batch {
+			c.recorded <- ok
+		}
+		clear(batch)
+	}
+}
+
+// completeBatch records the completions in one transaction. Attempts no
+// longer current (reclaimed, or their run closed) are dropped as in
+// finishActivity.
+func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
+	defer cancel()
+	var (
+		execIDs []uuid.UUID
+		taskIDs []int64
+	)
+	for _, c := range batch {
+		execIDs = append(execIDs, c.t.ExecutionID)
+		taskIDs = append(taskIDs, c.t.TaskID)
+	}
+	slices.SortFunc(execIDs, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	execIDs = slices.Compact(execIDs)
+	slices.Sort(taskIDs)
+	exs := make(map[uuid.UUID]*execRow, len(execIDs))
+	attempts := make(map[int64]int, len(taskIDs)) // running tasks' attempts
+	queue := func(b *pgx.Batch) {
+		b.Queue(`
+			SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at
+			  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, execIDs).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					r := &execRow{}
+					if err := rows.Scan(&r.ID, &r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt); err != nil {
+						return err
+					}
+					exs[r.ID] = r
+				}
+				return rows.Err()
+			})
+		b.Queue(`
+			SELECT task_id, attempt FROM harvest_tasks
+			 WHERE task_id = ANY($1) AND status = 'running' ORDER BY task_id FOR UPDATE`, taskIDs).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var (
+						id      int64
+						attempt int
+					)
+					if err := rows.Scan(&id, &attempt); err != nil {
+						return err
+					}
+					attempts[id] = attempt
+				}
+				return rows.Err()
+			})
+	}
+	completed := 0
+	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+		completed = 0
+		b := &pgx.Batch{}
+		for _, c := range batch {
+			ex, running := exs[c.t.ExecutionID], false
+			if attempt, ok := attempts[c.t.TaskID]; ok {
+				running = attempt == c.t.Attempt
+			}
+			if ex == nil || !running {
+				continue // a stale attempt: its successor records the outcome
+			}
+			b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, c.t.TaskID)
+			if IsTerminal(ex.State) {
+				continue
+			}
+			ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
+				ActivityID: c.t.ActivityID, Output: inputOrNull(c.out), Attempt: c.t.Attempt})
+			queueAppendEvents(b, ex, []harvest.Command{ev}, true)
+			completed++
+		}
+		return sendBatch(ctx, tx, b)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Debug().Err(err).Int("completions", len(batch)).Msg("completion batch failed, its completions run alone")
+		}
+		return err
+	}
+	if completed > 0 {
+		metrics.ActivityAttempts.WithLabelValues("completed").Add(float64(completed))
+		e.nudge(e.wfWake)
+	}
+	return nil
+}
