@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/harvestd/harvest"
@@ -11,7 +12,17 @@ const (
 	OnboardingName = "onboarding"
 	OrderName      = "order"
 	ApprovedSignal = "approved"
+	// NoopChainName runs N no-op activities one after another: the
+	// workflow harvestctl bench --activities N measures.
+	NoopChainName = "noop_chain"
+	// NoopChainMax bounds NoopChainInput.Activities.
+	NoopChainMax = 100
 )
+
+// NoopChainInput is the noop_chain workflow's input.
+type NoopChainInput struct {
+	Activities int `json:"activities"`
+}
 
 // OnboardingInput is the onboarding workflow's input.
 type OnboardingInput struct {
@@ -56,6 +67,8 @@ var Approved = harvest.NewSignal[Approval](ApprovedSignal)
 type Demo struct {
 	Services   *Services
 	CreateUser *harvest.Activity[OnboardingInput, OnboardingResult]
+	NoopStep   *harvest.Activity[int, int]
+	NoopChain  *harvest.Workflow[NoopChainInput, int]
 	ChargeCard *harvest.Activity[OrderInput, string]
 	Onboarding *harvest.Workflow[OnboardingInput, OnboardingResult]
 	Order      *harvest.Workflow[OrderInput, OrderResult]
@@ -79,6 +92,10 @@ func New(svc *Services) *Demo {
 		return d.CreateUser.Execute(ctx, in).Get(ctx)
 	})
 	d.Order = harvest.NewWorkflow(OrderName, d.order)
+	d.NoopStep = harvest.NewActivity("noop_step", func(_ *harvest.ActivityContext, i int) (int, error) { return i, nil })
+	d.NoopChain = harvest.NewWorkflow(NoopChainName, d.noopChain).
+		WithInputSchema(fmt.Appendf(nil, `{"type":"object","required":["activities"],`+
+			`"properties":{"activities":{"type":"integer","minimum":0,"maximum":%d}}}`, NoopChainMax))
 	return d
 }
 
@@ -101,9 +118,19 @@ func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
 	return OrderResult{ChargeID: charge, Status: "approved", Approver: approval.By}, nil
 }
 
+// noopChain runs in.Activities no-op activities in sequence.
+func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
+	for i := range in.Activities {
+		if _, err := d.NoopStep.Execute(ctx, i).Get(ctx); err != nil {
+			return i, err
+		}
+	}
+	return in.Activities, nil
+}
+
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
-	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.Onboarding, d.Order}
+	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.Onboarding, d.Order, d.NoopStep, d.NoopChain}
 }
 
 // Register adds the demo definitions to reg.

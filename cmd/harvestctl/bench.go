@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/harvestd/harvest/client"
+	"github.com/harvestd/harvest/demo"
 )
 
 // Modes of "bench --mode".
@@ -57,7 +58,8 @@ func benchCommand() *cli.Command {
    signal  first starts --runs runs of "order" (they wait for "approved"), then sends keyed signals
            named --signal, every key fresh, round-robin over them; the runs are terminated at the end
    e2e     keyed starts of --workflow, each followed until the run completes (GET …/result?wait=30s);
-           the latency is start to completion, a run that does not complete is an error
+           the latency is start to completion, a run that does not complete is an error;
+           --activities N runs the demo workflow noop_chain with N no-op activities instead
 
 Requests are not retried, so latencies are honest; requests go round-robin over the --addr nodes.
 Latency percentiles and throughput count successful operations only. The progress line goes to
@@ -69,6 +71,8 @@ stderr (redrawn on a terminal, once a second otherwise). The exit code is 1 when
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "table or json (default: the global --output)"},
 			&cli.StringFlag{Name: "workflow", Value: benchWorkflowDefault, Usage: "workflow started in start, dedup and e2e modes"},
 			&cli.StringFlag{Name: "input-json", Value: benchInputDefault, Usage: "input of those starts"},
+			&cli.IntFlag{Name: "activities", Usage: "start the demo workflow noop_chain with this many no-op activities " +
+				"instead of --workflow (e2e: workflows with N activities, start to completion)"},
 			&cli.StringFlag{Name: "signal", Value: benchSignalDefault, Usage: "signal name of signal mode"},
 			&cli.IntFlag{Name: "keys", Value: benchKeysDefault, Usage: "keyed runs created, then replayed, by dedup mode"},
 			&cli.IntFlag{Name: "runs", Value: benchRunsDefault, Usage: `"order" runs signal mode spreads its signals over`},
@@ -195,6 +199,16 @@ func benchFlags(c *cli.Context) (*benchConfig, error) {
 		return nil, usagef("--signal: empty")
 	}
 	cfg.input = json.RawMessage(c.String("input-json"))
+	if c.IsSet("activities") {
+		n := c.Int("activities")
+		switch {
+		case c.IsSet("workflow") || c.IsSet("input-json"):
+			return nil, usagef("--activities picks the workflow and its input: drop --workflow and --input-json")
+		case n < 0 || n > demo.NoopChainMax:
+			return nil, usagef("--activities %d: want 0 to %d", n, demo.NoopChainMax)
+		}
+		cfg.workflow, cfg.input = demo.NoopChainName, json.RawMessage(fmt.Sprintf(`{"activities":%d}`, n))
+	}
 	if !json.Valid(cfg.input) {
 		return nil, usagef("--input-json: not valid JSON: %s", cfg.input)
 	}

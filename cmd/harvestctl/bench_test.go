@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,6 +80,23 @@ func TestBenchNodesAndProgress(t *testing.T) {
 	require.Regexp(t, `"elapsed_s": 1\.[5-9]`, r.stdout)
 }
 
+// TestBenchE2EWithActivities runs workflows of three no-op activities to
+// completion: each run's history holds exactly three completions.
+func TestBenchE2EWithActivities(t *testing.T) {
+	b := setup(t)
+	m := b.okJSON(t, "bench", "--mode", "e2e", "--activities", "3", "--count", "10", "--concurrency", "4")
+	require.Equal(t, "noop_chain", m["workflow"])
+	require.EqualValues(t, 10, m["completed"])
+	require.EqualValues(t, 0, m["errors"])
+	var completions, runs int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+		SELECT count(*), count(DISTINCT execution_id) FROM harvest_events WHERE event_type = 'ActivityCompleted'
+		   AND execution_id IN (SELECT execution_id FROM harvest_executions WHERE workflow_name = 'noop_chain')`).
+		Scan(&completions, &runs))
+	require.Equal(t, 10, runs)
+	require.Equal(t, 30, completions)
+}
+
 // TestBenchCountsWrongAnswers counts failed operations (starts of a
 // workflow the server does not know), prints them and exits 1.
 func TestBenchCountsWrongAnswers(t *testing.T) {
@@ -100,6 +118,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "--input-json", "{", "--count", "5"},
 		{"bench", "--output", "yaml", "--count", "5"},
 		{"bench", "extra", "--count", "5"},
+		{"bench", "--activities", "3", "--workflow", "order", "--count", "5"},
+		{"bench", "--activities", "101", "--count", "5"},
 	} {
 		start := time.Now()
 		r := b.ctl(t, args...)

@@ -30,7 +30,8 @@ const orderInput = `{"order_id":"o-1","amount_cents":1250,"customer_id":"c-1","s
 // testBundle is the node harvestctl talks to: one engine + API on its own
 // database, or a node of a raft cluster.
 type testBundle struct {
-	url string // --addr
+	url  string        // --addr
+	pool *pgxpool.Pool // the shard database
 }
 
 func setup(t *testing.T) *testBundle {
@@ -60,7 +61,7 @@ func setupEngine(t *testing.T, config func(*engine.Engine, *pgxpool.Pool) api.Co
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &testBundle{url: hs.URL}
+	return &testBundle{url: hs.URL, pool: pool}
 }
 
 // ctlResult is one run of the CLI.
