@@ -38,15 +38,26 @@ func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, e
 		return SignalResult{}, fmt.Errorf("signal name is empty: %w", ErrInvalidArgument)
 	}
 	res := SignalResult{ExecutionID: req.ExecutionID}
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
-		ex, err := lockExecution(ctx, tx, req.ExecutionID)
-		if err != nil {
-			return err
+	var (
+		ex   *execRow
+		seen bool
+	)
+	// One round trip: fence, lock the run, look the key up; then one for
+	// the ledger row and the event.
+	queue := func(b *pgx.Batch) {
+		queueLockExecution(b, req.ExecutionID, &ex)
+		if req.IdempotencyKey != "" {
+			b.Queue(`SELECT EXISTS (SELECT 1 FROM harvest_signals WHERE execution_id = $1 AND idempotency_key = $2)`,
+				req.ExecutionID, req.IdempotencyKey).QueryRow(func(row pgx.Row) error { return row.Scan(&seen) })
 		}
-		if seen, err := signalKeySeen(ctx, tx, ex.ID, req.IdempotencyKey); err != nil || seen {
-			return err
-		}
-		if IsTerminal(ex.State) {
+	}
+	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+		switch {
+		case ex == nil:
+			return fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)
+		case seen:
+			return nil
+		case IsTerminal(ex.State):
 			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
 		res.Delivered = true
@@ -64,31 +75,17 @@ func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, e
 	return res, nil
 }
 
-func signalKeySeen(ctx context.Context, tx pgx.Tx, id uuid.UUID, key string) (bool, error) {
-	if key == "" {
-		return false, nil
-	}
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM harvest_signals WHERE execution_id = $1 AND idempotency_key = $2`, id, key).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("check signal key: %w", err)
-	}
-	return true, nil
-}
-
-// deliverSignal records the signal in the ledger and appends its event.
+// deliverSignal records the signal in the ledger and appends its event,
+// in one round trip.
 func deliverSignal(ctx context.Context, tx pgx.Tx, ex *execRow, name string, payload json.RawMessage, key string) error {
-	if _, err := tx.Exec(ctx, `
+	b := &pgx.Batch{}
+	b.Queue(`
 		INSERT INTO harvest_signals (execution_id, signal_name, idempotency_key, event_id)
-		VALUES ($1, $2, $3, $4)`, ex.ID, name, nullString(key), ex.NextEventID); err != nil {
-		return fmt.Errorf("record signal: %w", translate(err))
-	}
+		VALUES ($1, $2, $3, $4)`, ex.ID, name, nullString(key), ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: name, Payload: inputOrNull(payload), IdempotencyKey: key})
-	return appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true)
+	queueAppendEvents(b, ex, []harvest.Command{cmd}, true)
+	return sendBatch(ctx, tx, b)
 }
 
 // SignalWithStartRequest signals the run holding a workflow id, starting
