@@ -36,6 +36,8 @@ type Engine struct {
 	starts  atomic.Pointer[startBatcher] // nil: group commit off
 	// completions is the activity completion batcher (nil before Start).
 	completions atomic.Pointer[completionBatcher]
+	// signals is the signal batcher (nil before Start).
+	signals atomic.Pointer[signalBatcher]
 
 	mu      sync.Mutex
 	running bool
@@ -104,6 +106,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.callbackLoop)
 	e.runStartBatcher(loopCtx)
 	e.runCompletionBatcher(loopCtx)
+	e.runSignalBatcher(loopCtx)
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)

@@ -37,6 +37,14 @@ func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, e
 	if req.SignalName == "" {
 		return SignalResult{}, fmt.Errorf("signal name is empty: %w", ErrInvalidArgument)
 	}
+	if err := e.checkOwning(); err != nil {
+		return SignalResult{}, err
+	}
+	return e.groupSignal(ctx, req)
+}
+
+// signalTx delivers one signal in a transaction of its own.
+func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult, error) {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	var (
 		ex   *execRow
@@ -63,16 +71,25 @@ func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, e
 		res.Delivered = true
 		return deliverSignal(ctx, tx, ex, req.SignalName, req.Payload, req.IdempotencyKey)
 	})
+	recordSignal(res, err)
 	if err != nil {
 		return SignalResult{}, err
 	}
 	if res.Delivered {
-		metrics.Signals.WithLabelValues("delivered").Inc()
 		e.nudge(e.wfWake)
-	} else {
-		metrics.Signals.WithLabelValues("deduplicated").Inc()
 	}
 	return res, nil
+}
+
+// recordSignal counts a signal's outcome.
+func recordSignal(res SignalResult, err error) {
+	switch {
+	case err != nil:
+	case res.Delivered:
+		metrics.Signals.WithLabelValues("delivered").Inc()
+	default:
+		metrics.Signals.WithLabelValues("deduplicated").Inc()
+	}
 }
 
 // deliverSignal records the signal in the ledger and appends its event,
