@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -249,3 +250,6 @@ func (w *closeWatch) fire(ids ...uuid.UUID) {
 		}
 	}
 }
+
+// IdempotencyWindow is how long this engine's start keys deduplicate.
+func (e *Engine) IdempotencyWindow() time.Duration { return e.cfg.IdempotencyWindow }

@@ -61,6 +61,22 @@ func (p raftPlacement) Epochs(now time.Time) (uint64, []ring.Catalog) {
 	return cur.Number, cat.WithinWindow(now)
 }
 
+// engineWindow is the idempotency window source of the node's engines:
+// the raft catalog's (0 until it is loaded: engines wait for it), or nil
+// without a raft catalog (the flag's).
+func (n *Node) engineWindow() func() time.Duration {
+	if n.admin == nil {
+		return nil
+	}
+	return func() time.Duration {
+		cat := n.admin.Catalog()
+		if cat.Empty() {
+			return 0
+		}
+		return cat.Settings.Window()
+	}
+}
+
 // startAdmin creates the raft catalog (before gossip, whose metadata
 // carries its address) .
 func (n *Node) startAdmin() error {

@@ -35,6 +35,18 @@ func fastRaft() *raft.Config {
 // initial of the given databases; window is the idempotency window.
 func newRaftCluster(t *testing.T, size, initial int, window time.Duration) *cluster {
 	t.Helper()
+	windows := make([]time.Duration, size)
+	for i := range windows {
+		windows[i] = window
+	}
+	return newRaftClusterWindows(t, initial, windows)
+}
+
+// newRaftClusterWindows is newRaftCluster with each node's own
+// --idempotency-window.
+func newRaftClusterWindows(t *testing.T, initial int, windows []time.Duration) *cluster {
+	t.Helper()
+	size := len(windows)
 	c := &cluster{t: t, dsns: map[uint16]string{}, reg: harvest.NewRegistry(), svc: demo.NewServices(), ttl: 5 * time.Second}
 	require.NoError(t, demo.New(c.svc).Register(c.reg))
 	for s := range uint16(initial) {
@@ -49,7 +61,7 @@ func newRaftCluster(t *testing.T, size, initial int, window time.Duration) *clus
 			NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
 			Gossip:            &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
 			Raft:              &RaftConfig{BindAddr: "127.0.0.1:0", BootstrapExpect: size, DrainCheckInterval: 200 * time.Millisecond, Raft: fastRaft()},
-			IdempotencyWindow: window, PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
+			IdempotencyWindow: windows[i], PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
 		}, c.reg)
 		require.NoError(t, err)
 		require.NoError(t, n.Start(ctxT(t)))
@@ -277,6 +289,26 @@ func otherKeyOn(t *testing.T, name string, cat ring.Catalog, shard uint16, other
 	}
 	t.Fatal("no key found")
 	return ""
+}
+
+// TestEnginesUseTheCatalogWindow: nodes started with different
+// --idempotency-window values all run their engines with the raft
+// catalog's window.
+func TestEnginesUseTheCatalogWindow(t *testing.T) {
+	c := newRaftClusterWindows(t, 3, []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour})
+	want := c.nodes[0].admin.Catalog().Settings.Window()
+	require.Contains(t, []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour}, want, "a seeding node's window")
+	served := 0
+	for _, n := range c.nodes {
+		require.Equal(t, want, n.admin.Catalog().Settings.Window())
+		for _, s := range n.Owned() {
+			e, ok := n.mgr.Engine(s)
+			require.True(t, ok)
+			require.Equal(t, want, e.IdempotencyWindow(), "node %s shard %d", n.NodeID(), s)
+			served++
+		}
+	}
+	require.Equal(t, 3, served, "every shard served once")
 }
 
 func TestDrainSafety(t *testing.T) {

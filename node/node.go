@@ -199,6 +199,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			LeaseTTL:          n.cfg.LeaseTTL,
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
 		},
+		Window: n.engineWindow(),
 		Logger: n.root,
 	}, members{v: n.view, changed: n.shardNudge})
 	if err != nil {

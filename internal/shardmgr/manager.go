@@ -60,7 +60,13 @@ type Config struct {
 	Registry *harvest.Registry
 	// Engine is the template of every engine's config (ShardID, NodeID
 	// and TakeOver are set per shard).
-	Engine            engine.Config
+	Engine engine.Config
+	// Window, when set, gives the idempotency window of each engine
+	// started from then on, overriding Engine.IdempotencyWindow: the raft
+	// catalog's, so that every owner of every shard deduplicates over the
+	// same window. While it returns 0 (the catalog is not loaded yet) no
+	// engine starts.
+	Window            func() time.Duration
 	ReconcileInterval time.Duration
 	RetryInterval     time.Duration
 	Logger            zerolog.Logger
@@ -73,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// errNoWindow: Config.Window has no window yet (the catalog is loading).
+var errNoWindow = errors.New("no idempotency window yet")
 
 // Manager owns the engines of one node.
 type Manager struct {
@@ -287,6 +296,10 @@ func (m *Manager) reconcileShard(ctx context.Context, shard uint16, mine bool) (
 	}
 	started, err := m.startEngine(ctx, shard)
 	if err != nil {
+		if errors.Is(err, errNoWindow) {
+			m.log.Debug().Uint16("shard_id", shard).Msg("waiting for the catalog's idempotency window")
+			return true
+		}
 		if errors.Is(err, engine.ErrLeaseHeld) {
 			m.log.Debug().Uint16("shard_id", shard).Err(err).Msg("wanted shard still leased elsewhere")
 			return true
@@ -318,6 +331,11 @@ func (m *Manager) startEngine(ctx context.Context, shard uint16) (*engine.Engine
 	cfg.ShardID, cfg.NodeID = shard, m.cfg.NodeID
 	cfg.Logger = m.cfg.Logger
 	cfg.TakeOver = m.members.Gone
+	if m.cfg.Window != nil {
+		if cfg.IdempotencyWindow = m.cfg.Window(); cfg.IdempotencyWindow <= 0 {
+			return nil, errNoWindow
+		}
+	}
 	pool, ok := m.pool(shard)
 	if !ok {
 		return nil, fmt.Errorf("shard %d has no database", shard)
