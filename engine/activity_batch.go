@@ -26,12 +26,6 @@ import (
 // completionBatchMax is the most completions one transaction records.
 const completionBatchMax = 128
 
-// completionBatcher is the completion batcher of one Start..Stop.
-type completionBatcher struct {
-	in   chan *completion // unbuffered: a received completion is taken
-	done chan struct{}    // closed when the batcher has exited
-}
-
 // completion is one successful attempt waiting for its batch.
 type completion struct {
 	t   claimedTask
@@ -43,9 +37,16 @@ type completion struct {
 
 // runCompletionBatcher starts the completion batcher of this run.
 func (e *Engine) runCompletionBatcher(ctx context.Context) {
-	g := &completionBatcher{in: make(chan *completion), done: make(chan struct{})}
+	g := newBatcher[*completion](completionBatchMax)
 	e.completions.Store(g)
-	e.spawn(ctx, func(ctx context.Context) { e.batchCompletions(ctx, g) })
+	e.spawn(ctx, func(ctx context.Context) {
+		g.run(ctx, func(batch []*completion) {
+			ok := e.completeBatch(ctx, batch) == nil
+			for _, c := range batch {
+				c.recorded <- ok
+			}
+		})
+	})
 }
 
 // recordCompletion records a successful attempt through the batcher. If
@@ -58,44 +59,11 @@ func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.R
 		return
 	}
 	c := &completion{t: t, out: out, recorded: make(chan bool, 1)}
-	select {
-	case g.in <- c:
-	case <-ctx.Done():
-		return
-	case <-g.done:
+	if g.submit(ctx, c) != nil {
 		return
 	}
 	if !<-c.recorded {
 		e.finishActivity(ctx, t, out, nil, "")
-	}
-}
-
-// batchCompletions is the batcher loop: take what is queued, record it,
-// repeat.
-func (e *Engine) batchCompletions(ctx context.Context, g *completionBatcher) {
-	defer close(g.done)
-	batch := make([]*completion, 0, completionBatchMax)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case c := <-g.in:
-			batch = append(batch[:0], c)
-		}
-	fill:
-		for len(batch) < completionBatchMax {
-			select {
-			case c := <-g.in:
-				batch = append(batch, c)
-			default:
-				break fill
-			}
-		}
-		ok := e.completeBatch(ctx, batch) == nil
-		for _, c := range batch {
-			c.recorded <- ok
-		}
-		clear(batch)
 	}
 }
 
@@ -113,25 +81,11 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 		execIDs = append(execIDs, c.t.ExecutionID)
 		taskIDs = append(taskIDs, c.t.TaskID)
 	}
-	slices.SortFunc(execIDs, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
-	execIDs = slices.Compact(execIDs)
 	slices.Sort(taskIDs)
 	exs := make(map[uuid.UUID]*execRow, len(execIDs))
 	attempts := make(map[int64]int, len(taskIDs)) // running tasks' attempts
 	queue := func(b *pgx.Batch) {
-		b.Queue(`
-			SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at
-			  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, execIDs).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					r := &execRow{}
-					if err := rows.Scan(&r.ID, &r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt); err != nil {
-						return err
-					}
-					exs[r.ID] = r
-				}
-				return rows.Err()
-			})
+		queueLockExecutions(b, execIDs, exs)
 		b.Queue(`
 			SELECT task_id, attempt FROM harvest_tasks
 			 WHERE task_id = ANY($1) AND status = 'running' ORDER BY task_id FOR UPDATE`, taskIDs).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,6 +68,28 @@ func queueLockExecution(b *pgx.Batch, id uuid.UUID, ex **execRow) {
 			}
 			*ex = r
 			return nil
+		})
+}
+
+// queueLockExecutions queues the row locks of the executions ids (in id
+// order, so that two holders never take them crosswise) and fills exs
+// with the ones that exist.
+func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execRow) {
+	ids = slices.Clone(ids)
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	ids = slices.Compact(ids)
+	b.Queue(`
+		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at
+		  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, ids).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				r := &execRow{}
+				if err := rows.Scan(&r.ID, &r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt); err != nil {
+					return err
+				}
+				exs[r.ID] = r
+			}
+			return rows.Err()
 		})
 }
 

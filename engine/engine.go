@@ -34,11 +34,11 @@ type Engine struct {
 	gates   gateCache
 	cbWake  chan struct{}
 	cbHTTP  *http.Client
-	starts  atomic.Pointer[startBatcher] // nil: group commit off
+	starts  atomic.Pointer[batcher[*startCall]] // nil: group commit off
 	// completions is the activity completion batcher (nil before Start).
-	completions atomic.Pointer[completionBatcher]
+	completions atomic.Pointer[batcher[*completion]]
 	// signals is the signal batcher (nil before Start).
-	signals atomic.Pointer[signalBatcher]
+	signals atomic.Pointer[batcher[*signalCall]]
 
 	mu      sync.Mutex
 	running bool

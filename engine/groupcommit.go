@@ -37,13 +37,6 @@ import (
 //     start of a batch that fails as a whole (e.g. a unique violation from a
 //     racing single-path start), except that a lost lease fails them all.
 
-// startBatcher is the start batcher of one Start..Stop of the engine.
-type startBatcher struct {
-	in   chan *startCall // unbuffered: a received call is taken
-	done chan struct{}   // closed when the batcher has exited
-	max  int
-}
-
 // startCall is one start waiting for its batch.
 type startCall struct {
 	req   StartRequest
@@ -65,9 +58,9 @@ func (e *Engine) runStartBatcher(ctx context.Context) {
 		e.starts.Store(nil)
 		return
 	}
-	g := &startBatcher{in: make(chan *startCall), done: make(chan struct{}), max: e.cfg.StartBatchMax}
+	g := newBatcher[*startCall](e.cfg.StartBatchMax)
 	e.starts.Store(g)
-	e.spawn(ctx, func(ctx context.Context) { e.batchStarts(ctx, g) })
+	e.spawn(ctx, func(ctx context.Context) { g.run(ctx, func(calls []*startCall) { e.answerStarts(ctx, calls) }) })
 }
 
 // groupStart runs a prepared start through the batcher, or alone when
@@ -78,16 +71,12 @@ func (e *Engine) groupStart(ctx context.Context, req StartRequest) (StartResult,
 	if g == nil {
 		return e.startSingle(ctx, req)
 	}
-	if err := ctx.Err(); err != nil {
-		return StartResult{}, err
-	}
 	c := &startCall{req: req, reply: make(chan startReply, 1)}
-	select {
-	case g.in <- c:
-	case <-ctx.Done():
-		return StartResult{}, ctx.Err()
-	case <-g.done:
-		return e.startSingle(ctx, req) // stopped: the single path says so
+	switch err := g.submit(ctx, c); {
+	case errors.Is(err, errBatcherStopped):
+		return e.startSingle(ctx, req) // the single path says why
+	case err != nil:
+		return StartResult{}, err
 	}
 	return e.settle(ctx, req, <-c.reply)
 }
@@ -100,36 +89,14 @@ func (e *Engine) settle(ctx context.Context, req StartRequest, r startReply) (St
 	return r.res, r.err
 }
 
-// batchStarts is the batcher loop: take what is queued, commit it, repeat.
-func (e *Engine) batchStarts(ctx context.Context, g *startBatcher) {
-	defer close(g.done)
-	calls := make([]*startCall, 0, g.max)
-	reqs := make([]StartRequest, 0, g.max)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case c := <-g.in:
-			calls = append(calls[:0], c)
-		}
-	fill:
-		for len(calls) < g.max {
-			select {
-			case c := <-g.in:
-				calls = append(calls, c)
-			default:
-				break fill
-			}
-		}
-		reqs = reqs[:0]
-		for _, c := range calls {
-			reqs = append(reqs, c.req)
-		}
-		for i, r := range e.startBatch(ctx, reqs) {
-			calls[i].reply <- r
-		}
-		clear(calls)
-		clear(reqs)
+// answerStarts commits one group of starts and answers each caller.
+func (e *Engine) answerStarts(ctx context.Context, calls []*startCall) {
+	reqs := make([]StartRequest, len(calls))
+	for i, c := range calls {
+		reqs[i] = c.req
+	}
+	for i, r := range e.startBatch(ctx, reqs) {
+		calls[i].reply <- r
 	}
 }
 

@@ -265,7 +265,7 @@ func TestGroupCommit(t *testing.T) {
 	t.Run("CallerCancelledBeforeTheBatchTakesItGetsCtxErr", func(t *testing.T) {
 		t.Parallel()
 		b, e := gcSetup(t)
-		stalled := &startBatcher{in: make(chan *startCall), done: make(chan struct{}), max: 8}
+		stalled := newBatcher[*startCall](8) // never run: nothing takes a start
 		e.starts.Store(stalled)
 		ctx, cancel := context.WithCancel(context.Background())
 		checked := make(chan struct{})

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -27,12 +27,6 @@ import (
 // signalBatchMax is the most signals one transaction delivers.
 const signalBatchMax = 128
 
-// signalBatcher is the signal batcher of one Start..Stop.
-type signalBatcher struct {
-	in   chan *signalCall // unbuffered: a received call is taken
-	done chan struct{}    // closed when the batcher has exited
-}
-
 // signalCall is one signal waiting for its batch.
 type signalCall struct {
 	req   SignalRequest
@@ -48,9 +42,15 @@ type signalReply struct {
 
 // runSignalBatcher starts the signal batcher of this run of the engine.
 func (e *Engine) runSignalBatcher(ctx context.Context) {
-	g := &signalBatcher{in: make(chan *signalCall), done: make(chan struct{})}
+	g := newBatcher[*signalCall](signalBatchMax)
 	e.signals.Store(g)
-	e.spawn(ctx, func(ctx context.Context) { e.batchSignals(ctx, g) })
+	e.spawn(ctx, func(ctx context.Context) {
+		g.run(ctx, func(calls []*signalCall) {
+			for i, r := range e.signalBatch(ctx, calls) {
+				calls[i].reply <- r
+			}
+		})
+	})
 }
 
 // groupSignal runs a signal through the batcher (alone when there is
@@ -62,45 +62,17 @@ func (e *Engine) groupSignal(ctx context.Context, req SignalRequest) (SignalResu
 		return e.signalTx(ctx, req)
 	}
 	c := &signalCall{req: req, reply: make(chan signalReply, 1)}
-	select {
-	case g.in <- c:
-	case <-ctx.Done():
-		return SignalResult{}, ctx.Err()
-	case <-g.done:
-		return e.signalTx(ctx, req) // stopped: the single path says so
+	switch err := g.submit(ctx, c); {
+	case errors.Is(err, errBatcherStopped):
+		return e.signalTx(ctx, req) // the single path says why
+	case err != nil:
+		return SignalResult{}, err
 	}
 	r := <-c.reply
 	if r.single {
 		return e.signalTx(ctx, req)
 	}
 	return r.res, r.err
-}
-
-// batchSignals is the batcher loop: take what is queued, commit it, repeat.
-func (e *Engine) batchSignals(ctx context.Context, g *signalBatcher) {
-	defer close(g.done)
-	calls := make([]*signalCall, 0, signalBatchMax)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case c := <-g.in:
-			calls = append(calls[:0], c)
-		}
-	fill:
-		for len(calls) < signalBatchMax {
-			select {
-			case c := <-g.in:
-				calls = append(calls, c)
-			default:
-				break fill
-			}
-		}
-		for i, r := range e.signalBatch(ctx, calls) {
-			calls[i].reply <- r
-		}
-		clear(calls)
-	}
 }
 
 type execKey struct {
@@ -128,22 +100,8 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 			keyIDs, keys = append(keyIDs, c.req.ExecutionID), append(keys, c.req.IdempotencyKey)
 		}
 	}
-	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
-	ids = slices.Compact(ids)
 	queue := func(b *pgx.Batch) {
-		b.Queue(`
-			SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at
-			  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, ids).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					r := &execRow{}
-					if err := rows.Scan(&r.ID, &r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt); err != nil {
-						return err
-					}
-					exs[r.ID] = r
-				}
-				return rows.Err()
-			})
+		queueLockExecutions(b, ids, exs)
 		if len(keys) == 0 {
 			return
 		}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+// errBatcherStopped: the batcher's engine run ended before it took the
+// request; the caller takes its single path, which reports the stop.
+var errBatcherStopped = errors.New("batcher stopped")
+
+// batcher is the group-commit mechanism shared by starts, signals and
+// activity completions: concurrent callers hand their requests to one
+// goroutine that takes whatever is queued (up to max, never waiting for
+// more), handles the group in one transaction and answers each request;
+// while one group commits, the next queues up.
+type batcher[T any] struct {
+	in   chan T        // unbuffered: a received request is taken
+	done chan struct{} // closed when run has returned
+	max  int
+}
+
+func newBatcher[T any](max int) *batcher[T] {
+	return &batcher[T]{in: make(chan T), done: make(chan struct{}), max: max}
+}
+
+// submit hands x to the batcher. It fails with ctx's error when ctx ends
+// first, or errBatcherStopped when the batcher has exited; once it returns
+// nil, handle owns x and answers it.
+func (g *batcher[T]) submit(ctx context.Context, x T) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case g.in <- x:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.done:
+		return errBatcherStopped
+	}
+}
+
+// run takes what is queued, calls handle with it, and repeats until ctx
+// ends. handle must answer every request of its group.
+func (g *batcher[T]) run(ctx context.Context, handle func([]T)) {
+	defer close(g.done)
+	group := make([]T, 0, g.max)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case x := <-g.in:
+			group = append(group[:0], x)
+		}
+	fill:
+		for len(group) < g.max {
+			select {
+			case x := <-g.in:
+				group = append(group, x)
+			default:
+				break fill
+			}
+		}
+		handle(group)
+		clear(group)
+	}
+}
