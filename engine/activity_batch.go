@@ -106,7 +106,8 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 	completed := 0
 	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
 		completed = 0
-		b := &pgx.Batch{}
+		b, w := &pgx.Batch{}, newWriteSet()
+		var done []int64
 		for _, c := range batch {
 			ex, running := exs[c.t.ExecutionID], false
 			if attempt, ok := attempts[c.t.TaskID]; ok {
@@ -115,15 +116,19 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 			if ex == nil || !running {
 				continue // a stale attempt: its successor records the outcome
 			}
-			b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, c.t.TaskID)
+			done = append(done, c.t.TaskID)
 			if IsTerminal(ex.State) {
 				continue
 			}
 			ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
 				ActivityID: c.t.ActivityID, Output: inputOrNull(c.out), Attempt: c.t.Attempt})
-			queueAppendEvents(b, ex, []harvest.Command{ev}, true)
+			w.appendEvents(ex, []harvest.Command{ev}, true)
 			completed++
 		}
+		if len(done) > 0 {
+			b.Queue(`DELETE FROM harvest_tasks WHERE task_id = ANY($1)`, done)
+		}
+		w.queue(b)
 		return sendBatch(ctx, tx, b)
 	})
 	if err != nil {

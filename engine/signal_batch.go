@@ -121,12 +121,14 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 			})
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
+		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
 		delivered = false
 		for i, c := range calls {
-			replies[i] = e.queueSignal(b, c.req, exs, seen)
+			replies[i] = queueSignal(w, ledger, c.req, exs, seen)
 			delivered = delivered || replies[i].res.Delivered
 		}
+		ledger.queue(b)
+		w.queue(b)
 		return sendBatch(ctx, tx, b)
 	})
 	if err != nil {
@@ -144,9 +146,10 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 	return replies
 }
 
-// queueSignal decides one signal of a batch and queues its writes; seen
-// gains its key, so that a repeat later in the batch is a duplicate.
-func (e *Engine) queueSignal(b *pgx.Batch, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[execKey]bool) signalReply {
+// queueSignal decides one signal of a batch and adds its writes to w and
+// ledger; seen gains its key, so that a repeat later in the batch is a
+// duplicate.
+func queueSignal(w *writeSet, ledger *signalRows, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[execKey]bool) signalReply {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	ex := exs[req.ExecutionID]
 	k := execKey{req.ExecutionID, req.IdempotencyKey}
@@ -161,12 +164,41 @@ func (e *Engine) queueSignal(b *pgx.Batch, req SignalRequest, exs map[uuid.UUID]
 	if req.IdempotencyKey != "" {
 		seen[k] = true
 	}
-	b.Queue(`
-		INSERT INTO harvest_signals (execution_id, signal_name, idempotency_key, event_id)
-		VALUES ($1, $2, $3, $4)`, ex.ID, req.SignalName, nullString(req.IdempotencyKey), ex.NextEventID)
+	ledger.add(ex, req)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: req.SignalName, Payload: inputOrNull(req.Payload), IdempotencyKey: req.IdempotencyKey})
-	queueAppendEvents(b, ex, []harvest.Command{cmd}, true)
+	w.appendEvents(ex, []harvest.Command{cmd}, true)
 	res.Delivered = true
 	return signalReply{res: res}
+}
+
+// signalRows are the signal ledger rows of a batch, inserted in one
+// statement.
+type signalRows struct {
+	ids      []uuid.UUID
+	names    []string
+	keys     []*string
+	eventIDs []int64
+}
+
+// add records req's ledger row; its event is ex's next one.
+func (r *signalRows) add(ex *execRow, req SignalRequest) {
+	r.ids = append(r.ids, ex.ID)
+	r.names = append(r.names, req.SignalName)
+	var key *string
+	if req.IdempotencyKey != "" {
+		key = &req.IdempotencyKey
+	}
+	r.keys = append(r.keys, key)
+	r.eventIDs = append(r.eventIDs, ex.NextEventID)
+}
+
+func (r *signalRows) queue(b *pgx.Batch) {
+	if len(r.ids) == 0 {
+		return
+	}
+	b.Queue(`
+		INSERT INTO harvest_signals (execution_id, signal_name, idempotency_key, event_id)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[])`,
+		r.ids, r.names, r.keys, r.eventIDs)
 }

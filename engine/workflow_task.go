@@ -32,8 +32,9 @@ func (e *Engine) workflowLoop(ctx context.Context) {
 	})
 }
 
-// drainLoop calls step while it finds work, then waits for a nudge or the
-// poll tick. Found work nudges the channel again so idle peers join in.
+// drainLoop calls step while it finds more work, then waits for a nudge or
+// the poll tick. More work nudges the channel again so an idle peer joins
+// in.
 func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(context.Context) (bool, error)) {
 	t := time.NewTicker(e.cfg.PollInterval)
 	defer t.Stop()
@@ -61,15 +62,16 @@ func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(co
 // runWorkflowTasks claims up to limit due workflow tasks and runs them
 // under their executions' row locks, in one fenced transaction: one read
 // of their histories, one round trip for all their writes, one commit.
-func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (bool, error) {
+// more says it found a full batch: more tasks may be due.
+func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, err error) {
 	var (
-		tasks   []claimedWorkflowTask
-		closed  []uuid.UUID
-		newWork bool
+		tasks           []claimedWorkflowTask
+		closed          []uuid.UUID
+		actWork, tmWork bool
 	)
 	began := time.Now()
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
-		closed, newWork = closed[:0], false
+	err = e.withTx(ctx, func(tx pgx.Tx) error {
+		closed = closed[:0]
 		var err error
 		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
 			return err
@@ -77,17 +79,18 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (bool, error) 
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
-		b := &pgx.Batch{}
+		b, w := &pgx.Batch{}, newWriteSet()
 		for _, t := range tasks {
-			res, ran, err := e.runClaimedTask(ctx, b, t)
+			res, ran, err := e.runClaimedTask(ctx, b, w, t)
 			if err != nil {
 				return err
 			}
-			newWork = newWork || (ran && len(res.Commands) > 0)
 			if ran && res.Closed {
 				closed = append(closed, t.ex.ID)
 			}
 		}
+		w.queue(b)
+		actWork, tmWork = len(w.tasks.ids) > 0, len(w.timers.ids) > 0
 		return sendBatch(ctx, tx, b)
 	})
 	if len(tasks) > 0 && err == nil {
@@ -96,11 +99,13 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (bool, error) 
 	if err == nil && len(closed) > 0 {
 		e.closed.fire(closed...)
 	}
-	if err == nil && newWork {
+	if err == nil && actWork {
 		e.nudge(e.actWake)
+	}
+	if err == nil && tmWork {
 		e.nudge(e.tmWake)
 	}
-	return len(tasks) > 0, err
+	return len(tasks) == limit, err
 }
 
 // claimedWorkflowTask is a locked execution with a due workflow task.
@@ -111,12 +116,13 @@ type claimedWorkflowTask struct {
 	history []harvest.Event
 }
 
-// runClaimedTask runs one claimed task and queues its writes on b: its
-// commands, or its failure (the history is left untouched). ran is false
-// when the run was closed already (the task is just cleared) or failed.
-func (e *Engine) runClaimedTask(ctx context.Context, b *pgx.Batch, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
+// runClaimedTask runs one claimed task and adds its writes to w (its
+// commands) or b (its failure; the history is left untouched). ran is
+// false when the run was closed already (the task is just cleared) or
+// failed.
+func (e *Engine) runClaimedTask(ctx context.Context, b *pgx.Batch, w *writeSet, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
 	if IsTerminal(t.ex.State) {
-		queueClearWorkflowTask(b, t.ex)
+		w.clearWorkflowTask(t.ex)
 		return harvest.TaskResult{}, false, nil
 	}
 	taskCtx, cancel := context.WithTimeout(ctx, e.cfg.WorkflowTaskTimeout)
@@ -130,7 +136,7 @@ func (e *Engine) runClaimedTask(ctx context.Context, b *pgx.Batch, t claimedWork
 		e.queueFailWorkflowTask(b, ex, t.attempt, runErr)
 		return harvest.TaskResult{}, false, nil
 	}
-	return res, true, e.queueCommands(b, ex, res, t.dbNow)
+	return res, true, queueCommands(w, ex, res, t.dbNow)
 }
 
 // claimWorkflowTasks locks up to limit executions with due workflow tasks,
@@ -197,12 +203,6 @@ func loadHistories(ctx context.Context, tx pgx.Tx, tasks []claimedWorkflowTask) 
 	return nil
 }
 
-func queueClearWorkflowTask(b *pgx.Batch, ex *execRow) {
-	b.Queue(`
-		UPDATE harvest_executions SET wf_task_due_at = NULL, wf_task_attempt = 0, last_error = NULL
-		 WHERE execution_id = $1`, ex.ID)
-}
-
 // queueFailWorkflowTask queues a task failure (non-determinism, panic,
 // unknown workflow) on the execution: the task is retried with backoff;
 // the history is left untouched.
@@ -217,39 +217,36 @@ func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *execRow, attempt int, r
 		 WHERE execution_id = $1`, ex.ID, attempt, runErr.Error(), delay.Milliseconds())
 }
 
-// queueCommands queues the task's commands' events and what they imply
-// (activity tasks, timers, the run's close).
-func (e *Engine) queueCommands(b *pgx.Batch, ex *execRow, res harvest.TaskResult, dbNow time.Time) error {
+// queueCommands adds the task's commands' events to w, and what they
+// imply (activity tasks, timers, the run's close).
+func queueCommands(w *writeSet, ex *execRow, res harvest.TaskResult, dbNow time.Time) error {
 	cmds := make([]harvest.Command, len(res.Commands))
 	copy(cmds, res.Commands)
 	for i, c := range cmds {
-		filled, err := queueCommand(b, ex, c, dbNow)
+		filled, err := queueCommand(w, ex, c, dbNow)
 		if err != nil {
 			return err
 		}
 		cmds[i] = filled
 	}
-	queueAppendEvents(b, ex, cmds, false)
+	w.appendEvents(ex, cmds, false)
 	if res.Closed {
-		if err := queueCloseFromCommand(b, ex, cmds[len(cmds)-1]); err != nil {
-			return err
-		}
-	} else {
-		queueClearWorkflowTask(b, ex)
+		return queueCloseFromCommand(w, ex, cmds[len(cmds)-1])
 	}
+	w.clearWorkflowTask(ex)
 	return nil
 }
 
-// queueCommand queues the row a command creates (activity task, timer)
+// queueCommand adds the row a command creates (activity task, timer) to w
 // and returns the command as recorded (a timer gets its fire time).
-func queueCommand(b *pgx.Batch, ex *execRow, c harvest.Command, now time.Time) (harvest.Command, error) {
+func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time) (harvest.Command, error) {
 	switch c.Type {
 	case harvest.EventActivityScheduled:
 		var d harvest.ActivityScheduledData
 		if err := json.Unmarshal(c.Data, &d); err != nil {
 			return c, fmt.Errorf("decode ActivityScheduled: %w", err)
 		}
-		return c, queueActivityTask(b, ex, d)
+		return c, queueActivityTask(w, ex, d)
 	case harvest.EventTimerStarted:
 		var d harvest.TimerStartedData
 		if err := json.Unmarshal(c.Data, &d); err != nil {
@@ -257,13 +254,13 @@ func queueCommand(b *pgx.Batch, ex *execRow, c harvest.Command, now time.Time) (
 		}
 		fireAt := now.Add(time.Duration(d.DurationMS) * time.Millisecond)
 		d.FireAt = &fireAt
-		b.Queue(`INSERT INTO harvest_timers (execution_id, timer_id, fire_at) VALUES ($1, $2, $3)`, ex.ID, d.TimerID, fireAt)
+		w.addTimer(ex, d.TimerID, fireAt)
 		return harvest.NewCommand(c.Type, d), nil
 	}
 	return c, nil
 }
 
-func queueActivityTask(b *pgx.Batch, ex *execRow, d harvest.ActivityScheduledData) error {
+func queueActivityTask(w *writeSet, ex *execRow, d harvest.ActivityScheduledData) error {
 	opts, err := json.Marshal(d.Options)
 	if err != nil {
 		return fmt.Errorf("encode activity options: %w", err)
@@ -273,21 +270,18 @@ func queueActivityTask(b *pgx.Batch, ex *execRow, d harvest.ActivityScheduledDat
 		ms := d.Options.ScheduleToClose.Milliseconds()
 		closeMS = &ms
 	}
-	b.Queue(`
-		INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options, close_deadline)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')`,
-		ex.ID, d.ActivityID, d.Name, d.Queue, nullJSON(inputOrNull(d.Input)), d.IdempotencyKey, string(opts), closeMS)
+	w.addActivityTask(ex, d, string(opts), closeMS)
 	return nil
 }
 
-func queueCloseFromCommand(b *pgx.Batch, ex *execRow, last harvest.Command) error {
+func queueCloseFromCommand(w *writeSet, ex *execRow, last harvest.Command) error {
 	switch last.Type {
 	case harvest.EventWorkflowCompleted:
 		var d harvest.WorkflowCompletedData
 		if err := json.Unmarshal(last.Data, &d); err != nil {
 			return fmt.Errorf("decode WorkflowCompleted: %w", err)
 		}
-		queueCloseExecution(b, ex, StateCompleted, inputOrNull(d.Output), nil)
+		w.closeExecution(ex, StateCompleted, inputOrNull(d.Output), nil)
 		return nil
 	case harvest.EventWorkflowFailed:
 		var d harvest.WorkflowFailedData
@@ -298,7 +292,7 @@ func queueCloseFromCommand(b *pgx.Batch, ex *execRow, last harvest.Command) erro
 		if err != nil {
 			return fmt.Errorf("encode workflow error: %w", err)
 		}
-		queueCloseExecution(b, ex, StateFailed, nil, info)
+		w.closeExecution(ex, StateFailed, nil, info)
 		return nil
 	}
 	return fmt.Errorf("close run %s: unexpected last command %s", ex.ID, last.Type)

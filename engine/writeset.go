@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// writeSet gathers the writes of many locked executions so that a batch
+// (workflow tasks, activity completions, signals) sends them as a handful
+// of multi-row statements instead of several statements per execution:
+// every appended event in one INSERT, one UPDATE of all the executions
+// (each execution once, whatever was done to it), one INSERT each of the
+// activity tasks and timers the commands create, and what closing runs
+// clears. The executions must be locked by the caller's transaction.
+type writeSet struct {
+	events eventRows
+	execs  []*execUpdate
+	byID   map[uuid.UUID]*execUpdate
+	tasks  activityRows
+	timers timerRows
+	closed []uuid.UUID
+}
+
+// execUpdate is what the batch does to one execution.
+type execUpdate struct {
+	id   uuid.UUID
+	next int64 // next_event_id after the batch's appends
+	// appended says events were appended (updated_at moves).
+	appended bool
+	// wake makes a workflow task due now (unless one is due sooner);
+	// clear retires the workflow task that ran. clear wins.
+	wake, clear bool
+	// close seals the run with state, output and error.
+	close       bool
+	state       string
+	output      json.RawMessage
+	errInfo     json.RawMessage
+	releaseSlot bool
+}
+
+type eventRows struct {
+	ids   []uuid.UUID
+	nums  []int64
+	types []string
+	data  []string
+}
+
+type activityRows struct {
+	ids                                   []uuid.UUID
+	activityIDs, names, queues, keys, opts []string
+	inputs                                []*string
+	closeMS                               []*int64
+}
+
+type timerRows struct {
+	ids      []uuid.UUID
+	timerIDs []string
+	fireAt   []time.Time
+}
+
+func newWriteSet() *writeSet {
+	return &writeSet{byID: make(map[uuid.UUID]*execUpdate)}
+}
+
+// exec is ex's update, created on first use.
+func (w *writeSet) exec(ex *execRow) *execUpdate {
+	u, ok := w.byID[ex.ID]
+	if !ok {
+		u = &execUpdate{id: ex.ID, next: ex.NextEventID}
+		w.byID[ex.ID] = u
+		w.execs = append(w.execs, u)
+	}
+	return u
+}
+
+// appendEvents appends cmds after ex's last event and advances
+// ex.NextEventID; wake makes a workflow task due now.
+func (w *writeSet) appendEvents(ex *execRow, cmds []harvest.Command, wake bool) {
+	u := w.exec(ex)
+	for _, c := range cmds {
+		w.events.ids = append(w.events.ids, ex.ID)
+		w.events.nums = append(w.events.nums, ex.NextEventID)
+		w.events.types = append(w.events.types, string(c.Type))
+		w.events.data = append(w.events.data, string(c.Data))
+		ex.NextEventID++
+	}
+	u.next = ex.NextEventID
+	u.appended = u.appended || len(cmds) > 0
+	u.wake = u.wake || wake
+}
+
+// clearWorkflowTask retires the workflow task that ran on ex.
+func (w *writeSet) clearWorkflowTask(ex *execRow) {
+	w.exec(ex).clear = true
+}
+
+// closeExecution seals ex: state, result, no more tasks, timers or
+// pending callbacks.
+func (w *writeSet) closeExecution(ex *execRow, state string, output, errInfo json.RawMessage) {
+	u := w.exec(ex)
+	u.close, u.state, u.output, u.errInfo = true, state, output, errInfo
+	u.releaseSlot = state == StateTerminated || state == StateContinuedAsNew
+	w.closed = append(w.closed, ex.ID)
+	ex.State = state
+}
+
+// addActivityTask queues the activity task a command schedules.
+func (w *writeSet) addActivityTask(ex *execRow, d harvest.ActivityScheduledData, options string, closeMS *int64) {
+	t := &w.tasks
+	t.ids = append(t.ids, ex.ID)
+	t.activityIDs = append(t.activityIDs, d.ActivityID)
+	t.names = append(t.names, d.Name)
+	t.queues = append(t.queues, d.Queue)
+	t.inputs = append(t.inputs, jsonText(inputOrNull(d.Input)))
+	t.keys = append(t.keys, d.IdempotencyKey)
+	t.opts = append(t.opts, options)
+	t.closeMS = append(t.closeMS, closeMS)
+}
+
+// addTimer queues a durable timer of ex.
+func (w *writeSet) addTimer(ex *execRow, timerID string, fireAt time.Time) {
+	w.timers.ids = append(w.timers.ids, ex.ID)
+	w.timers.timerIDs = append(w.timers.timerIDs, timerID)
+	w.timers.fireAt = append(w.timers.fireAt, fireAt)
+}
+
+// queue queues the set's statements on b (none when it is empty).
+func (w *writeSet) queue(b *pgx.Batch) {
+	w.queueEvents(b)
+	w.queueExecutions(b)
+	w.queueActivityTasks(b)
+	if len(w.timers.ids) > 0 {
+		b.Queue(`
+			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
+			SELECT * FROM unnest($1::uuid[], $2::text[], $3::timestamptz[])`,
+			w.timers.ids, w.timers.timerIDs, w.timers.fireAt)
+	}
+	w.queueCloses(b)
+}
+
+func (w *writeSet) queueEvents(b *pgx.Batch) {
+	if len(w.events.ids) == 0 {
+		return
+	}
+	b.Queue(`
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
+		SELECT id, n, t, d::jsonb FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
+		w.events.ids, w.events.nums, w.events.types, w.events.data)
+}
+
+// queueExecutions queues one UPDATE of every execution of the set.
+func (w *writeSet) queueExecutions(b *pgx.Batch) {
+	if len(w.execs) == 0 {
+		return
+	}
+	n := len(w.execs)
+	var (
+		ids                           = make([]uuid.UUID, n)
+		next                          = make([]int64, n)
+		appended, wake, clear, closes = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
+		release                       = make([]bool, n)
+		states                        = make([]*string, n)
+		outputs, errs                 = make([]*string, n), make([]*string, n)
+	)
+	for i, u := range w.execs {
+		ids[i], next[i], appended[i], wake[i], clear[i], closes[i], release[i] =
+			u.id, u.next, u.appended, u.wake, u.clear || u.close, u.close, u.releaseSlot
+		if u.close {
+			states[i], outputs[i], errs[i] = &u.state, jsonText(u.output), jsonText(u.errInfo)
+		}
+	}
+	b.Queue(`
+		UPDATE harvest_executions x
+		   SET next_event_id   = u.next,
+		       updated_at      = CASE WHEN u.appended OR u.closes THEN now() ELSE x.updated_at END,
+		       state           = coalesce(u.state, x.state),
+		       output          = CASE WHEN u.closes THEN u.output::jsonb ELSE x.output END,
+		       error           = CASE WHEN u.closes THEN u.err::jsonb ELSE x.error END,
+		       completed_at    = CASE WHEN u.closes THEN now() ELSE x.completed_at END,
+		       wf_task_due_at  = CASE WHEN u.clear THEN NULL
+		                              WHEN u.wake THEN least(coalesce(x.wf_task_due_at, now()), now())
+		                              ELSE x.wf_task_due_at END,
+		       wf_task_attempt = CASE WHEN u.clear THEN 0 ELSE x.wf_task_attempt END,
+		       last_error      = CASE WHEN u.clear THEN NULL ELSE x.last_error END,
+		       holds_slot      = x.holds_slot AND NOT u.release
+		  FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bool[],
+		              $8::text[], $9::text[], $10::text[]) AS u(id, next, appended, wake, clear, closes, release, state, output, err)
+		 WHERE x.execution_id = u.id`,
+		ids, next, appended, wake, clear, closes, release, states, outputs, errs)
+}
+
+func (w *writeSet) queueActivityTasks(b *pgx.Batch) {
+	t := &w.tasks
+	if len(t.ids) == 0 {
+		return
+	}
+	b.Queue(`
+		INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options, close_deadline)
+		SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + c * interval '1 millisecond'
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
+		       AS u(id, a, n, q, i, k, o, c)`,
+		t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS)
+}
+
+// queueCloses clears what the closed runs leave behind: activity tasks,
+// timers, and pending completion callbacks become due.
+func (w *writeSet) queueCloses(b *pgx.Batch) {
+	if len(w.closed) == 0 {
+		return
+	}
+	b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = ANY($1)`, w.closed)
+	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = ANY($1)`, w.closed)
+	b.Queue(`
+		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
+		 WHERE execution_id = ANY($1) AND status = 'pending'`, w.closed)
+}
+
+func jsonText(b json.RawMessage) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
