@@ -29,6 +29,10 @@ const (
 	// port (Port < 0); the socket directory is private, so it cannot clash.
 	unixOnlyPort = 5432
 
+	// autovacuumNaptime is how often autovacuum visits each database
+	// (PostgreSQL's default is one minute).
+	autovacuumNaptime = "5s"
+
 	// maxSocketPath keeps the socket path (directory plus "/.s.PGSQL.NNNNN")
 	// below the kernel's sun_path limit of 108 bytes, with a margin.
 	maxSocketPath = 100

@@ -258,6 +258,9 @@ func (s *Server) serverArgs() []string {
 		"-p", strconv.Itoa(s.port),
 		"-c", "listen_addresses=" + listen,
 		"-c", "max_connections=" + strconv.Itoa(s.cfg.MaxConnections),
+		// A fresh shard's tables grow from nothing: analysing them soon
+		// replaces the sequential-scan plans cached while they were tiny.
+		"-c", "autovacuum_naptime=" + autovacuumNaptime,
 	}
 	if !s.cfg.Fsync {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
