@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/harvestd/harvest/internal/pgserver"
+	"github.com/harvestd/harvest/internal/pguuid"
 	"github.com/harvestd/harvest/migrations"
 )
 
@@ -256,7 +257,12 @@ func NewEmptyDB(t testing.TB) string {
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	dsn := NewDB(t)
-	pool, err := pgxpool.New(context.Background(), dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: parse dsn: %v", err)
+	}
+	cfg.AfterConnect = pguuid.AfterConnect // as the node's pools
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("pgtest: open pool: %v", err)
 	}
