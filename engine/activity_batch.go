@@ -40,7 +40,7 @@ func (e *Engine) runCompletionBatcher(ctx context.Context) {
 	g := newBatcher[*completion](completionBatchMax)
 	e.completions.Store(g)
 	e.spawn(ctx, func(ctx context.Context) {
-		g.run(ctx, func(batch []*completion) {
+		g.run(ctx, 1, func(batch []*completion) {
 			ok := e.completeBatch(ctx, batch) == nil
 			for _, c := range batch {
 				c.recorded <- ok

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 )
 
 // errBatcherStopped: the batcher's engine run ended before it took the
@@ -42,9 +43,23 @@ func (g *batcher[T]) submit(ctx context.Context, x T) error {
 }
 
 // run takes what is queued, calls handle with it, and repeats until ctx
-// ends. handle must answer every request of its group.
-func (g *batcher[T]) run(ctx context.Context, handle func([]T)) {
+// ends. handle must answer every request of its group. With n > 1, n
+// loops take groups side by side (each with its own handle call), so that
+// a group need not wait for the one in flight.
+func (g *batcher[T]) run(ctx context.Context, n int, handle func([]T)) {
 	defer close(g.done)
+	var wg sync.WaitGroup
+	for range max(n, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.loop(ctx, handle)
+		}()
+	}
+	wg.Wait()
+}
+
+func (g *batcher[T]) loop(ctx context.Context, handle func([]T)) {
 	group := make([]T, 0, g.max)
 	for {
 		select {

@@ -35,6 +35,8 @@ type Engine struct {
 	cbWake  chan struct{}
 	cbHTTP  *http.Client
 	starts  atomic.Pointer[batcher[*startCall]] // nil: group commit off
+	// probes is the replay probe batcher (nil: probes run alone).
+	probes atomic.Pointer[batcher[*probeCall]]
 	// completions is the activity completion batcher (nil before Start).
 	completions atomic.Pointer[batcher[*completion]]
 	// signals is the signal batcher (nil before Start).
@@ -106,6 +108,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
 	e.runStartBatcher(loopCtx)
+	e.runProbeBatcher(loopCtx)
 	e.runCompletionBatcher(loopCtx)
 	e.runSignalBatcher(loopCtx)
 	e.nudge(e.wfWake)

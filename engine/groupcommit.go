@@ -60,7 +60,7 @@ func (e *Engine) runStartBatcher(ctx context.Context) {
 	}
 	g := newBatcher[*startCall](e.cfg.StartBatchMax)
 	e.starts.Store(g)
-	e.spawn(ctx, func(ctx context.Context) { g.run(ctx, func(calls []*startCall) { e.answerStarts(ctx, calls) }) })
+	e.spawn(ctx, func(ctx context.Context) { g.run(ctx, 1, func(calls []*startCall) { e.answerStarts(ctx, calls) }) })
 }
 
 // groupStart runs a prepared start through the batcher, or alone when

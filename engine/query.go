@@ -252,6 +252,8 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
 	if q.Ascending {
 		cmpOp, order = ">", "ASC"
 	}
+	// The simple protocol plans the query for these arguments: which
+	// filters are set decides which index serves it (see internal/pgpool).
 	rows, err := e.pool.Query(ctx, `
 		SELECT `+executionColumns+` FROM harvest_executions
 		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR state = ANY($1))
@@ -259,7 +261,7 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
 		   AND ($3 = '' OR workflow_id = $3)
 		   AND ($4::timestamptz IS NULL OR (created_at, execution_id) `+cmpOp+` ($4, $5::uuid))
 		 ORDER BY created_at `+order+`, execution_id `+order+`
-		 LIMIT $6`, q.States, q.WorkflowName, q.WorkflowID, curT, curID, size+1)
+		 LIMIT $6`, pgx.QueryExecModeSimpleProtocol, q.States, q.WorkflowName, q.WorkflowID, curT, curID, size+1)
 	if err != nil {
 		return ListPage{}, fmt.Errorf("list executions: %w", err)
 	}

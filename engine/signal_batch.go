@@ -45,7 +45,7 @@ func (e *Engine) runSignalBatcher(ctx context.Context) {
 	g := newBatcher[*signalCall](signalBatchMax)
 	e.signals.Store(g)
 	e.spawn(ctx, func(ctx context.Context) {
-		g.run(ctx, func(calls []*signalCall) {
+		g.run(ctx, 1, func(calls []*signalCall) {
 			for i, r := range e.signalBatch(ctx, calls) {
 				calls[i].reply <- r
 			}

@@ -72,7 +72,7 @@ type StartResult struct {
 // LookupStartKey is the read-only replay probe: the run a live claim of
 // (name, key) points to. ok is false when the key is unclaimed or expired.
 func (e *Engine) LookupStartKey(ctx context.Context, name, key string) (StartResult, bool, error) {
-	res, err := lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+	res, err := e.lookupStartKey(ctx, name, key)
 	if errors.Is(err, ErrNotFound) {
 		return StartResult{}, false, nil
 	}

@@ -51,10 +51,10 @@ type eventRows struct {
 }
 
 type activityRows struct {
-	ids                                   []uuid.UUID
+	ids                                    []uuid.UUID
 	activityIDs, names, queues, keys, opts []string
-	inputs                                []*string
-	closeMS                               []*int64
+	inputs                                 []*string
+	closeMS                                []*int64
 }
 
 type timerRows struct {

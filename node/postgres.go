@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/harvestd/harvest/internal/pgpool"
 	"github.com/harvestd/harvest/internal/pgserver"
-	"github.com/harvestd/harvest/internal/pguuid"
 	"github.com/harvestd/harvest/migrations"
 )
 
@@ -73,7 +73,7 @@ func openPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = max(cfg.MaxConns, poolMaxConnsDefault)
 	}
-	cfg.AfterConnect = pguuid.AfterConnect
+	pgpool.Configure(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres pool: %w", err)

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/harvestd/harvest/internal/pgpool"
 	"github.com/harvestd/harvest/internal/pgserver"
-	"github.com/harvestd/harvest/internal/pguuid"
 	"github.com/harvestd/harvest/migrations"
 )
 
@@ -261,7 +261,7 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("pgtest: parse dsn: %v", err)
 	}
-	cfg.AfterConnect = pguuid.AfterConnect // as the node's pools
+	pgpool.Configure(cfg) // as the node's pools
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("pgtest: open pool: %v", err)

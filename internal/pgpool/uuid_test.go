@@ -1,4 +1,4 @@
-package pguuid_test
+package pgpool_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest/internal/pgpool"
 	"github.com/harvestd/harvest/internal/pgtest"
-	"github.com/harvestd/harvest/internal/pguuid"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -23,11 +23,11 @@ func setup(t *testing.T) *pgx.Conn {
 	conn, err := pgx.ConnectConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	pguuid.Register(conn.TypeMap())
+	pgpool.RegisterUUID(conn.TypeMap())
 	return conn
 }
 
-func TestRegister(t *testing.T) {
+func TestRegisterUUID(t *testing.T) {
 	ctx := context.Background()
 	conn := setup(t)
 	a, b := uuid.New(), uuid.New()

@@ -1,5 +1,7 @@
-// Package pguuid teaches pgx to encode and scan github.com/google/uuid's
-// UUID as PostgreSQL uuid directly.
+package pgpool
+
+// uuid.UUID support: pgx encodes and scans github.com/google/uuid's UUID
+// as PostgreSQL uuid directly.
 //
 // Without it pgx takes uuid.UUID through database/sql's Valuer and
 // Scanner: every value becomes its 36-character text form and is parsed
@@ -7,28 +9,17 @@
 // encode plan (an error built with fmt.Errorf) before that fallback is
 // found. The engine's multi-row statements pass arrays of ids on every
 // batch, which made this a visible share of a node's CPU.
-package pguuid
 
 import (
-	"context"
-
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Register makes m encode uuid.UUID values and scan into *uuid.UUID with
+// RegisterUUID makes m encode uuid.UUID values and scan into *uuid.UUID with
 // pgx's own uuid codec.
-func Register(m *pgtype.Map) {
+func RegisterUUID(m *pgtype.Map) {
 	m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{tryWrapEncode}, m.TryWrapEncodePlanFuncs...)
 	m.TryWrapScanPlanFuncs = append([]pgtype.TryWrapScanPlanFunc{tryWrapScan}, m.TryWrapScanPlanFuncs...)
-}
-
-// AfterConnect is a pgxpool AfterConnect hook that calls Register on
-// every new connection's type map.
-func AfterConnect(_ context.Context, conn *pgx.Conn) error {
-	Register(conn.TypeMap())
-	return nil
 }
 
 // value is a uuid.UUID as pgx's UUIDValuer.

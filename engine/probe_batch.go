@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Batched replay probes.
+//
+// Every keyed start first looks its key up (the read-only replay probe:
+// a dedup hit is answered from it, without a write). Concurrent probes of
+// a shard are handed to a batcher whose loops each take whatever probes
+// are queued and look them all up in one read-only statement, so that a
+// busy shard runs one lookup per group instead of one per request. A
+// group whose statement fails sends each of its probes through the single
+// lookup, which reports the error. The probe batcher runs when group
+// commit does (StartBatchMax > 1).
+
+const (
+	// probeBatchMax is the most probes one lookup carries.
+	probeBatchMax = 256
+	// probeLoops is how many lookups may be in flight at once.
+	probeLoops = 2
+)
+
+// probeCall is one replay probe waiting for its group.
+type probeCall struct {
+	name, key string
+	reply     chan probeReply // buffered: a loop never blocks on it
+}
+
+type probeReply struct {
+	res   StartResult
+	found bool
+	// single sends the probe through the single lookup.
+	single bool
+}
+
+// runProbeBatcher starts the probe batcher of this run of the engine.
+func (e *Engine) runProbeBatcher(ctx context.Context) {
+	if e.cfg.StartBatchMax <= 1 {
+		e.probes.Store(nil)
+		return
+	}
+	g := newBatcher[*probeCall](probeBatchMax)
+	e.probes.Store(g)
+	e.spawn(ctx, func(ctx context.Context) {
+		g.run(ctx, probeLoops, func(calls []*probeCall) { e.answerProbes(ctx, calls) })
+	})
+}
+
+// lookupStartKey runs the replay probe through the batcher, or alone when
+// the batcher is off or stopped.
+func (e *Engine) lookupStartKey(ctx context.Context, name, key string) (StartResult, error) {
+	g := e.probes.Load()
+	if g == nil {
+		return lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+	}
+	c := &probeCall{name: name, key: key, reply: make(chan probeReply, 1)}
+	switch err := g.submit(ctx, c); {
+	case errors.Is(err, errBatcherStopped):
+		return lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+	case err != nil:
+		return StartResult{}, err
+	}
+	r := <-c.reply
+	switch {
+	case r.single:
+		return lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+	case !r.found:
+		return StartResult{}, ErrNotFound
+	}
+	return r.res, nil
+}
+
+// answerProbes looks up a group of probes in one statement and answers
+// each.
+func (e *Engine) answerProbes(ctx context.Context, calls []*probeCall) {
+	found, err := e.probeGroup(ctx, calls)
+	for i, c := range calls {
+		if err != nil {
+			c.reply <- probeReply{single: true}
+			continue
+		}
+		res, ok := found[i]
+		c.reply <- probeReply{res: res, found: ok}
+	}
+}
+
+func (e *Engine) probeGroup(ctx context.Context, calls []*probeCall) (map[int]StartResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
+	defer cancel()
+	names, keys := make([]string, len(calls)), make([]string, len(calls))
+	for i, c := range calls {
+		names[i], keys[i] = c.name, c.key
+	}
+	rows, err := e.pool.Query(ctx, `
+		SELECT r.i, c.execution_id, e.workflow_id, e.state
+		  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(n, k, i)
+		  JOIN harvest_start_idempotency c ON c.workflow_name = r.n AND c.idempotency_key = r.k
+		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
+		 WHERE c.created_at >= now() - $3 * interval '1 millisecond'`,
+		names, keys, e.cfg.IdempotencyWindow.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[int]StartResult, len(calls))
+	var (
+		i           int64
+		id          uuid.UUID
+		wfID, state *string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&i, &id, &wfID, &state}, func() error {
+		c := calls[i-1]
+		found[int(i-1)] = StartResult{ExecutionID: id, WorkflowName: c.name, WorkflowID: deref(wfID),
+			State: deref(state), Deduplicated: true}
+		return nil
+	})
+	return found, err
+}

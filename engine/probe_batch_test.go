@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestProbeBatch(t *testing.T) {
+	t.Parallel()
+
+	t.Run("MixedGroupAnswersEachProbe", func(t *testing.T) {
+		t.Parallel()
+		b, e := gcSetup(t)
+		live := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "live"})
+		other := start(t, e, StartRequest{WorkflowName: "noop", IdempotencyKey: "live"})
+		start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
+		_, err := b.pool.Exec(context.Background(), `
+			UPDATE harvest_start_idempotency SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'old'`)
+		require.NoError(t, err)
+
+		calls := []*probeCall{
+			{name: "block", key: "live"},
+			{name: "block", key: "never"},
+			{name: "noop", key: "live"},
+			{name: "block", key: "old"}, // expired: not a replay
+			{name: "block", key: "live"},
+		}
+		for _, c := range calls {
+			c.reply = make(chan probeReply, 1)
+		}
+		e.answerProbes(ctxT(t), calls)
+		got := make([]probeReply, len(calls))
+		for i, c := range calls {
+			got[i] = <-c.reply
+			require.False(t, got[i].single, "probe %d", i)
+		}
+		require.True(t, got[0].found)
+		require.Equal(t, live.ExecutionID, got[0].res.ExecutionID)
+		require.Equal(t, live.WorkflowID, got[0].res.WorkflowID)
+		require.Equal(t, "block", got[0].res.WorkflowName)
+		require.True(t, got[0].res.Deduplicated)
+		require.False(t, got[1].found)
+		require.True(t, got[2].found)
+		require.Equal(t, other.ExecutionID, got[2].res.ExecutionID, "the key is per workflow name")
+		require.False(t, got[3].found)
+		require.Equal(t, got[0].res, got[4].res)
+	})
+
+	t.Run("FailedGroupSendsEachProbeAlone", func(t *testing.T) {
+		t.Parallel()
+		_, e := gcSetup(t)
+		calls := []*probeCall{{name: "block", key: "a", reply: make(chan probeReply, 1)}}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.answerProbes(ctx, calls)
+		require.True(t, (<-calls[0].reply).single)
+	})
+
+	t.Run("ConcurrentProbesThroughTheBatcher", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		e := b.engine(t)
+		require.NotNil(t, e.probes.Load(), "the probe batcher runs with group commit")
+		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k"})
+		const n = 64
+		type answer struct {
+			res StartResult
+			ok  bool
+			err error
+		}
+		answers := make(chan answer, n)
+		gate := make(chan struct{})
+		for i := range n {
+			go func() {
+				<-gate
+				key := "k"
+				if i%2 == 1 {
+					key = "missing"
+				}
+				res, ok, err := e.LookupStartKey(context.Background(), "block", key)
+				answers <- answer{res, ok, err}
+			}()
+		}
+		close(gate)
+		hits := 0
+		for range n {
+			a := <-answers
+			require.NoError(t, a.err)
+			if a.ok {
+				hits++
+				require.Equal(t, started.ExecutionID, a.res.ExecutionID)
+			}
+		}
+		require.Equal(t, n/2, hits)
+	})
+}
