@@ -107,6 +107,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.timerLoop)
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
+	e.spawn(loopCtx, e.analyzeLoop)
 	e.runStartBatcher(loopCtx)
 	e.runProbeBatcher(loopCtx)
 	e.runCompletionBatcher(loopCtx)

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Planner statistics of a young shard.
+//
+// The engine's statements are prepared once per connection and planned
+// once (generic plans, see internal/pgpool). A plan made while a table
+// was nearly empty reads it sequentially, and stays until the table is
+// analysed; autovacuum analyses a table only after 10 % of it changed and
+// visits each database once a minute by default, so a fresh shard would
+// run its first minute on such plans. While a hot table is small (under
+// analyzeYoungRows rows at its last analysis), the shard owner analyses
+// it itself whenever it has changed by more rows than it had, which
+// replaces the cached plans within seconds of every doubling.
+
+const (
+	// analyzeInterval is how often the owner checks its young tables.
+	analyzeInterval = 2 * time.Second
+	// analyzeYoungRows: tables larger than this are left to autovacuum.
+	analyzeYoungRows = 1_000_000
+	// analyzeMinChanges is the fewest changed rows worth an analysis.
+	analyzeMinChanges = 200
+)
+
+// analyzedTables are the tables the engine's hot statements read.
+var analyzedTables = []string{
+	"harvest_executions", "harvest_events", "harvest_start_idempotency",
+	"harvest_tasks", "harvest_signals", "harvest_timers",
+}
+
+// analyzeLoop analyses young tables that have doubled, until ctx ends or
+// an analysis is refused (then autovacuum alone keeps the statistics).
+func (e *Engine) analyzeLoop(ctx context.Context) {
+	t := time.NewTicker(analyzeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := e.analyzeYoungTables(ctx); err != nil {
+			if ctx.Err() == nil {
+				e.log.Info().Err(err).Msg("young table analysis off")
+			}
+			return
+		}
+	}
+}
+
+// analyzeYoungTables runs ANALYZE on the hot tables that are young and
+// have changed by more rows than they had when last analysed.
+func (e *Engine) analyzeYoungTables(ctx context.Context) error {
+	rows, err := e.pool.Query(ctx, `
+		SELECT t FROM unnest($1::text[]) AS t
+		  JOIN pg_stat_user_tables s ON s.relid = to_regclass(t)
+		  JOIN pg_class c ON c.oid = s.relid
+		 WHERE pg_has_role(c.relowner, 'USAGE') -- ANALYZE skips others' tables
+		   AND greatest(c.reltuples, 0) < $2
+		   AND s.n_mod_since_analyze > greatest(c.reltuples, $3)`,
+		analyzedTables, analyzeYoungRows, analyzeMinChanges)
+	if err != nil {
+		return err
+	}
+	due, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	names := make([]string, len(due))
+	for i, t := range due {
+		names[i] = pgx.Identifier{t}.Sanitize()
+	}
+	if _, err := e.pool.Exec(ctx, "ANALYZE "+strings.Join(names, ", ")); err != nil {
+		return err
+	}
+	e.log.Debug().Strs("tables", due).Msg("young tables analysed")
+	return nil
+}

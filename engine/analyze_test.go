@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAnalyzeYoungTables(t *testing.T) {
+	t.Parallel()
+
+	t.Run("GrownTableIsAnalysedByTheOwner", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		e := b.engine(t)
+		for i := range 300 {
+			start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: fmt.Sprintf("k%d", i)})
+		}
+		// last_analyze is set by ANALYZE commands only (autovacuum sets
+		// last_autoanalyze).
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var analysed bool
+			require.NoError(t, b.pool.QueryRow(context.Background(), `
+				SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'harvest_executions'`).Scan(&analysed))
+			if analysed {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "harvest_executions was not analysed")
+			require.NoError(t, e.analyzeYoungTables(context.Background()))
+			time.Sleep(100 * time.Millisecond)
+		}
+		var tuples float64
+		require.NoError(t, b.pool.QueryRow(context.Background(),
+			`SELECT reltuples FROM pg_class WHERE oid = 'harvest_executions'::regclass`).Scan(&tuples))
+		require.GreaterOrEqual(t, tuples, 200.0)
+	})
+
+	t.Run("UnchangedTableIsLeftAlone", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		e := b.engine(t)
+		require.NoError(t, e.analyzeYoungTables(context.Background()))
+		var analysed bool
+		require.NoError(t, b.pool.QueryRow(context.Background(), `
+			SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'harvest_executions'`).Scan(&analysed))
+		require.False(t, analysed)
+	})
+}
