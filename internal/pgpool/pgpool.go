@@ -2,7 +2,8 @@
 // every pool a node (or a test) opens on a shard goes through Configure.
 //
 //   - uuid.UUID is encoded and scanned by pgx's own uuid codec (see
-//     RegisterUUID).
+//     RegisterUUID), and json and jsonb scan into json.RawMessage without
+//     json.Unmarshal (see RegisterRawJSON).
 //   - plan_cache_mode is force_generic_plan unless the DSN sets it. The
 //     engine's statements are fixed, and its multi-row ones take their rows
 //     as arrays (unnest): PostgreSQL's default mode compares each execution
@@ -33,5 +34,6 @@ func Configure(cfg *pgxpool.Config) {
 
 func afterConnect(_ context.Context, conn *pgx.Conn) error {
 	RegisterUUID(conn.TypeMap())
+	RegisterRawJSON(conn.TypeMap())
 	return nil
 }

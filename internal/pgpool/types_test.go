@@ -2,6 +2,7 @@ package pgpool_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -76,3 +77,25 @@ func TestRegisterUUID(t *testing.T) {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+func TestRegisterRawJSON(t *testing.T) {
+	ctx := context.Background()
+	conn := setup(t)
+	pgpool.RegisterRawJSON(conn.TypeMap())
+	for _, typ := range []string{"json", "jsonb"} {
+		t.Run(typ, func(t *testing.T) {
+			var got json.RawMessage
+			require.NoError(t, conn.QueryRow(ctx, `SELECT '{"a": [1, "x"]}'::`+typ).Scan(&got))
+			require.JSONEq(t, `{"a": [1, "x"]}`, string(got))
+			require.NoError(t, conn.QueryRow(ctx, `SELECT 'null'::`+typ).Scan(&got))
+			require.Equal(t, "null", string(got))
+			require.NoError(t, conn.QueryRow(ctx, `SELECT NULL::`+typ).Scan(&got))
+			require.Nil(t, got)
+			var m map[string]any // other targets still decode
+			require.NoError(t, conn.QueryRow(ctx, `SELECT '{"b": 2}'::`+typ).Scan(&m))
+			require.Equal(t, map[string]any{"b": 2.0}, m)
+		})
+	}
+	plan := conn.TypeMap().PlanScan(pgtype.JSONBOID, pgtype.BinaryFormatCode, new(json.RawMessage))
+	require.NotContains(t, fmt.Sprintf("%T", plan), "Unmarshal", "json.RawMessage still goes through json.Unmarshal")
+}
