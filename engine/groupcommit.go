@@ -227,10 +227,15 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 			})
 	}
 	if len(wids) > 0 {
+		// Lateral lookups with LIMIT: one index probe per id (see
+		// probeGroup), never a hash join over every run.
 		b.Queue(`
 			SELECT x.workflow_name, x.workflow_id
 			  FROM unnest($1::text[], $2::text[]) AS r(n, w)
-			  JOIN harvest_executions x ON x.workflow_name = r.n AND x.workflow_id = r.w AND x.holds_slot`,
+			 CROSS JOIN LATERAL (
+			       SELECT workflow_name, workflow_id FROM harvest_executions
+			        WHERE workflow_name = r.n AND workflow_id = r.w AND holds_slot
+			        LIMIT 1) x`,
 			wnames, wids).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -349,11 +354,15 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) 
 	if len(look.keys) > 0 {
 		found := make(map[int]bool, len(look.keys))
 		b.Queue(`
-			SELECT r.n, r.k, c.execution_id, e.workflow_id, e.state
+			SELECT r.n, r.k, c.execution_id, c.workflow_id, c.state
 			  FROM unnest($1::text[], $2::text[]) AS r(n, k)
-			  JOIN harvest_start_idempotency c ON c.workflow_name = r.n AND c.idempotency_key = r.k
-			  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
-			 WHERE c.created_at >= now() - $3 * interval '1 millisecond'`,
+			 CROSS JOIN LATERAL (
+			       SELECT c.execution_id, e.workflow_id, e.state
+			         FROM harvest_start_idempotency c
+			         LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
+			        WHERE c.workflow_name = r.n AND c.idempotency_key = r.k
+			          AND c.created_at >= now() - $3 * interval '1 millisecond'
+			        LIMIT 1) c`,
 			look.names, look.keys, window.Milliseconds()).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
