@@ -60,9 +60,10 @@ func (e *Engine) activityLoop(ctx context.Context) {
 	defer wg.Wait()
 	t := time.NewTicker(e.cfg.PollInterval)
 	defer t.Stop()
+	reclaim := true // running tasks left by a lost lease or an old owner: first pass, then each tick
 	for {
 		if free := cap(slots) - len(slots); free > 0 {
-			tasks, err := e.claimActivities(ctx, free)
+			tasks, err := e.claimActivities(ctx, free, reclaim)
 			if err != nil && ctx.Err() == nil {
 				e.log.Warn().Err(err).Msg("claim activities failed")
 			}
@@ -79,25 +80,47 @@ func (e *Engine) activityLoop(ctx context.Context) {
 				continue
 			}
 		}
+		reclaim = false
 		select {
 		case <-ctx.Done():
 			return
 		case <-e.actWake:
 		case <-t.C:
+			reclaim = true
 		}
 	}
 }
 
-func (e *Engine) claimActivities(ctx context.Context, limit int) ([]claimedTask, error) {
+// Due activity tasks, in scheduled order. The poll after a nudge reads the
+// pending tasks' partial index only, in index order; running tasks whose
+// lease expired or whose claim is older than this owner's epoch are
+// reclaimed by the first poll and the ticker's. harvest_tasks is a queue:
+// between vacuums it holds few live rows among many dead ones, which the
+// planner takes for a tiny table to scan whole, so the polls forbid that.
+const (
+	claimDueSQL = `
+		SELECT task_id FROM harvest_tasks
+		 WHERE status = 'pending' AND scheduled_at <= now()
+		 ORDER BY scheduled_at
+		 LIMIT $2 FOR UPDATE SKIP LOCKED`
+	claimDueOrReclaimSQL = `
+		SELECT task_id FROM harvest_tasks
+		 WHERE (status = 'pending' AND scheduled_at <= now())
+		    OR (status = 'running' AND (locked_until < now() OR claim_epoch < $1))
+		 ORDER BY scheduled_at
+		 LIMIT $2 FOR UPDATE SKIP LOCKED`
+)
+
+func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) ([]claimedTask, error) {
 	var tasks []claimedTask
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
+	due := claimDueSQL
+	if reclaim {
+		due = claimDueOrReclaimSQL
+	}
+	noSeqScan := func(b *pgx.Batch) { b.Queue(`SET LOCAL enable_seqscan = off`) }
+	err := e.withFencedBatch(ctx, noSeqScan, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			WITH c AS (
-				SELECT task_id FROM harvest_tasks
-				 WHERE (status = 'pending' AND scheduled_at <= now())
-				    OR (status = 'running' AND (locked_until < now() OR claim_epoch < $1))
-				 ORDER BY scheduled_at
-				 LIMIT $2 FOR UPDATE SKIP LOCKED)
+			WITH c AS (`+due+`)
 			UPDATE harvest_tasks t
 			   SET status = 'running', attempt = t.attempt + 1, claim_epoch = $1,
 			       locked_until = now() + ((t.options->>'start_to_close_ms')::bigint + $3) * interval '1 millisecond'

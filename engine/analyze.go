@@ -29,10 +29,12 @@ const (
 	analyzeMinChanges = 200
 )
 
-// analyzedTables are the tables the engine's hot statements read.
+// analyzedTables are the growing tables the engine's hot statements read.
+// The queues (activity tasks, timers) stay small and churn: analysing
+// them on every change would never end, and their polls avoid
+// sequential scans themselves (claimActivities).
 var analyzedTables = []string{
-	"harvest_executions", "harvest_events", "harvest_start_idempotency",
-	"harvest_tasks", "harvest_signals", "harvest_timers",
+	"harvest_executions", "harvest_events", "harvest_start_idempotency", "harvest_signals",
 }
 
 // analyzeLoop analyses young tables that have doubled, until ctx ends or
