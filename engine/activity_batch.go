@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -15,16 +16,26 @@ import (
 // Group commit of activity completions.
 //
 // A successful attempt's completion is handed to the engine's completion
-// batcher, one goroutine that takes whatever completions are queued (up to
-// completionBatchMax, never waiting for more) and records them in one
+// batcher, whose loops take whatever completions are queued (up to
+// completionBatchMax, never waiting for more) and record them in one
 // fenced transaction: the executions and tasks locked in one round trip
-// (in id order), every task deleted and every ActivityCompleted appended in
-// another, one commit. Failures, retries and timeouts take the single path
-// (finishActivity), and so does every completion of a batch that fails as
-// a whole.
+// (in id order), the runs' histories read in another, then each run's
+// workflow task runs at once on its history plus its new ActivityCompleted
+// events, and the events, the tasks' commands and the deleted activity
+// tasks are written in a third round trip, one commit. (An eager task that
+// fails is retried by the workflow loop with backoff, its attempt count
+// starting again from one.) Failures, retries and timeouts of activities
+// take the single path (finishActivity), and so does every completion of a
+// batch that fails as a whole.
 
-// completionBatchMax is the most completions one transaction records.
-const completionBatchMax = 128
+const (
+	// completionBatchMax is the most completions one transaction records.
+	completionBatchMax = 128
+	// completionLoops is how many completion transactions may be in
+	// flight: each runs workflow code too (eager workflow tasks). Their
+	// runs and tasks are locked in id order, so they never deadlock.
+	completionLoops = 2
+)
 
 // completion is one successful attempt waiting for its batch.
 type completion struct {
@@ -40,7 +51,7 @@ func (e *Engine) runCompletionBatcher(ctx context.Context) {
 	g := newBatcher[*completion](completionBatchMax)
 	e.completions.Store(g)
 	e.spawn(ctx, func(ctx context.Context) {
-		g.run(ctx, 1, func(batch []*completion) {
+		g.run(ctx, completionLoops, func(batch []*completion) {
 			ok := e.completeBatch(ctx, batch) == nil
 			for _, c := range batch {
 				c.recorded <- ok
@@ -67,7 +78,11 @@ func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.R
 	}
 }
 
-// completeBatch records the completions in one transaction. Attempts no
+// completeBatch records the completions in one transaction and runs the
+// workflow task each completion makes due in the same transaction (eager
+// workflow tasks): the runs are locked already, so their histories are
+// read once, the ActivityCompleted events and the tasks' commands are
+// written together, and no workflow worker has to claim them. Attempts no
 // longer current (reclaimed, or their run closed) are dropped as in
 // finishActivity.
 func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
@@ -76,6 +91,7 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 	var (
 		execIDs []uuid.UUID
 		taskIDs []int64
+		dbNow   time.Time
 	)
 	for _, c := range batch {
 		execIDs = append(execIDs, c.t.ExecutionID)
@@ -102,12 +118,22 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 				}
 				return rows.Err()
 			})
+		// now() is the transaction's start: the created_at of every event
+		// it appends, which the eager tasks see.
+		b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&dbNow) })
 	}
-	completed := 0
+	var (
+		completed       int
+		closed          []uuid.UUID
+		actWork, tmWork bool
+	)
 	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
-		completed = 0
-		b, w := &pgx.Batch{}, newWriteSet()
-		var done []int64
+		completed, closed = 0, closed[:0]
+		var (
+			done   []int64
+			tasks  []claimedWorkflowTask
+			events = make(map[uuid.UUID][]harvest.Command)
+		)
 		for _, c := range batch {
 			ex, running := exs[c.t.ExecutionID], false
 			if attempt, ok := attempts[c.t.TaskID]; ok {
@@ -120,15 +146,33 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 			if IsTerminal(ex.State) {
 				continue
 			}
-			ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
-				ActivityID: c.t.ActivityID, Output: inputOrNull(c.out), Attempt: c.t.Attempt})
-			w.appendEvents(ex, []harvest.Command{ev}, true)
+			if _, ok := events[ex.ID]; !ok {
+				tasks = append(tasks, claimedWorkflowTask{ex: ex, dbNow: dbNow})
+			}
+			events[ex.ID] = append(events[ex.ID], harvest.NewCommand(harvest.EventActivityCompleted,
+				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: inputOrNull(c.out), Attempt: c.t.Attempt}))
 			completed++
 		}
+		if err := loadHistories(ctx, tx, tasks); err != nil {
+			return err
+		}
+		b, w := &pgx.Batch{}, newWriteSet()
 		if len(done) > 0 {
 			b.Queue(`DELETE FROM harvest_tasks WHERE task_id = ANY($1)`, done)
 		}
+		for _, t := range tasks {
+			t.history = appendToHistory(t.history, t.ex.NextEventID, events[t.ex.ID], dbNow)
+			w.appendEvents(t.ex, events[t.ex.ID], false)
+			res, ran, err := e.runClaimedTask(ctx, b, w, t)
+			if err != nil {
+				return err
+			}
+			if ran && res.Closed {
+				closed = append(closed, t.ex.ID)
+			}
+		}
 		w.queue(b)
+		actWork, tmWork = len(w.tasks.ids) > 0, len(w.timers.ids) > 0
 		return sendBatch(ctx, tx, b)
 	})
 	if err != nil {
@@ -139,7 +183,24 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 	}
 	if completed > 0 {
 		metrics.ActivityAttempts.WithLabelValues("completed").Add(float64(completed))
-		e.nudge(e.wfWake)
+	}
+	if len(closed) > 0 {
+		e.closed.fire(closed...)
+	}
+	if actWork {
+		e.nudge(e.actWake)
+	}
+	if tmWork {
+		e.nudge(e.tmWake)
 	}
 	return nil
+}
+
+// appendToHistory adds the commands, as the events they become when
+// appended from event id next at time at, to a loaded history.
+func appendToHistory(history []harvest.Event, next int64, cmds []harvest.Command, at time.Time) []harvest.Event {
+	for i, c := range cmds {
+		history = append(history, harvest.Event{EventID: next + int64(i), Type: c.Type, Data: c.Data, Timestamp: at})
+	}
+	return history
 }
