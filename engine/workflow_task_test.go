@@ -59,3 +59,30 @@ func TestConfigRejectsNegativeWorkflowTaskBatch(t *testing.T) {
 	cfg := Config{ShardID: 1, NodeID: "n", WorkflowTaskBatch: -1}
 	require.ErrorContains(t, cfg.withDefaults().Validate(), "workflow task batch")
 }
+
+// A completed activity's workflow task runs in the completion's own
+// transaction (eager workflow tasks): the ActivityCompleted event and the
+// commands it leads to share xmin, and the run's history is exact.
+func TestEagerWorkflowTasks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.engine(t)
+	res := start(t, e, StartRequest{WorkflowName: "two_calls", IdempotencyKey: "eager"})
+	x := waitClosed(t, e, res.ExecutionID)
+	require.Equal(t, StateCompleted, x.State)
+	require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "ActivityCompleted", "ActivityScheduled",
+		"ActivityCompleted", "WorkflowCompleted"}, eventTypes(t, b.pool, res.ExecutionID))
+	rows, err := b.pool.Query(ctxT(t), `
+		SELECT event_type, xmin::text FROM harvest_events WHERE execution_id = $1 ORDER BY event_id`, res.ExecutionID)
+	require.NoError(t, err)
+	var types, xmins []string
+	for rows.Next() {
+		var typ, xmin string
+		require.NoError(t, rows.Scan(&typ, &xmin))
+		types, xmins = append(types, typ), append(xmins, xmin)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, xmins[2], xmins[3], "the second ActivityScheduled was written with the first ActivityCompleted")
+	require.Equal(t, xmins[4], xmins[5], "WorkflowCompleted was written with the second ActivityCompleted")
+	require.NotEqual(t, xmins[1], xmins[2], "an activity completes after its scheduling committed")
+}
