@@ -128,7 +128,7 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 		actWork, tmWork bool
 	)
 	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
-		completed, closed = 0, closed[:0]
+		completed = 0
 		var (
 			done   []int64
 			tasks  []claimedWorkflowTask
@@ -156,24 +156,19 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
+		// The completions' events come first: the tasks see them, and
+		// their own commands follow them in the same write set.
 		b, w := &pgx.Batch{}, newWriteSet()
 		if len(done) > 0 {
 			b.Queue(`DELETE FROM harvest_tasks WHERE task_id = ANY($1)`, done)
 		}
-		for _, t := range tasks {
-			t.history = appendToHistory(t.history, t.ex.NextEventID, events[t.ex.ID], dbNow)
+		for i, t := range tasks {
+			tasks[i].history = appendToHistory(t.history, t.ex.NextEventID, events[t.ex.ID], dbNow)
 			w.appendEvents(t.ex, events[t.ex.ID], false)
-			res, ran, err := e.runClaimedTask(ctx, b, w, t)
-			if err != nil {
-				return err
-			}
-			if ran && res.Closed {
-				closed = append(closed, t.ex.ID)
-			}
 		}
-		w.queue(b)
-		actWork, tmWork = len(w.tasks.ids) > 0, len(w.timers.ids) > 0
-		return sendBatch(ctx, tx, b)
+		var err error
+		closed, actWork, tmWork, err = e.runAndWrite(ctx, tx, b, w, tasks)
+		return err
 	})
 	if err != nil {
 		if ctx.Err() == nil {

@@ -353,27 +353,18 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) 
 	}
 	if len(look.keys) > 0 {
 		found := make(map[int]bool, len(look.keys))
-		b.Queue(`
-			SELECT r.n, r.k, c.execution_id, c.workflow_id, c.state
-			  FROM unnest($1::text[], $2::text[]) AS r(n, k)
-			 CROSS JOIN LATERAL (
-			       SELECT c.execution_id, e.workflow_id, e.state
-			         FROM harvest_start_idempotency c
-			         LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
-			        WHERE c.workflow_name = r.n AND c.idempotency_key = r.k
-			          AND c.created_at >= now() - $3 * interval '1 millisecond'
-			        LIMIT 1) c`,
-			look.names, look.keys, window.Milliseconds()).
+		b.Queue(lookupClaimsSQL, look.names, look.keys, window.Milliseconds()).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var (
-						k          nameKey
+						n          int64
 						id         uuid.UUID
 						wfID, stat *string
 					)
-					if err := rows.Scan(&k.name, &k.key, &id, &wfID, &stat); err != nil {
+					if err := rows.Scan(&n, &id, &wfID, &stat); err != nil {
 						return err
 					}
+					k := nameKey{look.names[n-1], look.keys[n-1]}
 					i := p.byKey[k]
 					found[i] = true
 					p.res[i] = StartResult{ExecutionID: id, WorkflowName: k.name, WorkflowID: deref(wfID),

@@ -71,7 +71,6 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 	)
 	began := time.Now()
 	err = e.withTx(ctx, func(tx pgx.Tx) error {
-		closed = closed[:0]
 		var err error
 		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
 			return err
@@ -79,19 +78,8 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
-		b, w := &pgx.Batch{}, newWriteSet()
-		for _, t := range tasks {
-			res, ran, err := e.runClaimedTask(ctx, b, w, t)
-			if err != nil {
-				return err
-			}
-			if ran && res.Closed {
-				closed = append(closed, t.ex.ID)
-			}
-		}
-		w.queue(b)
-		actWork, tmWork = len(w.tasks.ids) > 0, len(w.timers.ids) > 0
-		return sendBatch(ctx, tx, b)
+		closed, actWork, tmWork, err = e.runAndWrite(ctx, tx, &pgx.Batch{}, newWriteSet(), tasks)
+		return err
 	})
 	if len(tasks) > 0 && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
@@ -106,6 +94,24 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		e.nudge(e.tmWake)
 	}
 	return len(tasks) == limit, err
+}
+
+// runAndWrite runs the claimed tasks (their histories loaded), adds their
+// writes to w and sends w after whatever b holds already, in one round
+// trip. It reports the runs the tasks closed and whether w scheduled
+// activities or timers.
+func (e *Engine) runAndWrite(ctx context.Context, tx pgx.Tx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, actWork, tmWork bool, err error) {
+	for _, t := range tasks {
+		res, ran, err := e.runClaimedTask(ctx, b, w, t)
+		if err != nil {
+			return nil, false, false, err
+		}
+		if ran && res.Closed {
+			closed = append(closed, t.ex.ID)
+		}
+	}
+	w.queue(b)
+	return closed, len(w.tasks.ids) > 0, len(w.timers.ids) > 0, sendBatch(ctx, tx, b)
 }
 
 // claimedWorkflowTask is a locked execution with a due workflow task.

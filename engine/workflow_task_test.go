@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,4 +86,38 @@ func TestEagerWorkflowTasks(t *testing.T) {
 	require.Equal(t, xmins[2], xmins[3], "the second ActivityScheduled was written with the first ActivityCompleted")
 	require.Equal(t, xmins[4], xmins[5], "WorkflowCompleted was written with the second ActivityCompleted")
 	require.NotEqual(t, xmins[1], xmins[2], "an activity completes after its scheduling committed")
+}
+
+// An eager task that fails leaves the completion recorded and the run's
+// event counter right; the workflow loop retries the task later.
+func TestEagerWorkflowTaskFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	rec := harvest.NewActivity("rec_then", func(ctx *harvest.ActivityContext, in string) (string, error) { return in, nil })
+	require.NoError(t, b.reg.Register(rec, harvest.NewWorkflow("fails_after_activity", func(ctx harvest.Context, in string) (string, error) {
+		out, err := rec.Execute(ctx, in).Get(ctx)
+		if err == nil && failing.Load() {
+			panic("not yet")
+		}
+		return out, err
+	})))
+	e := b.engine(t)
+	res := start(t, e, StartRequest{WorkflowName: "fails_after_activity", IdempotencyKey: "eager-fail", Input: raw(t, "x")})
+	eventually(t, "the task after the completion failed", func() bool {
+		d, err := e.Describe(ctxT(t), res.ExecutionID)
+		return err == nil && d.Execution.LastError != ""
+	})
+	require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "ActivityCompleted"}, eventTypes(t, b.pool, res.ExecutionID))
+	var next int64
+	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT next_event_id FROM harvest_executions WHERE execution_id = $1`,
+		res.ExecutionID).Scan(&next))
+	require.EqualValues(t, 3, next, "the completion advanced the run's event counter")
+
+	failing.Store(false)
+	x := waitClosed(t, e, res.ExecutionID)
+	require.Equal(t, StateCompleted, x.State)
+	require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "ActivityCompleted", "WorkflowCompleted"},
+		eventTypes(t, b.pool, res.ExecutionID))
 }
