@@ -64,6 +64,9 @@ func (e *Engine) activityLoop(ctx context.Context) {
 	for {
 		if free := cap(slots) - len(slots); free > 0 {
 			tasks, err := e.claimActivities(ctx, free, reclaim)
+			if err == nil {
+				reclaim = false // until the next tick; a tick with no free slot keeps it
+			}
 			if err != nil && ctx.Err() == nil {
 				e.log.Warn().Err(err).Msg("claim activities failed")
 			}
@@ -80,7 +83,6 @@ func (e *Engine) activityLoop(ctx context.Context) {
 				continue
 			}
 		}
-		reclaim = false
 		select {
 		case <-ctx.Done():
 			return
