@@ -37,8 +37,8 @@ var analyzedTables = []string{
 	"harvest_executions", "harvest_events", "harvest_start_idempotency", "harvest_signals",
 }
 
-// analyzeLoop analyses young tables that have doubled, until ctx ends or
-// an analysis is refused (then autovacuum alone keeps the statistics).
+// analyzeLoop analyses young tables that have doubled, until ctx ends. A
+// failed pass is logged and the next tick tries again.
 func (e *Engine) analyzeLoop(ctx context.Context) {
 	t := time.NewTicker(analyzeInterval)
 	defer t.Stop()
@@ -48,11 +48,8 @@ func (e *Engine) analyzeLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := e.analyzeYoungTables(ctx); err != nil {
-			if ctx.Err() == nil {
-				e.log.Info().Err(err).Msg("young table analysis off")
-			}
-			return
+		if err := e.analyzeYoungTables(ctx); err != nil && ctx.Err() == nil {
+			e.log.Debug().Err(err).Msg("young table analysis failed")
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package pgpool configures the pgx pools of Harvest's shard databases:
 // every pool a node (or a test) opens on a shard goes through Configure.
 //
-//   - uuid.UUID is encoded and scanned by pgx's own uuid codec (see
+//   - uuid.UUID is encoded by pgx's own uuid codec (see
 //     RegisterUUID), and json and jsonb scan into json.RawMessage without
 //     json.Unmarshal (see RegisterRawJSON).
 //   - plan_cache_mode is force_generic_plan unless the DSN sets it. The
