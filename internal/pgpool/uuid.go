@@ -3,9 +3,9 @@ package pgpool
 // uuid.UUID support: pgx encodes github.com/google/uuid's UUID as
 // PostgreSQL uuid directly.
 //
-// Without it pgx encodes uuid.UUID through database/sql's Valuer:
-// Scanner: every value becomes its 36-character text form and is parsed
-// back, and each element of a []uuid.UUID argument first fails an array
+// Without it pgx encodes uuid.UUID through database/sql's Valuer: every
+// value becomes its 36-character text form and is parsed back, and each
+// element of a []uuid.UUID argument first fails an array
 // encode plan (an error built with fmt.Errorf) before that fallback is
 // found. The engine's multi-row statements pass arrays of ids on every
 // batch, which made this a visible share of a node's CPU.
