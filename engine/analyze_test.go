@@ -37,10 +37,14 @@ func TestAnalyzeYoungTables(t *testing.T) {
 			require.NoError(t, e.analyzeYoungTables(context.Background()))
 			time.Sleep(100 * time.Millisecond)
 		}
+		// The owner's own loop may have analysed first, at any point past
+		// analyzeMinChanges modifications (inserts and workflow-task
+		// updates both count), so only "has statistics" is certain: a
+		// never-analysed table has reltuples -1.
 		var tuples float64
 		require.NoError(t, b.pool.QueryRow(context.Background(),
 			`SELECT reltuples FROM pg_class WHERE oid = 'harvest_executions'::regclass`).Scan(&tuples))
-		require.GreaterOrEqual(t, tuples, 200.0)
+		require.Greater(t, tuples, 0.0)
 	})
 
 	t.Run("UnchangedTableIsLeftAlone", func(t *testing.T) {
