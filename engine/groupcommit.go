@@ -107,14 +107,25 @@ func (e *Engine) startBatch(ctx context.Context, reqs []StartRequest) []startRep
 	// A batch answers many callers: bound it even if the database hangs.
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
 	defer cancel()
+	var first *firstTasks
 	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
-		func(tx pgx.Tx) error { return p.write(ctx, tx, e.cfg.IdempotencyWindow) })
+		func(tx pgx.Tx) error {
+			first = nil
+			return p.write(ctx, tx, e.cfg.IdempotencyWindow, func(runs *runColumns) (func(*pgx.Batch), error) {
+				f, err := e.runFirstTasks(ctx, runs, p.dbNow)
+				if err != nil {
+					return nil, err
+				}
+				first = f
+				return f.queue, nil
+			})
+		})
 	if err != nil {
 		e.log.Debug().Err(err).Int("starts", len(reqs)).Msg("start batch failed, its starts run alone")
-	} else if p.fresh > 0 {
-		e.nudge(e.wfWake)
+		return p.replies(err)
 	}
-	return p.replies(err)
+	first.committed(e)
+	return p.replies(nil)
 }
 
 // batchFate is what a batch does with one of its starts.
@@ -144,6 +155,7 @@ type batchPlan struct {
 	holder  []bool          // the start's workflow id has a slot holder
 	moved   []*MovedError   // a newer epoch redirected the start's routing key
 	fresh   int             // runs created
+	dbNow   time.Time       // the transaction's start
 }
 
 // newBatchPlan dedups keys and workflow ids inside the batch: only the
@@ -200,6 +212,9 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 		wnames, wids = append(wnames, r.WorkflowName), append(wids, r.WorkflowID)
 	}
 	p.queuePlacementChecks(b)
+	// now() is the transaction's start: the created_at of every event the
+	// batch appends, which the runs' first tasks see (runFirstTasks).
+	b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&p.dbNow) })
 	if len(keys) > 0 {
 		// A key whose routing key a newer epoch redirected is not claimed
 		// (queuePlacementChecks marks it moved under the same locks).
@@ -298,8 +313,11 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch) {
 // write decides each start from the claims and holders, then in one round
 // trip: drops the claims of starts sent to the single path, reads the runs
 // of live claims, and inserts the new runs, their WorkflowStarted events
-// and their callbacks.
-func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) error {
+// and their callbacks. first runs before the inserts are queued: it may
+// change the new runs' columns (their first workflow task ran), and
+// queues its own writes after them.
+func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration,
+	first func(*runColumns) (func(*pgx.Batch), error)) error {
 	var (
 		drop     struct{ names, keys []string }
 		dropIDs  []uuid.UUID
@@ -331,7 +349,7 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) 
 			}
 			continue
 		}
-		runs.add(p.ids[i], r)
+		runs.add(i, p.ids[i], r)
 		for j, cb := range r.Callbacks {
 			headers, err := json.Marshal(cb.Headers)
 			if err != nil {
@@ -342,6 +360,16 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) 
 		p.res[i] = StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
 			State: StateRunning, StartedFresh: true}
 		p.fresh++
+	}
+	after := func(*pgx.Batch) {}
+	if runs.len() > 0 {
+		var err error
+		if after, err = first(&runs); err != nil {
+			return err
+		}
+		for j, i := range runs.reqIdx {
+			p.res[i].State = runs.states[j]
+		}
 	}
 	b := &pgx.Batch{}
 	if len(dropIDs) > 0 {
@@ -392,6 +420,7 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) 
 			SELECT id, idx, u, h::jsonb FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]) AS r(id, idx, u, h)`,
 			cbIDs, cbIdx, cbURL, cbHeader)
 	}
+	after(b)
 	if b.Len() == 0 {
 		return nil
 	}
@@ -402,18 +431,34 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration) 
 }
 
 // runColumns are the columns of the runs a batch creates, one slice each.
+// A run whose first workflow task ran in the batch (ran) is inserted as
+// the task left it: its next event id, and its state, output and error if
+// the task closed it.
 type runColumns struct {
+	reqIdx               []int // the start each run answers
 	ids                  []uuid.UUID
 	names, wids, queues  []string
 	inputs, memos, keys  []*string
 	dueAt                []*time.Time
 	eventType, eventData []string
+
+	ran           []bool
+	next          []int64
+	states        []string
+	outputs, errs []*string
+	holdsSlot     []bool
 }
 
 func (c *runColumns) len() int { return len(c.ids) }
 
-func (c *runColumns) add(id uuid.UUID, req StartRequest) {
+func (c *runColumns) add(i int, id uuid.UUID, req StartRequest) {
 	started := startedCommand(req)
+	c.reqIdx = append(c.reqIdx, i)
+	c.ran = append(c.ran, false)
+	c.next = append(c.next, 1)
+	c.states = append(c.states, StateRunning)
+	c.outputs, c.errs = append(c.outputs, nil), append(c.errs, nil)
+	c.holdsSlot = append(c.holdsSlot, true)
 	c.ids = append(c.ids, id)
 	c.names = append(c.names, req.WorkflowName)
 	c.wids = append(c.wids, req.WorkflowID)
@@ -431,11 +476,16 @@ func (c *runColumns) add(id uuid.UUID, req StartRequest) {
 func (c *runColumns) queue(b *pgx.Batch) {
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                idempotency_key, start_at, next_event_id, wf_task_due_at)
-		SELECT id, n, w, 'RUNNING', q, i::jsonb, m::jsonb, k, s, 1, greatest(now(), coalesce(s, now()))
+		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
+		                                output, error, completed_at, holds_slot)
+		SELECT id, n, w, st, q, i::jsonb, m::jsonb, k, s, nx,
+		       CASE WHEN ran THEN NULL ELSE greatest(now(), coalesce(s, now())) END,
+		       o::jsonb, er::jsonb, CASE WHEN st = 'RUNNING' THEN NULL ELSE now() END, hs
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		              $8::timestamptz[]) AS r(id, n, w, q, i, m, k, s)`,
-		c.ids, c.names, c.wids, c.queues, c.inputs, c.memos, c.keys, c.dueAt)
+		              $8::timestamptz[], $9::bool[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bool[])
+		       AS r(id, n, w, q, i, m, k, s, ran, nx, st, o, er, hs)`,
+		c.ids, c.names, c.wids, c.queues, c.inputs, c.memos, c.keys, c.dueAt,
+		c.ran, c.next, c.states, c.outputs, c.errs, c.holdsSlot)
 	b.Queue(`
 		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
 		SELECT id, 0, t, d::jsonb FROM unnest($1::uuid[], $2::text[], $3::text[]) AS r(id, t, d)`,

@@ -94,6 +94,15 @@ func (w *writeSet) appendEvents(ex *execRow, cmds []harvest.Command, wake bool) 
 	u.wake = u.wake || wake
 }
 
+// takeExecs removes the set's execution updates and returns them, for a
+// caller that writes its executions itself (new runs are inserted as the
+// set left them).
+func (w *writeSet) takeExecs() []*execUpdate {
+	execs := w.execs
+	w.execs, w.byID = nil, make(map[uuid.UUID]*execUpdate)
+	return execs
+}
+
 // clearWorkflowTask retires the workflow task that ran on ex.
 func (w *writeSet) clearWorkflowTask(ex *execRow) {
 	w.exec(ex).clear = true

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// First workflow tasks of new runs (eager start).
+//
+// A run a start batch creates is due at once. Instead of leaving its first
+// workflow task to a workflow worker (another transaction: claim, history
+// read, UPDATE of the run), the batch runs the task on the run's one-event
+// history before it inserts the run, and inserts the run as the task left
+// it: its next event id, and its state, output and error if the task
+// closed it. The task's events, activity tasks and timers join the batch's
+// writes, so a start answers with the run past its first step, in one
+// commit. A delayed start is left to the workflow loop, and so is a task
+// that fails: its run is inserted due, and the failure is recorded as the
+// workflow loop records one (attempt, last error, backoff).
+
+// firstTasks is what the first tasks of one start batch write, and what
+// the engine does once the batch commits.
+type firstTasks struct {
+	w     *writeSet
+	fails *pgx.Batch // failed tasks' records, after the runs' inserts
+	// closed are the runs the tasks closed; left counts the runs inserted
+	// with their first task still due.
+	closed []uuid.UUID
+	left   int
+}
+
+// runFirstTasks runs the first workflow task of every new run due now,
+// folds each task's effect on its run into runs, and keeps the rest of its
+// writes for queue. dbNow is the transaction's start: the created_at of
+// the events the batch appends.
+func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time) (*firstTasks, error) {
+	f := &firstTasks{w: newWriteSet(), fails: &pgx.Batch{}}
+	at := make(map[uuid.UUID]int, runs.len())
+	for i, id := range runs.ids {
+		if runs.dueAt[i] != nil {
+			f.left++
+			continue
+		}
+		ex := &execRow{ID: id, WorkflowName: runs.names[i], WorkflowID: runs.wids[i], State: StateRunning,
+			NextEventID: 1, CreatedAt: dbNow}
+		started := harvest.Event{EventID: 0, Type: harvest.EventType(runs.eventType[i]),
+			Data: json.RawMessage(runs.eventData[i]), Timestamp: dbNow}
+		res, ran, err := e.runClaimedTask(ctx, f.fails, f.w,
+			claimedWorkflowTask{ex: ex, dbNow: dbNow, history: []harvest.Event{started}})
+		if err != nil {
+			return nil, err
+		}
+		if !ran {
+			f.left++
+			continue
+		}
+		at[id] = i
+		runs.ran[i] = true
+		if res.Closed {
+			f.closed = append(f.closed, id)
+		}
+	}
+	for _, u := range f.w.takeExecs() {
+		i := at[u.id]
+		runs.next[i] = u.next
+		if u.close {
+			runs.states[i], runs.outputs[i], runs.errs[i] = u.state, jsonText(u.output), jsonText(u.errInfo)
+			runs.holdsSlot[i] = !u.releaseSlot
+		}
+	}
+	return f, nil
+}
+
+// queue queues the tasks' writes; the runs' inserts are queued already.
+func (f *firstTasks) queue(b *pgx.Batch) {
+	f.w.queue(b)
+	b.QueuedQueries = append(b.QueuedQueries, f.fails.QueuedQueries...)
+}
+
+// committed wakes whoever has work from the committed batch: the waiters
+// of closed runs, the workflow loop for runs left due, the activity and
+// timer loops for what the tasks scheduled.
+func (f *firstTasks) committed(e *Engine) {
+	if f == nil {
+		return
+	}
+	if len(f.closed) > 0 {
+		e.closed.fire(f.closed...)
+	}
+	if f.left > 0 {
+		e.nudge(e.wfWake)
+	}
+	if len(f.w.tasks.ids) > 0 {
+		e.nudge(e.actWake)
+	}
+	if len(f.w.timers.ids) > 0 {
+		e.nudge(e.tmWake)
+	}
+}
