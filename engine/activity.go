@@ -52,17 +52,17 @@ type claimedTask struct {
 	ClaimedAt     time.Time // database clock
 }
 
-// activityLoop claims due activity tasks up to the free worker slots and
-// runs each in its own goroutine; it waits for them before returning.
+// activityLoop claims due activity tasks up to the free worker slots (see
+// activitySlots: direct dispatch takes from the same pool) and runs each in
+// its own goroutine; it waits for them before returning.
 func (e *Engine) activityLoop(ctx context.Context) {
-	slots := make(chan struct{}, e.cfg.ActivityWorkers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	t := time.NewTicker(e.cfg.PollInterval)
 	defer t.Stop()
 	reclaim := true // running tasks left by a lost lease or an old owner: first pass, then each tick
 	for {
-		if free := cap(slots) - len(slots); free > 0 {
+		if free := e.actSlots.free(); free > 0 {
 			tasks, err := e.claimActivities(ctx, free, reclaim)
 			if err == nil {
 				reclaim = false // until the next tick; a tick with no free slot keeps it
@@ -71,12 +71,12 @@ func (e *Engine) activityLoop(ctx context.Context) {
 				e.log.Warn().Err(err).Msg("claim activities failed")
 			}
 			for _, task := range tasks {
-				slots <- struct{}{}
+				// Direct dispatch may have taken a slot since: wait for it.
+				e.actSlots.wait()
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					defer func() { <-slots; e.nudge(e.actWake) }()
-					e.runActivity(ctx, task)
+					e.runActivity(ctx, task, e.releaseSlot)
 				}()
 			}
 			if len(tasks) == free {
@@ -154,7 +154,12 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 
 // runActivity runs one attempt and records its outcome. If the engine is
 // stopping, nothing is recorded: the attempt is reclaimed by the next owner.
-func (e *Engine) runActivity(ctx context.Context, t claimedTask) {
+// release frees the attempt's activity slot: once the activity's code has
+// returned, so that recording (a batch commit) does not hold the slot.
+func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func()) {
+	var once sync.Once
+	free := func() { once.Do(release) }
+	defer free()
 	log := e.log.With().Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).
 		Str("activity", t.Name).Int("attempt", t.Attempt).Logger()
 	policy := t.Options.WithDefaults().Retry
@@ -176,6 +181,7 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask) {
 	}
 	info.Deadline, _ = actx.Deadline()
 	out, err := e.callActivity(harvest.NewActivityContext(actx, info, hb, log), t)
+	free()
 	if ctx.Err() != nil {
 		return
 	}

@@ -85,8 +85,8 @@ func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.R
 // written together, and no workflow worker has to claim them. Attempts no
 // longer current (reclaimed, or their run closed) are dropped as in
 // finishActivity.
-func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
+func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) error {
+	ctx, cancel := context.WithTimeout(runCtx, e.cfg.LeaseTTL)
 	defer cancel()
 	var (
 		execIDs []uuid.UUID
@@ -126,6 +126,7 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 		completed       int
 		closed          []uuid.UUID
 		actWork, tmWork bool
+		w               = newWriteSet()
 	)
 	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
 		completed = 0
@@ -158,7 +159,7 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 		}
 		// The completions' events come first: the tasks see them, and
 		// their own commands follow them in the same write set.
-		b, w := &pgx.Batch{}, newWriteSet()
+		b := &pgx.Batch{}
 		if len(done) > 0 {
 			b.Queue(`DELETE FROM harvest_tasks WHERE task_id = ANY($1)`, done)
 		}
@@ -170,6 +171,7 @@ func (e *Engine) completeBatch(ctx context.Context, batch []*completion) error {
 		closed, actWork, tmWork, err = e.runAndWrite(ctx, tx, b, w, tasks)
 		return err
 	})
+	e.settleDispatch(runCtx, w.direct, err)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Debug().Err(err).Int("completions", len(batch)).Msg("completion batch failed, its completions run alone")

@@ -29,12 +29,14 @@ type Engine struct {
 
 	wfWake  chan struct{}
 	actWake chan struct{}
-	tmWake  chan struct{}
-	closed  *closeWatch
-	gates   gateCache
-	cbWake  chan struct{}
-	cbHTTP  *http.Client
-	starts  atomic.Pointer[batcher[*startCall]] // nil: group commit off
+	// actSlots bounds running activity attempts (activityLoop, dispatch).
+	actSlots *activitySlots
+	tmWake   chan struct{}
+	closed   *closeWatch
+	gates    gateCache
+	cbWake   chan struct{}
+	cbHTTP   *http.Client
+	starts   atomic.Pointer[batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
 	probes atomic.Pointer[batcher[*probeCall]]
 	// completions is the activity completion batcher (nil before Start).
@@ -55,16 +57,17 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	}
 	cfg = cfg.withDefaults()
 	return &Engine{
-		pool:    pool,
-		reg:     reg,
-		cfg:     cfg,
-		log:     cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
-		wfWake:  make(chan struct{}, 1),
-		actWake: make(chan struct{}, 1),
-		tmWake:  make(chan struct{}, 1),
-		closed:  newCloseWatch(),
-		cbWake:  make(chan struct{}, 1),
-		cbHTTP:  callbackClient(cfg.CallbackPolicy),
+		pool:     pool,
+		reg:      reg,
+		cfg:      cfg,
+		log:      cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
+		wfWake:   make(chan struct{}, 1),
+		actWake:  make(chan struct{}, 1),
+		actSlots: newActivitySlots(cfg.ActivityWorkers),
+		tmWake:   make(chan struct{}, 1),
+		closed:   newCloseWatch(),
+		cbWake:   make(chan struct{}, 1),
+		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 	}, nil
 }
 

@@ -66,6 +66,9 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 			f.closed = append(f.closed, id)
 		}
 	}
+	if n := len(f.w.tasks.ids); n > 0 {
+		f.w.direct = e.reserveDispatch(n)
+	}
 	for _, u := range f.w.takeExecs() {
 		i := at[u.id]
 		runs.next[i] = u.next

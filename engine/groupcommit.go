@@ -101,11 +101,11 @@ func (e *Engine) answerStarts(ctx context.Context, calls []*startCall) {
 }
 
 // startBatch runs prepared starts as one transaction and answers each.
-func (e *Engine) startBatch(ctx context.Context, reqs []StartRequest) []startReply {
+func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []startReply {
 	metrics.StartBatchSize.Observe(float64(len(reqs)))
 	p := newBatchPlan(reqs, e.cfg.ShardID)
 	// A batch answers many callers: bound it even if the database hangs.
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
+	ctx, cancel := context.WithTimeout(runCtx, e.cfg.LeaseTTL)
 	defer cancel()
 	var first *firstTasks
 	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
@@ -120,6 +120,9 @@ func (e *Engine) startBatch(ctx context.Context, reqs []StartRequest) []startRep
 				return f.queue, nil
 			})
 		})
+	if first != nil {
+		e.settleDispatch(runCtx, first.w.direct, err)
+	}
 	if err != nil {
 		e.log.Debug().Err(err).Int("starts", len(reqs)).Msg("start batch failed, its starts run alone")
 		return p.replies(err)

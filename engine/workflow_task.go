@@ -70,6 +70,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		actWork, tmWork bool
 	)
 	began := time.Now()
+	w := newWriteSet()
 	err = e.withTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
@@ -78,9 +79,10 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
-		closed, actWork, tmWork, err = e.runAndWrite(ctx, tx, &pgx.Batch{}, newWriteSet(), tasks)
+		closed, actWork, tmWork, err = e.runAndWrite(ctx, tx, &pgx.Batch{}, w, tasks)
 		return err
 	})
+	e.settleDispatch(ctx, w.direct, err)
 	if len(tasks) > 0 && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
 	}
@@ -99,7 +101,8 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 // runAndWrite runs the claimed tasks (their histories loaded), adds their
 // writes to w and sends w after whatever b holds already, in one round
 // trip. It reports the runs the tasks closed and whether w scheduled
-// activities or timers.
+// activities or timers. New activity tasks take free activity slots
+// (w.direct): the caller settles them once its transaction ends.
 func (e *Engine) runAndWrite(ctx context.Context, tx pgx.Tx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, actWork, tmWork bool, err error) {
 	for _, t := range tasks {
 		res, ran, err := e.runClaimedTask(ctx, b, w, t)
@@ -109,6 +112,9 @@ func (e *Engine) runAndWrite(ctx context.Context, tx pgx.Tx, b *pgx.Batch, w *wr
 		if ran && res.Closed {
 			closed = append(closed, t.ex.ID)
 		}
+	}
+	if n := len(w.tasks.ids); n > 0 {
+		w.direct = e.reserveDispatch(n)
 	}
 	w.queue(b)
 	return closed, len(w.tasks.ids) > 0, len(w.timers.ids) > 0, sendBatch(ctx, tx, b)

@@ -24,6 +24,9 @@ type writeSet struct {
 	tasks  activityRows
 	timers timerRows
 	closed []uuid.UUID
+	// direct, when set, has slots for some of tasks: they are inserted
+	// claimed and run when the batch commits (see dispatch.go).
+	direct *dispatch
 }
 
 // execUpdate is what the batch does to one execution.
@@ -52,6 +55,7 @@ type eventRows struct {
 
 type activityRows struct {
 	ids                                    []uuid.UUID
+	wfNames, wfIDs                         []string
 	activityIDs, names, queues, keys, opts []string
 	inputs                                 []*string
 	closeMS                                []*int64
@@ -122,6 +126,7 @@ func (w *writeSet) closeExecution(ex *execRow, state string, output, errInfo jso
 func (w *writeSet) addActivityTask(ex *execRow, d harvest.ActivityScheduledData, options string, closeMS *int64) {
 	t := &w.tasks
 	t.ids = append(t.ids, ex.ID)
+	t.wfNames, t.wfIDs = append(t.wfNames, ex.WorkflowName), append(t.wfIDs, ex.WorkflowID)
 	t.activityIDs = append(t.activityIDs, d.ActivityID)
 	t.names = append(t.names, d.Name)
 	t.queues = append(t.queues, d.Queue)
@@ -206,6 +211,10 @@ func (w *writeSet) queueExecutions(b *pgx.Batch) {
 func (w *writeSet) queueActivityTasks(b *pgx.Batch) {
 	t := &w.tasks
 	if len(t.ids) == 0 {
+		return
+	}
+	if w.direct != nil {
+		w.queueDirectTasks(b, w.direct)
 		return
 	}
 	b.Queue(`

@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Direct dispatch of new activity tasks.
+//
+// A batch that schedules activity tasks (a workflow task, an eager task of
+// a completion batch, a start's first task) inserts as many of them as the
+// engine has free activity slots already claimed — running, attempt 1,
+// stamped with the lease epoch and locked as claimActivities locks them —
+// and runs them as soon as it commits, with no claim transaction between.
+// If the batch fails nothing was claimed and the slots go back. If the
+// engine stops before an attempt records its outcome, the attempt is
+// reclaimed like any other of a lost owner.
+//
+// The activity loop keeps a share of the slots (dispatchReserve) for the
+// tasks that wait in the table (retries, tasks of a previous owner, tasks
+// that found no slot), so that new work cannot starve them.
+
+// activitySlots bounds the running activity attempts of an engine: the
+// activity loop's claims and direct dispatch take from one pool.
+type activitySlots struct {
+	ch chan struct{}
+}
+
+func newActivitySlots(n int) *activitySlots {
+	return &activitySlots{ch: make(chan struct{}, n)}
+}
+
+// take takes up to n free slots without waiting, leaving keep free, and
+// returns how many it took.
+func (s *activitySlots) take(n, keep int) int {
+	got := 0
+	for got < n && s.free() > keep {
+		select {
+		case s.ch <- struct{}{}:
+			got++
+		default:
+			return got
+		}
+	}
+	return got
+}
+
+// free is how many slots are free now.
+func (s *activitySlots) free() int { return cap(s.ch) - len(s.ch) }
+
+// wait takes one slot, waiting until one is free.
+func (s *activitySlots) wait() { s.ch <- struct{}{} }
+
+// put returns n slots.
+func (s *activitySlots) put(n int) {
+	for range n {
+		<-s.ch
+	}
+}
+
+// dispatchReserve is how many slots direct dispatch leaves to the loop.
+func (e *Engine) dispatchReserve() int { return max(1, e.cfg.ActivityWorkers/4) }
+
+// dispatch is one batch's directly dispatched tasks.
+type dispatch struct {
+	slots int           // slots taken for the batch
+	epoch int64         // the lease epoch the claims carry
+	tasks []claimedTask // the claimed tasks, read back from the insert
+}
+
+// reserveDispatch takes slots for up to n of a batch's new tasks (nil when
+// none is free).
+func (e *Engine) reserveDispatch(n int) *dispatch {
+	got := e.actSlots.take(n, e.dispatchReserve())
+	if got == 0 {
+		return nil
+	}
+	return &dispatch{slots: got, epoch: e.epoch.Load()}
+}
+
+// settleDispatch runs the claimed tasks of a committed batch (err nil) in
+// their slots, and returns the slots it does not use. ctx is the engine's
+// run: the attempts outlive the batch.
+func (e *Engine) settleDispatch(ctx context.Context, d *dispatch, err error) {
+	if d == nil {
+		return
+	}
+	run := d.tasks
+	if err != nil {
+		run = nil
+	}
+	e.actSlots.put(d.slots - len(run))
+	for _, t := range run {
+		e.loops.Add(1) // the batch's loop is counted, so Stop cannot be past Wait
+		go func() {
+			defer e.loops.Done()
+			e.runActivity(ctx, t, e.releaseSlot)
+		}()
+	}
+}
+
+// releaseSlot frees one activity slot and wakes the loop to fill it.
+func (e *Engine) releaseSlot() {
+	e.actSlots.put(1)
+	e.nudge(e.actWake)
+}
+
+// queueDirectTasks queues the insert of the set's activity tasks, the
+// first d.slots of them (of runs the set leaves open) as claimed, and
+// reads the claimed ones back into d.tasks.
+func (w *writeSet) queueDirectTasks(b *pgx.Batch, d *dispatch) {
+	t := &w.tasks
+	closed := make(map[uuid.UUID]bool, len(w.closed))
+	for _, id := range w.closed {
+		closed[id] = true
+	}
+	claim := make([]bool, len(t.ids))
+	for i, n := 0, 0; i < len(t.ids) && n < d.slots; i++ {
+		if !closed[t.ids[i]] {
+			claim[i] = true
+			n++
+		}
+	}
+	at := make(map[taskKey]int, d.slots)
+	for i, c := range claim {
+		if c {
+			at[taskKey{t.ids[i], t.activityIDs[i]}] = i
+		}
+	}
+	b.Queue(`
+		INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options,
+		                           close_deadline, status, attempt, claim_epoch, locked_until)
+		SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + c * interval '1 millisecond',
+		       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
+		       CASE WHEN r THEN $10::bigint END,
+		       CASE WHEN r THEN now() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
+		              $9::bool[]) AS u(id, a, n, q, i, k, o, c, r)
+		RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline, now()`,
+		t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
+		d.epoch, leaseGrace.Milliseconds()).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var (
+					k        taskKey
+					ct       claimedTask
+					claimed  bool
+					deadline *time.Time
+					now      time.Time
+				)
+				if err := rows.Scan(&ct.TaskID, &k.id, &k.activityID, &claimed, &deadline, &now); err != nil {
+					return err
+				}
+				if !claimed {
+					continue
+				}
+				i, ok := at[k]
+				if !ok {
+					return fmt.Errorf("direct dispatch: task %s/%s was not asked for", k.id, k.activityID)
+				}
+				if err := t.fill(&ct, i); err != nil {
+					return err
+				}
+				ct.CloseDeadline, ct.ClaimedAt = deadline, now
+				d.tasks = append(d.tasks, ct)
+			}
+			return rows.Err()
+		})
+}
+
+type taskKey struct {
+	id         uuid.UUID
+	activityID string
+}
+
+// fill sets what row i of the set says of a claimed attempt.
+func (t *activityRows) fill(ct *claimedTask, i int) error {
+	ct.ExecutionID, ct.WorkflowName, ct.WorkflowID = t.ids[i], t.wfNames[i], t.wfIDs[i]
+	ct.ActivityID, ct.Name, ct.Key, ct.Attempt = t.activityIDs[i], t.names[i], t.keys[i], 1
+	if t.inputs[i] != nil {
+		ct.Input = json.RawMessage(*t.inputs[i])
+	}
+	if err := json.Unmarshal([]byte(t.opts[i]), &ct.Options); err != nil {
+		return fmt.Errorf("direct dispatch: activity options: %w", err)
+	}
+	return nil
+}
