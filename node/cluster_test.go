@@ -352,6 +352,22 @@ func TestClusterFailover(t *testing.T) {
 		c.kill(victim)
 		eventually(t, "a new owner", 10*time.Second, func() bool { return c.owner(shard) != nil })
 		t.Logf("shard %d re-owned %s after the kill", shard, time.Since(killed).Round(time.Millisecond))
+		// The entry routes by gossip, which may still name the victim for
+		// a moment (its answer then is a retryable 503).
+		owner := c.owner(shard).NodeID()
+		eventually(t, "the entry to route to the new owner", 10*time.Second, func() bool {
+			r := call(t, entry, "GET", "/cluster/members", nil)
+			var holders []any
+			for _, m := range r.Body["members"].([]any) {
+				mm := m.(map[string]any)
+				for _, s := range mm["shards"].([]any) {
+					if uint16(s.(float64)) == shard {
+						holders = append(holders, mm["node_id"])
+					}
+				}
+			}
+			return len(holders) == 1 && holders[0] == owner
+		})
 
 		for _, id := range ids {
 			r := call(t, entry, "POST", "/workflows/"+id+"/signal/approved", map[string]any{"by": "ops"}, "Idempotency-Key", "approve-"+id)
