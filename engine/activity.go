@@ -50,36 +50,35 @@ type claimedTask struct {
 	CloseDeadline *time.Time
 	Heartbeat     json.RawMessage
 	ClaimedAt     time.Time // database clock
+	// Since is this node's clock before the claim was made: the attempt's
+	// timeouts count from it, so an attempt that waited for a slot never
+	// outlives its lock (locked_until counts from the claim).
+	Since time.Time
 }
 
-// activityLoop claims due activity tasks up to the free worker slots (see
+// activityLoop claims due activity tasks into the free worker slots (see
 // activitySlots: direct dispatch takes from the same pool) and runs each in
 // its own goroutine; it waits for them before returning.
+//
+// It polls on its first pass, on every tick (retries come due, locks
+// expire), and on a nudge when tasks may be waiting (actPending: a batch
+// left tasks it could not dispatch, or an earlier poll found no slot or
+// filled every slot). A freed slot nudges it too, but with nothing
+// waiting that costs no claim transaction.
 func (e *Engine) activityLoop(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	t := time.NewTicker(e.cfg.PollInterval)
 	defer t.Stop()
 	reclaim := true // running tasks left by a lost lease or an old owner: first pass, then each tick
+	poll := true
 	for {
-		if free := e.actSlots.free(); free > 0 {
-			tasks, err := e.claimActivities(ctx, free, reclaim)
-			if err == nil {
+		if poll || e.actPending.Swap(false) {
+			more, claimed := e.pollActivities(ctx, &wg, reclaim)
+			if claimed {
 				reclaim = false // until the next tick; a tick with no free slot keeps it
 			}
-			if err != nil && ctx.Err() == nil {
-				e.log.Warn().Err(err).Msg("claim activities failed")
-			}
-			for _, task := range tasks {
-				// Direct dispatch may have taken a slot since: wait for it.
-				e.actSlots.wait()
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					e.runActivity(ctx, task, e.releaseSlot)
-				}()
-			}
-			if len(tasks) == free {
+			if poll = more; more {
 				continue
 			}
 		}
@@ -88,9 +87,43 @@ func (e *Engine) activityLoop(ctx context.Context) {
 			return
 		case <-e.actWake:
 		case <-t.C:
-			reclaim = true
+			reclaim, poll = true, true
 		}
 	}
+}
+
+// pollActivities claims due tasks for the free slots and starts each in a
+// goroutine of wg. more says it filled every slot (more may be due);
+// claimed says a claim transaction committed.
+//
+// The slots are taken after the claim, so that direct dispatch is not
+// kept from them while the claim runs. Dispatch leaves dispatchReserve
+// slots free, so the loop always gets that many; tasks claimed beyond
+// the slots it gets are handed back (unclaimActivities).
+func (e *Engine) pollActivities(ctx context.Context, wg *sync.WaitGroup, reclaim bool) (more, claimed bool) {
+	free := e.actSlots.free()
+	if free == 0 {
+		e.actPending.Store(true) // the next freed slot polls
+		return false, false
+	}
+	tasks, err := e.claimActivities(ctx, free, reclaim)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn().Err(err).Msg("claim activities failed")
+		e.actPending.Store(true)
+	}
+	if got := e.actSlots.take(len(tasks), 0); got < len(tasks) {
+		e.unclaimActivities(ctx, tasks[got:])
+		tasks = tasks[:got]
+		e.actPending.Store(true)
+	}
+	for _, task := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.runActivity(ctx, task, e.releaseSlot)
+		}()
+	}
+	return err == nil && len(tasks) == free, err == nil
 }
 
 // Due activity tasks, in scheduled order. The poll after a nudge reads the
@@ -115,6 +148,7 @@ const (
 
 func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) ([]claimedTask, error) {
 	var tasks []claimedTask
+	since := time.Now()
 	due := claimDueSQL
 	if reclaim {
 		due = claimDueOrReclaimSQL
@@ -142,6 +176,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 			if err == nil {
 				err = json.Unmarshal(opts, &t.Options)
 			}
+			t.Since = since
 			return t, err
 		})
 		if err != nil {
@@ -150,6 +185,28 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 		return nil
 	})
 	return tasks, err
+}
+
+// unclaimActivities hands claimed tasks that found no slot back to the
+// table, as they were before the claim. If that fails they stay claimed
+// and are reclaimed when their lock expires.
+func (e *Engine) unclaimActivities(ctx context.Context, tasks []claimedTask) {
+	ids, attempts := make([]int64, len(tasks)), make([]int32, len(tasks))
+	for i, t := range tasks {
+		ids[i], attempts[i] = t.TaskID, int32(t.Attempt)
+	}
+	err := e.withTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			UPDATE harvest_tasks t
+			   SET status = 'pending', attempt = t.attempt - 1, claim_epoch = NULL, locked_until = NULL
+			  FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)
+			 WHERE t.task_id = u.id AND t.attempt = u.attempt AND t.status = 'running' AND t.claim_epoch = $3`,
+			ids, attempts, e.epoch.Load())
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn().Err(err).Int("tasks", len(tasks)).Msg("unclaim activities failed")
+	}
 }
 
 // runActivity runs one attempt and records its outcome. If the engine is
@@ -214,9 +271,13 @@ func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask) (out
 // and the heartbeat timeout, and returns the heartbeat function.
 func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Context, context.CancelFunc, harvest.HeartbeatFunc) {
 	opts := t.Options.WithDefaults()
-	deadline, cause := time.Now().Add(opts.StartToClose), errStartToClose
+	since := t.Since
+	if since.IsZero() {
+		since = time.Now()
+	}
+	deadline, cause := since.Add(opts.StartToClose), errStartToClose
 	if t.CloseDeadline != nil {
-		if d := time.Now().Add(t.CloseDeadline.Sub(t.ClaimedAt)); d.Before(deadline) {
+		if d := since.Add(t.CloseDeadline.Sub(t.ClaimedAt)); d.Before(deadline) {
 			deadline, cause = d, errScheduleToClose
 		}
 	}

@@ -123,10 +123,10 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&dbNow) })
 	}
 	var (
-		completed       int
-		closed          []uuid.UUID
-		actWork, tmWork bool
-		w               = newWriteSet()
+		completed int
+		closed    []uuid.UUID
+		tmWork    bool
+		w         = newWriteSet()
 	)
 	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
 		completed = 0
@@ -168,10 +168,10 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 			w.appendEvents(t.ex, events[t.ex.ID], false)
 		}
 		var err error
-		closed, actWork, tmWork, err = e.runAndWrite(ctx, tx, b, w, tasks)
+		closed, tmWork, err = e.runAndWrite(ctx, tx, b, w, tasks)
 		return err
 	})
-	e.settleDispatch(runCtx, w.direct, err)
+	e.settleTasks(runCtx, w, err)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Debug().Err(err).Int("completions", len(batch)).Msg("completion batch failed, its completions run alone")
@@ -183,9 +183,6 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 	}
 	if len(closed) > 0 {
 		e.closed.fire(closed...)
-	}
-	if actWork {
-		e.nudge(e.actWake)
 	}
 	if tmWork {
 		e.nudge(e.tmWake)

@@ -53,13 +53,14 @@ func (s *activitySlots) take(n, keep int) int {
 // free is how many slots are free now.
 func (s *activitySlots) free() int { return cap(s.ch) - len(s.ch) }
 
-// wait takes one slot, waiting until one is free.
-func (s *activitySlots) wait() { s.ch <- struct{}{} }
-
-// put returns n slots.
+// put returns n slots; returning a slot not taken is a bug.
 func (s *activitySlots) put(n int) {
 	for range n {
-		<-s.ch
+		select {
+		case <-s.ch:
+		default:
+			panic("engine: activity slot returned twice")
+		}
 	}
 }
 
@@ -70,6 +71,7 @@ func (e *Engine) dispatchReserve() int { return max(1, e.cfg.ActivityWorkers/4) 
 type dispatch struct {
 	slots int           // slots taken for the batch
 	epoch int64         // the lease epoch the claims carry
+	since time.Time     // before the claims: their attempts' timeouts count from it
 	tasks []claimedTask // the claimed tasks, read back from the insert
 }
 
@@ -80,21 +82,26 @@ func (e *Engine) reserveDispatch(n int) *dispatch {
 	if got == 0 {
 		return nil
 	}
-	return &dispatch{slots: got, epoch: e.epoch.Load()}
+	return &dispatch{slots: got, epoch: e.epoch.Load(), since: time.Now()}
 }
 
-// settleDispatch runs the claimed tasks of a committed batch (err nil) in
-// their slots, and returns the slots it does not use. ctx is the engine's
-// run: the attempts outlive the batch.
-func (e *Engine) settleDispatch(ctx context.Context, d *dispatch, err error) {
-	if d == nil {
-		return
+// settleTasks ends the activity tasks of a batch whose transaction has
+// ended (err nil: committed): it runs the directly dispatched ones in
+// their slots, returns the slots it does not use, and wakes the activity
+// loop for the tasks left in the table. ctx is the engine's run: the
+// attempts outlive the batch.
+func (e *Engine) settleTasks(ctx context.Context, w *writeSet, err error) {
+	var run []claimedTask
+	if d := w.direct; d != nil {
+		if err == nil && ctx.Err() == nil {
+			run = d.tasks // else not claimed, or stopping: the next owner reclaims them
+		}
+		e.actSlots.put(d.slots - len(run))
 	}
-	run := d.tasks
-	if err != nil {
-		run = nil
+	if err == nil && len(w.tasks.ids) > len(run) {
+		e.actPending.Store(true)
+		e.nudge(e.actWake)
 	}
-	e.actSlots.put(d.slots - len(run))
 	for _, t := range run {
 		e.loops.Add(1) // the batch's loop is counted, so Stop cannot be past Wait
 		go func() {
@@ -138,10 +145,10 @@ func (w *writeSet) queueDirectTasks(b *pgx.Batch, d *dispatch) {
 		SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + c * interval '1 millisecond',
 		       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
 		       CASE WHEN r THEN $10::bigint END,
-		       CASE WHEN r THEN now() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
+		       CASE WHEN r THEN clock_timestamp() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
 		              $9::bool[]) AS u(id, a, n, q, i, k, o, c, r)
-		RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline, now()`,
+		RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline, clock_timestamp()`,
 		t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
 		d.epoch, leaseGrace.Milliseconds()).
 		Query(func(rows pgx.Rows) error {
@@ -166,7 +173,7 @@ func (w *writeSet) queueDirectTasks(b *pgx.Batch, d *dispatch) {
 				if err := t.fill(&ct, i); err != nil {
 					return err
 				}
-				ct.CloseDeadline, ct.ClaimedAt = deadline, now
+				ct.CloseDeadline, ct.ClaimedAt, ct.Since = deadline, now, d.since
 				d.tasks = append(d.tasks, ct)
 			}
 			return rows.Err()

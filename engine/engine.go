@@ -31,12 +31,15 @@ type Engine struct {
 	actWake chan struct{}
 	// actSlots bounds running activity attempts (activityLoop, dispatch).
 	actSlots *activitySlots
-	tmWake   chan struct{}
-	closed   *closeWatch
-	gates    gateCache
-	cbWake   chan struct{}
-	cbHTTP   *http.Client
-	starts   atomic.Pointer[batcher[*startCall]] // nil: group commit off
+	// actPending says activity tasks may be waiting in the table for the
+	// activity loop (see activityLoop).
+	actPending atomic.Bool
+	tmWake     chan struct{}
+	closed     *closeWatch
+	gates      gateCache
+	cbWake     chan struct{}
+	cbHTTP     *http.Client
+	starts     atomic.Pointer[batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
 	probes atomic.Pointer[batcher[*probeCall]]
 	// completions is the activity completion batcher (nil before Start).

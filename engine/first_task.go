@@ -23,6 +23,14 @@ import (
 // commit. A delayed start is left to the workflow loop, and so is a task
 // that fails: its run is inserted due, and the failure is recorded as the
 // workflow loop records one (attempt, last error, backoff).
+//
+// Workflow code runs inside the batch's transaction and on the shard's one
+// start batcher, so a batch gives its first tasks firstTaskBudget in all:
+// a task cut short by it, and every task after it, is left to the workflow
+// loop (with its full WorkflowTaskTimeout) as if never tried.
+
+// firstTaskBudget bounds the workflow code one start batch runs.
+const firstTaskBudget = 250 * time.Millisecond
 
 // firstTasks is what the first tasks of one start batch write, and what
 // the engine does once the batch commits.
@@ -42,8 +50,10 @@ type firstTasks struct {
 func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time) (*firstTasks, error) {
 	f := &firstTasks{w: newWriteSet(), fails: &pgx.Batch{}}
 	at := make(map[uuid.UUID]int, runs.len())
+	budget, cancel := context.WithTimeout(ctx, firstTaskBudget)
+	defer cancel()
 	for i, id := range runs.ids {
-		if runs.dueAt[i] != nil {
+		if runs.dueAt[i] != nil || budget.Err() != nil {
 			f.left++
 			continue
 		}
@@ -51,14 +61,19 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 			NextEventID: 1, CreatedAt: dbNow}
 		started := harvest.Event{EventID: 0, Type: harvest.EventType(runs.eventType[i]),
 			Data: json.RawMessage(runs.eventData[i]), Timestamp: dbNow}
-		res, ran, err := e.runClaimedTask(ctx, f.fails, f.w,
-			claimedWorkflowTask{ex: ex, dbNow: dbNow, history: []harvest.Event{started}})
-		if err != nil {
-			return nil, err
-		}
-		if !ran {
+		t := claimedWorkflowTask{ex: ex, dbNow: dbNow, history: []harvest.Event{started}}
+		res, runErr := e.runTask(budget, t)
+		switch {
+		case runErr != nil && budget.Err() != nil:
+			f.left++ // cut short by the budget: the workflow loop runs it
+			continue
+		case runErr != nil:
+			e.queueFailWorkflowTask(f.fails, ex, 0, runErr)
 			f.left++
 			continue
+		}
+		if err := queueCommands(f.w, ex, res, dbNow); err != nil {
+			return nil, err
 		}
 		at[id] = i
 		runs.ran[i] = true
@@ -87,8 +102,8 @@ func (f *firstTasks) queue(b *pgx.Batch) {
 }
 
 // committed wakes whoever has work from the committed batch: the waiters
-// of closed runs, the workflow loop for runs left due, the activity and
-// timer loops for what the tasks scheduled.
+// of closed runs, the workflow loop for runs left due, the timer loop for
+// the timers the tasks started (settleTasks wakes the activity loop).
 func (f *firstTasks) committed(e *Engine) {
 	if f == nil {
 		return
@@ -98,9 +113,6 @@ func (f *firstTasks) committed(e *Engine) {
 	}
 	if f.left > 0 {
 		e.nudge(e.wfWake)
-	}
-	if len(f.w.tasks.ids) > 0 {
-		e.nudge(e.actWake)
 	}
 	if len(f.w.timers.ids) > 0 {
 		e.nudge(e.tmWake)

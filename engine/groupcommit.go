@@ -121,7 +121,7 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 			})
 		})
 	if first != nil {
-		e.settleDispatch(runCtx, first.w.direct, err)
+		e.settleTasks(runCtx, first.w, err)
 	}
 	if err != nil {
 		e.log.Debug().Err(err).Int("starts", len(reqs)).Msg("start batch failed, its starts run alone")

@@ -65,9 +65,9 @@ func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(co
 // more says it found a full batch: more tasks may be due.
 func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, err error) {
 	var (
-		tasks           []claimedWorkflowTask
-		closed          []uuid.UUID
-		actWork, tmWork bool
+		tasks  []claimedWorkflowTask
+		closed []uuid.UUID
+		tmWork bool
 	)
 	began := time.Now()
 	w := newWriteSet()
@@ -79,18 +79,15 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
-		closed, actWork, tmWork, err = e.runAndWrite(ctx, tx, &pgx.Batch{}, w, tasks)
+		closed, tmWork, err = e.runAndWrite(ctx, tx, &pgx.Batch{}, w, tasks)
 		return err
 	})
-	e.settleDispatch(ctx, w.direct, err)
+	e.settleTasks(ctx, w, err)
 	if len(tasks) > 0 && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
 	}
 	if err == nil && len(closed) > 0 {
 		e.closed.fire(closed...)
-	}
-	if err == nil && actWork {
-		e.nudge(e.actWake)
 	}
 	if err == nil && tmWork {
 		e.nudge(e.tmWake)
@@ -101,13 +98,13 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 // runAndWrite runs the claimed tasks (their histories loaded), adds their
 // writes to w and sends w after whatever b holds already, in one round
 // trip. It reports the runs the tasks closed and whether w scheduled
-// activities or timers. New activity tasks take free activity slots
-// (w.direct): the caller settles them once its transaction ends.
-func (e *Engine) runAndWrite(ctx context.Context, tx pgx.Tx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, actWork, tmWork bool, err error) {
+// timers. New activity tasks take free activity slots (w.direct): the
+// caller settles them (settleTasks) once its transaction ends.
+func (e *Engine) runAndWrite(ctx context.Context, tx pgx.Tx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, tmWork bool, err error) {
 	for _, t := range tasks {
 		res, ran, err := e.runClaimedTask(ctx, b, w, t)
 		if err != nil {
-			return nil, false, false, err
+			return nil, false, err
 		}
 		if ran && res.Closed {
 			closed = append(closed, t.ex.ID)
@@ -117,7 +114,7 @@ func (e *Engine) runAndWrite(ctx context.Context, tx pgx.Tx, b *pgx.Batch, w *wr
 		w.direct = e.reserveDispatch(n)
 	}
 	w.queue(b)
-	return closed, len(w.tasks.ids) > 0, len(w.timers.ids) > 0, sendBatch(ctx, tx, b)
+	return closed, len(w.timers.ids) > 0, sendBatch(ctx, tx, b)
 }
 
 // claimedWorkflowTask is a locked execution with a due workflow task.
@@ -137,18 +134,24 @@ func (e *Engine) runClaimedTask(ctx context.Context, b *pgx.Batch, w *writeSet, 
 		w.clearWorkflowTask(t.ex)
 		return harvest.TaskResult{}, false, nil
 	}
+	res, runErr := e.runTask(ctx, t)
+	if runErr != nil {
+		e.queueFailWorkflowTask(b, t.ex, t.attempt, runErr)
+		return harvest.TaskResult{}, false, nil
+	}
+	return res, true, queueCommands(w, t.ex, res, t.dbNow)
+}
+
+// runTask runs the workflow code of a claimed task, for at most
+// WorkflowTaskTimeout.
+func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.TaskResult, error) {
 	taskCtx, cancel := context.WithTimeout(ctx, e.cfg.WorkflowTaskTimeout)
 	defer cancel()
 	ex := t.ex
-	res, runErr := e.reg.RunWorkflowTask(taskCtx, harvest.WorkflowTask{
+	return e.reg.RunWorkflowTask(taskCtx, harvest.WorkflowTask{
 		Info:    harvest.WorkflowInfo{ExecutionID: ex.ID.String(), WorkflowName: ex.WorkflowName, WorkflowID: ex.WorkflowID},
 		History: t.history,
 	}, e.log.With().Str("execution_id", ex.ID.String()).Logger())
-	if runErr != nil {
-		e.queueFailWorkflowTask(b, ex, t.attempt, runErr)
-		return harvest.TaskResult{}, false, nil
-	}
-	return res, true, queueCommands(w, ex, res, t.dbNow)
 }
 
 // claimWorkflowTasks locks up to limit executions with due workflow tasks,
