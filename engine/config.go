@@ -18,8 +18,10 @@ const (
 	// WorkflowTaskBatchDefault is the most workflow tasks one worker runs
 	// in one transaction.
 	WorkflowTaskBatchDefault = 8
-	// ActivityWorkersDefault bounds concurrently running activities.
-	ActivityWorkersDefault = 16
+	// ActivityWorkersDefault bounds concurrently running activities of a
+	// shard. Activities mostly wait on other services, and a slot is held
+	// only while the activity's code runs (see dispatch.go).
+	ActivityWorkersDefault = 64
 	// PollIntervalDefault is the backstop poll for due tasks and timers.
 	PollIntervalDefault = time.Second
 	// LeaseTTLDefault is how long a lease lasts without renewal.
@@ -57,7 +59,8 @@ type Config struct {
 	// WorkflowTaskBatch is the most due workflow tasks a worker claims
 	// and commits in one transaction (1: one at a time).
 	WorkflowTaskBatch int
-	// ActivityWorkers bounds concurrently running activities.
+	// ActivityWorkers bounds concurrently running activities (default
+	// ActivityWorkersDefault).
 	ActivityWorkers int
 	// PollInterval is the backstop poll for due work.
 	PollInterval time.Duration

@@ -99,6 +99,9 @@ type Config struct {
 	// engine's); tests shrink them.
 	PollInterval time.Duration
 	LeaseTTL     time.Duration
+	// ActivityWorkers bounds the concurrently running activities of each
+	// shard engine (default: engine.ActivityWorkersDefault).
+	ActivityWorkers int
 	// Logger is the root logger; every component logs through a child of
 	// it. The zero Logger discards.
 	Logger zerolog.Logger
@@ -134,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("max body bytes must not be negative"))
+	}
+	if c.ActivityWorkers < 0 {
+		errs = append(errs, errors.New("activity workers must not be negative"))
 	}
 	if c.ShardID == 0xFFFF {
 		errs = append(errs, errors.New("shard id 65535 is reserved"))

@@ -197,6 +197,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			IdempotencyWindow: n.cfg.IdempotencyWindow,
 			PollInterval:      n.cfg.PollInterval,
 			LeaseTTL:          n.cfg.LeaseTTL,
+			ActivityWorkers:   n.cfg.ActivityWorkers,
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
 		},
 		Window: n.engineWindow(),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -26,6 +27,7 @@ const (
 	flagIdempotencyWindow = "idempotency-window"
 	flagMaxBodyBytes      = "max-body-bytes"
 	flagCallbackAllowCIDR = "callback-allow-cidr"
+	flagActivityWorkers   = "activity-workers"
 )
 
 // Defaults of the logging flags.
@@ -52,6 +54,8 @@ func nodeFlags() []cli.Flag {
 			Usage: "how long a start idempotency key deduplicates"},
 		&cli.Int64Flag{Name: flagMaxBodyBytes, Value: node.MaxBodyBytesDefault, EnvVars: []string{"HARVEST_MAX_BODY_BYTES"},
 			Usage: "request body limit in bytes (larger bodies get 413)"},
+		&cli.IntFlag{Name: flagActivityWorkers, Value: engine.ActivityWorkersDefault, EnvVars: []string{"HARVEST_ACTIVITY_WORKERS"},
+			Usage: "most activities each shard runs at once"},
 		&cli.StringSliceFlag{Name: flagCallbackAllowCIDR, EnvVars: []string{"HARVEST_CALLBACK_ALLOW_CIDR"},
 			Usage: "address range (CIDR, e.g. 10.0.0.0/8) that completion callbacks may reach although it is private, " +
 				"loopback or link-local; repeat it or separate ranges with commas (default: none)"},
@@ -73,10 +77,11 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		HTTPAddr:          c.String(flagHTTPAddr),
 		IdempotencyWindow: c.Duration(flagIdempotencyWindow),
 		MaxBodyBytes:      c.Int64(flagMaxBodyBytes),
+		ActivityWorkers:   c.Int(flagActivityWorkers),
 		Logger:            log,
 	}
-	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 {
-		return node.Config{}, fmt.Errorf("--%s and --%s must be positive", flagIdempotencyWindow, flagMaxBodyBytes)
+	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 || cfg.ActivityWorkers <= 0 {
+		return node.Config{}, fmt.Errorf("--%s, --%s and --%s must be positive", flagIdempotencyWindow, flagMaxBodyBytes, flagActivityWorkers)
 	}
 	if cfg.CallbackAllowCIDRs, err = parseCIDRs(c.StringSlice(flagCallbackAllowCIDR)); err != nil {
 		return node.Config{}, err

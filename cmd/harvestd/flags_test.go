@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/harvestd/harvest/internal/pgserver"
+	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -101,4 +102,28 @@ func TestCallbackAllowCIDRFlag(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []netip.Prefix{netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("127.0.0.1/32")}, cfg.CallbackAllowCIDRs)
 	})
+}
+
+func TestActivityWorkersFlag(t *testing.T) {
+	t.Parallel()
+	parse := func(args ...string) (node.Config, error) {
+		var cfg node.Config
+		var err error
+		app := &cli.App{Flags: devFlags(), Action: func(c *cli.Context) error {
+			cfg, err = nodeConfig(c)
+			return nil
+		}}
+		require.NoError(t, app.Run(append([]string{"harvestd"}, args...)))
+		return cfg, err
+	}
+	cfg, err := parse()
+	require.NoError(t, err)
+	require.Equal(t, engine.ActivityWorkersDefault, cfg.ActivityWorkers)
+
+	cfg, err = parse("--activity-workers", "8")
+	require.NoError(t, err)
+	require.Equal(t, 8, cfg.ActivityWorkers)
+
+	_, err = parse("--activity-workers", "0")
+	require.ErrorContains(t, err, "--activity-workers must be positive")
 }
