@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/node"
 )
 
