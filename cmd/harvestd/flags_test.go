@@ -105,7 +105,8 @@ func TestCallbackAllowCIDRFlag(t *testing.T) {
 }
 
 func TestActivityWorkersFlag(t *testing.T) {
-	t.Parallel()
+	// Not parallel: urfave/cli's help flag is a shared global the apps of
+	// parallel tests would write at once.
 	parse := func(args ...string) (node.Config, error) {
 		var cfg node.Config
 		var err error
