@@ -117,16 +117,21 @@ func (e *Engine) releaseSlot() {
 	e.nudge(e.actWake)
 }
 
-// queueDirectTasks queues the insert of the set's activity tasks, the
-// first d.slots of them (of runs the set leaves open) as claimed, and
-// reads the claimed ones back into d.tasks.
-func (w *writeSet) queueDirectTasks(b *pgx.Batch, d *dispatch) {
+// queueTaskInsert queues the insert of the set's activity tasks: with d,
+// the first d.slots of them (of runs the set leaves open) claimed and read
+// back into d.tasks; without, every task pending.
+func (w *writeSet) queueTaskInsert(b *pgx.Batch, d *dispatch) {
 	t := &w.tasks
+	claim := make([]bool, len(t.ids))
+	if d == nil {
+		b.Queue(insertTasksSQL, t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
+			int64(0), leaseGrace.Milliseconds())
+		return
+	}
 	closed := make(map[uuid.UUID]bool, len(w.closed))
 	for _, id := range w.closed {
 		closed[id] = true
 	}
-	claim := make([]bool, len(t.ids))
 	for i, n := 0, 0; i < len(t.ids) && n < d.slots; i++ {
 		if !closed[t.ids[i]] {
 			claim[i] = true
@@ -139,17 +144,7 @@ func (w *writeSet) queueDirectTasks(b *pgx.Batch, d *dispatch) {
 			at[taskKey{t.ids[i], t.activityIDs[i]}] = i
 		}
 	}
-	b.Queue(`
-		INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options,
-		                           close_deadline, status, attempt, claim_epoch, locked_until)
-		SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + c * interval '1 millisecond',
-		       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
-		       CASE WHEN r THEN $10::bigint END,
-		       CASE WHEN r THEN clock_timestamp() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
-		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
-		              $9::bool[]) AS u(id, a, n, q, i, k, o, c, r)
-		RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline, clock_timestamp()`,
-		t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
+	b.Queue(insertTasksSQL, t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
 		d.epoch, leaseGrace.Milliseconds()).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -179,6 +174,20 @@ func (w *writeSet) queueDirectTasks(b *pgx.Batch, d *dispatch) {
 			return rows.Err()
 		})
 }
+
+// insertTasksSQL inserts activity tasks, those flagged r claimed as
+// claimActivities claims (the lock counting from the insert), and returns
+// every row's id and whether it was claimed.
+const insertTasksSQL = `
+	INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options,
+	                           close_deadline, status, attempt, claim_epoch, locked_until)
+	SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + c * interval '1 millisecond',
+	       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
+	       CASE WHEN r THEN $10::bigint END,
+	       CASE WHEN r THEN clock_timestamp() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
+	  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
+	              $9::bool[]) AS u(id, a, n, q, i, k, o, c, r)
+	RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline, clock_timestamp()`
 
 type taskKey struct {
 	id         uuid.UUID

@@ -127,6 +127,35 @@ func TestFirstWorkflowTasks(t *testing.T) {
 		require.Equal(t, []string{"WorkflowStarted", "WorkflowCompleted"}, eventTypes(t, b.pool, res.ExecutionID))
 	})
 
+	t.Run("SlowFirstTaskIsLeftToTheLoopUntried", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		stuck, proceed := make(chan struct{}), make(chan struct{})
+		t.Cleanup(func() { close(stuck) })
+		var calls atomic.Int32
+		require.NoError(t, b.reg.Register(harvest.NewWorkflow("slow_first", func(ctx harvest.Context, in string) (string, error) {
+			if calls.Add(1) == 1 {
+				<-stuck // the start's run never yields within the batch's budget
+			} else {
+				<-proceed // the workflow loop's run waits until the row is read
+			}
+			return in, nil
+		})))
+		// The task timeout is below the lease: without the start batch's
+		// own budget the first task would be cut by it and recorded as a
+		// failed attempt.
+		e := b.engine(t, func(c *Config) { c.LeaseTTL, c.WorkflowTaskTimeout = 30*time.Second, 5*time.Second })
+		res := start(t, e, StartRequest{WorkflowName: "slow_first", IdempotencyKey: "slow", Input: raw(t, "x")})
+		require.Equal(t, StateRunning, res.State)
+		r := readRun(t, b.pool, res.ExecutionID)
+		require.Zero(t, r.attempt, "a task cut short by the budget is not a failure")
+		require.Empty(t, r.lastError)
+		require.True(t, r.due)
+		close(proceed)
+		require.Equal(t, StateCompleted, waitClosed(t, e, res.ExecutionID).State, "the workflow loop ran it")
+		require.Equal(t, []string{"WorkflowStarted", "WorkflowCompleted"}, eventTypes(t, b.pool, res.ExecutionID))
+	})
+
 	t.Run("DelayedStartIsLeftToTheWorkflowLoop", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

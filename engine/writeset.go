@@ -213,16 +213,7 @@ func (w *writeSet) queueActivityTasks(b *pgx.Batch) {
 	if len(t.ids) == 0 {
 		return
 	}
-	if w.direct != nil {
-		w.queueDirectTasks(b, w.direct)
-		return
-	}
-	b.Queue(`
-		INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options, close_deadline)
-		SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + c * interval '1 millisecond'
-		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
-		       AS u(id, a, n, q, i, k, o, c)`,
-		t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS)
+	w.queueTaskInsert(b, w.direct)
 }
 
 // queueCloses clears what the closed runs leave behind: activity tasks,
