@@ -19,7 +19,7 @@ type Shard interface {
 	Cancel(ctx context.Context, id uuid.UUID, reason string) (engine.CloseResult, error)
 	Terminate(ctx context.Context, id uuid.UUID, reason string) (engine.CloseResult, error)
 	Describe(ctx context.Context, id uuid.UUID) (engine.Description, error)
-	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Execution, error)
+	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Outcome, error)
 	History(ctx context.Context, id uuid.UUID, q engine.HistoryQuery) (engine.HistoryPage, error)
 	LookupWorkflowID(ctx context.Context, name, workflowID string) (engine.SlotHolder, bool, error)
 	ClaimPlacement(ctx context.Context, req engine.ClaimRequest) (engine.ClaimResult, error)

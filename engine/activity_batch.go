@@ -182,7 +182,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		metrics.ActivityAttempts.WithLabelValues("completed").Add(float64(completed))
 	}
 	if len(closed) > 0 {
-		e.closed.fire(closed...)
+		e.closed.fireWith(w.outcomes, closed...)
 	}
 	if tmWork {
 		e.nudge(e.tmWake)

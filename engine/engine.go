@@ -204,7 +204,9 @@ func (e *Engine) checkOwning() error {
 // closeWatch wakes waiters when executions close: the waiters of one
 // execution (Result long-polls) and those of any close (the callback
 // loop). A close wakes only its own execution's waiters, so N polls of
-// N runs cost N reads, not N per close.
+// N runs cost N reads, not N per close; a closer that knows the run's
+// outcome (the batches' UPDATE returns it) hands it to the waiters, who
+// then need no read at all.
 type closeWatch struct {
 	mu   sync.Mutex
 	any  chan struct{}
@@ -212,8 +214,9 @@ type closeWatch struct {
 }
 
 type runWaiters struct {
-	ch chan struct{}
-	n  int
+	ch  chan struct{}
+	n   int
+	out *Outcome // set before ch closes, when the closer handed it over
 }
 
 func newCloseWatch() *closeWatch {
@@ -227,9 +230,16 @@ func (w *closeWatch) wait() <-chan struct{} {
 	return w.any
 }
 
-// waitFor returns a channel closed when execution id closes, and the
-// release the waiter must call when it stops waiting.
-func (w *closeWatch) waitFor(id uuid.UUID) (<-chan struct{}, func()) {
+// closeWait is one waiter's registration for one execution's close.
+type closeWait struct {
+	w  *closeWatch
+	id uuid.UUID
+	r  *runWaiters
+}
+
+// waitFor registers a waiter for execution id's close; the waiter must
+// call release when it stops waiting.
+func (w *closeWatch) waitFor(id uuid.UUID) *closeWait {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r, ok := w.runs[id]
@@ -238,23 +248,43 @@ func (w *closeWatch) waitFor(id uuid.UUID) (<-chan struct{}, func()) {
 		w.runs[id] = r
 	}
 	r.n++
-	return r.ch, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if r.n--; r.n == 0 && w.runs[id] == r {
-			delete(w.runs, id)
-		}
+	return &closeWait{w: w, id: id, r: r}
+}
+
+// closed is closed when the execution closes.
+func (c *closeWait) closed() <-chan struct{} { return c.r.ch }
+
+// outcome is the outcome the closer handed over; only after closed.
+func (c *closeWait) outcome() (Outcome, bool) {
+	if c.r.out == nil {
+		return Outcome{}, false
+	}
+	return *c.r.out, true
+}
+
+func (c *closeWait) release() {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	if c.r.n--; c.r.n == 0 && c.w.runs[c.id] == c.r {
+		delete(c.w.runs, c.id)
 	}
 }
 
 // fire wakes the waiters of any close and those of the closed ids.
-func (w *closeWatch) fire(ids ...uuid.UUID) {
+func (w *closeWatch) fire(ids ...uuid.UUID) { w.fireWith(nil, ids...) }
+
+// fireWith is fire with the outcomes of (some of) the closed ids, handed
+// to their waiters. Call it only after the closes committed.
+func (w *closeWatch) fireWith(outs map[uuid.UUID]Outcome, ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	close(w.any)
 	w.any = make(chan struct{})
 	for _, id := range ids {
 		if r, ok := w.runs[id]; ok {
+			if o, ok := outs[id]; ok {
+				r.out = &o
+			}
 			close(r.ch)
 			delete(w.runs, id)
 		}

@@ -166,9 +166,13 @@ func raw(t *testing.T, v any) json.RawMessage {
 // waitClosed waits for the run to close and returns it.
 func waitClosed(t *testing.T, e *Engine, id uuid.UUID) Execution {
 	t.Helper()
-	x, err := e.Result(ctxT(t), id, 20*time.Second)
+	o, err := e.Result(ctxT(t), id, 20*time.Second)
 	require.NoError(t, err)
-	require.True(t, IsTerminal(x.State), "execution %s still %s (last error %q)", id, x.State, x.LastError)
+	require.True(t, IsTerminal(o.State), "execution %s still %s (last error %q)", id, o.State, o.LastError)
+	x, err := e.GetExecution(ctxT(t), id)
+	require.NoError(t, err)
+	// A handed-over outcome (closeWatch) is exactly what a read returns.
+	require.Equal(t, Outcome{State: x.State, Output: x.Output, Error: x.Error, CompletedAt: x.CompletedAt}, o)
 	return x
 }
 

@@ -141,30 +141,60 @@ func (e *Engine) pendingTimers(ctx context.Context, id uuid.UUID) ([]PendingTime
 	return timers, nil
 }
 
-// Result waits up to wait for the run to close and returns it; the
-// returned execution may still be RUNNING when wait elapsed.
-func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (Execution, error) {
+// Outcome is what a result poll answers: how a run ended, or that it has
+// not yet (a state that is not terminal, everything else empty).
+type Outcome struct {
+	State       string
+	Output      json.RawMessage
+	Error       json.RawMessage
+	CompletedAt *time.Time
+	// LastError is the last workflow task failure of a run still open.
+	LastError string
+}
+
+// Result waits up to wait for the run to close and returns its outcome,
+// which may still be RUNNING when wait elapsed. A close this engine
+// commits while Result waits hands its outcome over (see closeWatch): the
+// run is read once, not once more after it closed.
+func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (Outcome, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(e.cfg.PollInterval)
 	defer tick.Stop()
-	closed, release := e.closed.waitFor(id)
-	defer release()
+	w := e.closed.waitFor(id)
+	defer w.release()
+	closed := w.closed()
 	for {
-		x, err := e.GetExecution(ctx, id)
-		if err != nil || IsTerminal(x.State) {
-			return x, err
+		o, err := e.outcome(ctx, id)
+		if err != nil || IsTerminal(o.State) {
+			return o, err
 		}
 		select {
 		case <-ctx.Done():
-			return x, ctx.Err()
+			return o, ctx.Err()
 		case <-deadline.C:
-			return x, nil
+			return o, nil
 		case <-closed:
-			closed = nil // closed once: read the run a last time
+			if o, ok := w.outcome(); ok {
+				return o, nil
+			}
+			closed = nil // closed without its outcome: read the run a last time
 		case <-tick.C:
 		}
 	}
+}
+
+// outcome reads a run's outcome.
+func (e *Engine) outcome(ctx context.Context, id uuid.UUID) (Outcome, error) {
+	var o Outcome
+	err := e.pool.QueryRow(ctx, `
+		SELECT state, output, error, completed_at, coalesce(last_error, '')
+		  FROM harvest_executions WHERE execution_id = $1`, id).
+		Scan(&o.State, &o.Output, &o.Error, &o.CompletedAt, &o.LastError)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("execution %s: %w", id, translate(err))
+	}
+	return o, nil
 }
 
 // HistoryQuery selects a page of history.

@@ -87,7 +87,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
 	}
 	if err == nil && len(closed) > 0 {
-		e.closed.fire(closed...)
+		e.closed.fireWith(w.outcomes, closed...)
 	}
 	if err == nil && tmWork {
 		e.nudge(e.tmWake)

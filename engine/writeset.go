@@ -24,6 +24,10 @@ type writeSet struct {
 	tasks  activityRows
 	timers timerRows
 	closed []uuid.UUID
+	// outcomes are the closed runs' outcomes as committed, for the
+	// waiters of their results (closeWatch.fireWith); filled when the
+	// set's statements run.
+	outcomes map[uuid.UUID]Outcome
 	// direct, when set, has slots for some of tasks: they are inserted
 	// claimed and run when the batch commits (see dispatch.go).
 	direct *dispatch
@@ -188,7 +192,7 @@ func (w *writeSet) queueExecutions(b *pgx.Batch) {
 			states[i], outputs[i], errs[i] = &u.state, jsonText(u.output), jsonText(u.errInfo)
 		}
 	}
-	b.Queue(`
+	q := b.Queue(`
 		UPDATE harvest_executions x
 		   SET next_event_id   = u.next,
 		       updated_at      = CASE WHEN u.appended OR u.closes THEN now() ELSE x.updated_at END,
@@ -204,8 +208,40 @@ func (w *writeSet) queueExecutions(b *pgx.Batch) {
 		       holds_slot      = x.holds_slot AND NOT u.release
 		  FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bool[],
 		              $8::text[], $9::text[], $10::text[]) AS u(id, next, appended, wake, clear, closes, release, state, output, err)
-		 WHERE x.execution_id = u.id`,
+		 WHERE x.execution_id = u.id`+w.returnOutcomes(),
 		ids, next, appended, wake, clear, closes, release, states, outputs, errs)
+	if len(w.closed) > 0 {
+		q.Query(w.scanOutcomes)
+	}
+}
+
+// returnOutcomes is the RETURNING clause of the executions' UPDATE when
+// the set closes runs: their outcomes as stored (jsonb's text, which is
+// what a read would return), so that waiting result polls need no read.
+func (w *writeSet) returnOutcomes() string {
+	if len(w.closed) == 0 {
+		return ""
+	}
+	return `
+		RETURNING u.closes, x.execution_id, x.state, x.output, x.error, x.completed_at`
+}
+
+func (w *writeSet) scanOutcomes(rows pgx.Rows) error {
+	w.outcomes = make(map[uuid.UUID]Outcome, len(w.closed))
+	for rows.Next() {
+		var (
+			closes bool
+			id     uuid.UUID
+			o      Outcome
+		)
+		if err := rows.Scan(&closes, &id, &o.State, &o.Output, &o.Error, &o.CompletedAt); err != nil {
+			return err
+		}
+		if closes {
+			w.outcomes[id] = o
+		}
+	}
+	return rows.Err()
 }
 
 func (w *writeSet) queueActivityTasks(b *pgx.Batch) {
