@@ -1,0 +1,1 @@
+ALTER TABLE harvest_events ADD COLUMN id bigserial NOT NULL UNIQUE;
