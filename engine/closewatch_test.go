@@ -72,4 +72,50 @@ func TestCloseWatch(t *testing.T) {
 		require.False(t, ok, "b closed without an outcome: its waiter reads the run")
 		require.False(t, closedNow(wc.closed()), "an outcome alone does not close c")
 	})
+
+	t.Run("OpenRunsAreKnownUntilTheyClose", func(t *testing.T) {
+		t.Parallel()
+		w := newCloseWatch()
+		a, b := uuid.New(), uuid.New()
+		w.opened(a)
+		wa, wb := w.waitFor(a), w.waitFor(b)
+		defer wa.release()
+		defer wb.release()
+		require.True(t, wa.knownOpen)
+		require.False(t, wb.knownOpen, "b was never created open here")
+		w.fire(a)
+		again := w.waitFor(a)
+		defer again.release()
+		require.False(t, again.knownOpen, "a closed: a new waiter reads it")
+	})
+
+	t.Run("ForgetDropsEveryOpenRun", func(t *testing.T) {
+		t.Parallel()
+		w := newCloseWatch()
+		a := uuid.New()
+		w.opened(a)
+		w.forget()
+		wa := w.waitFor(a)
+		defer wa.release()
+		require.False(t, wa.knownOpen)
+	})
+
+	t.Run("OpenRunsAreBoundedByTwoGenerations", func(t *testing.T) {
+		t.Parallel()
+		w := newCloseWatch()
+		ids := make([]uuid.UUID, 2*openGeneration+1)
+		for i := range ids {
+			ids[i] = uuid.New()
+		}
+		w.opened(ids...)
+		require.LessOrEqual(t, len(w.open)+len(w.openPrev), 2*openGeneration)
+		oldest, newest := w.waitFor(ids[0]), w.waitFor(ids[len(ids)-1])
+		defer oldest.release()
+		defer newest.release()
+		require.False(t, oldest.knownOpen, "the oldest generation is dropped")
+		require.True(t, newest.knownOpen)
+		prev := w.waitFor(ids[openGeneration+1])
+		defer prev.release()
+		require.True(t, prev.knownOpen, "the previous generation is still known")
+	})
 }

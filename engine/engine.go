@@ -100,6 +100,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	e.closed.forget()
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
 	loopCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -158,6 +159,7 @@ func (e *Engine) halt(cause error) bool {
 	}
 	e.running = false
 	e.owning.Store(false)
+	e.closed.forget()
 	e.cancel(cause)
 	e.mu.Unlock()
 	e.loops.Wait()
@@ -169,6 +171,7 @@ func (e *Engine) lostLease(current *OwnershipLostError) {
 	if !e.owning.CompareAndSwap(true, false) {
 		return
 	}
+	e.closed.forget()
 	e.log.Warn().Int64("epoch", e.epoch.Load()).Int64("new_epoch", current.Epoch).
 		Str("owner", current.Owner).Msg("shard lease lost, stopping shard loops")
 	e.mu.Lock()
@@ -207,11 +210,24 @@ func (e *Engine) checkOwning() error {
 // N runs cost N reads, not N per close; a closer that knows the run's
 // outcome (the batches' UPDATE returns it) hands it to the waiters, who
 // then need no read at all.
+//
+// It also remembers the runs this engine created open and has not seen
+// close (open), so that a result poll of such a run can wait without
+// reading it first: every close of an owned run fires here. The memory is
+// bounded (two generations of openGeneration runs; a forgotten run is
+// read as before) and cleared whenever the lease is taken or let go.
 type closeWatch struct {
 	mu   sync.Mutex
 	any  chan struct{}
 	runs map[uuid.UUID]*runWaiters
+	// open and openPrev are the current and previous generations of the
+	// runs known open.
+	open, openPrev map[uuid.UUID]struct{}
 }
+
+// openGeneration is the size at which the open runs start a new
+// generation, dropping the oldest.
+const openGeneration = 1 << 15
 
 type runWaiters struct {
 	ch  chan struct{}
@@ -220,7 +236,28 @@ type runWaiters struct {
 }
 
 func newCloseWatch() *closeWatch {
-	return &closeWatch{any: make(chan struct{}), runs: map[uuid.UUID]*runWaiters{}}
+	return &closeWatch{any: make(chan struct{}), runs: map[uuid.UUID]*runWaiters{}, open: map[uuid.UUID]struct{}{}}
+}
+
+// opened records runs whose creation committed while they were still
+// open. Call it before the close of any of them can fire.
+func (w *closeWatch) opened(ids ...uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		if len(w.open) >= openGeneration {
+			w.openPrev, w.open = w.open, make(map[uuid.UUID]struct{}, openGeneration)
+		}
+		w.open[id] = struct{}{}
+	}
+}
+
+// forget drops every run known open: the lease changed hands, and closes
+// may now commit elsewhere.
+func (w *closeWatch) forget() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.open, w.openPrev = map[uuid.UUID]struct{}{}, nil
 }
 
 // wait returns a channel closed at the next close of any execution.
@@ -235,6 +272,9 @@ type closeWait struct {
 	w  *closeWatch
 	id uuid.UUID
 	r  *runWaiters
+	// knownOpen: the run was open when the waiter registered, and its
+	// close will fire this waiter.
+	knownOpen bool
 }
 
 // waitFor registers a waiter for execution id's close; the waiter must
@@ -248,7 +288,11 @@ func (w *closeWatch) waitFor(id uuid.UUID) *closeWait {
 		w.runs[id] = r
 	}
 	r.n++
-	return &closeWait{w: w, id: id, r: r}
+	_, open := w.open[id]
+	if !open {
+		_, open = w.openPrev[id]
+	}
+	return &closeWait{w: w, id: id, r: r, knownOpen: open}
 }
 
 // closed is closed when the execution closes.
@@ -281,6 +325,8 @@ func (w *closeWatch) fireWith(outs map[uuid.UUID]Outcome, ids ...uuid.UUID) {
 	close(w.any)
 	w.any = make(chan struct{})
 	for _, id := range ids {
+		delete(w.open, id)
+		delete(w.openPrev, id)
 		if r, ok := w.runs[id]; ok {
 			if o, ok := outs[id]; ok {
 				r.out = &o

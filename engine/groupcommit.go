@@ -120,6 +120,10 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 				return f.queue, nil
 			})
 		})
+	if err == nil {
+		// Before the dispatched activities run: they may close the runs.
+		e.closed.opened(p.openRuns()...)
+	}
 	if first != nil {
 		e.settleTasks(runCtx, first.w, err)
 	}
@@ -129,6 +133,17 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 	}
 	first.committed(e)
 	return p.replies(nil)
+}
+
+// openRuns are the runs the committed batch created and left open.
+func (p *batchPlan) openRuns() []uuid.UUID {
+	var ids []uuid.UUID
+	for i, f := range p.fate {
+		if f == fateCreate && p.res[i].State == StateRunning {
+			ids = append(ids, p.ids[i])
+		}
+	}
+	return ids
 }
 
 // batchFate is what a batch does with one of its starts.

@@ -154,8 +154,10 @@ type Outcome struct {
 
 // Result waits up to wait for the run to close and returns its outcome,
 // which may still be RUNNING when wait elapsed. A close this engine
-// commits while Result waits hands its outcome over (see closeWatch): the
-// run is read once, not once more after it closed.
+// commits while Result waits hands its outcome over (see closeWatch), and
+// a run this engine created and has not seen close is not read before
+// the wait: a poll that waits for the close of a fresh run reads nothing.
+// The PollInterval tick reads the run whatever the watch says.
 func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (Outcome, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -164,15 +166,24 @@ func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (
 	w := e.closed.waitFor(id)
 	defer w.release()
 	closed := w.closed()
+	var (
+		o    Outcome
+		read = !w.knownOpen || !e.Owning()
+		err  error
+	)
 	for {
-		o, err := e.outcome(ctx, id)
-		if err != nil || IsTerminal(o.State) {
-			return o, err
+		if read {
+			if o, err = e.outcome(ctx, id); err != nil || IsTerminal(o.State) {
+				return o, err
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return o, ctx.Err()
 		case <-deadline.C:
+			if !read {
+				return e.outcome(ctx, id)
+			}
 			return o, nil
 		case <-closed:
 			if o, ok := w.outcome(); ok {
@@ -181,6 +192,7 @@ func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (
 			closed = nil // closed without its outcome: read the run a last time
 		case <-tick.C:
 		}
+		read = true
 	}
 }
 

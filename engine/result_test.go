@@ -129,4 +129,39 @@ func TestResultHandOver(t *testing.T) {
 		_, err = e.Result(ctxT(t), NewExecutionID(7), 0)
 		require.ErrorIs(t, err, ErrNotFound)
 	})
+
+	t.Run("FreshRunIsKnownOpenUntilItCloses", func(t *testing.T) {
+		t.Parallel()
+		_, g, e := setupPair(t)
+		res := start(t, e, StartRequest{WorkflowName: "gated_pair", Input: raw(t, "z")})
+		w := e.closed.waitFor(res.ExecutionID)
+		defer w.release()
+		require.True(t, w.knownOpen, "the start batch recorded its open run")
+		g.waitEntered(t)
+		g.pass <- struct{}{}
+		handedOver(t, w)
+		after := e.closed.waitFor(res.ExecutionID)
+		defer after.release()
+		require.False(t, after.knownOpen, "the close dropped it")
+
+		done := start(t, e, StartRequest{WorkflowName: "noop"})
+		require.Equal(t, StateCompleted, done.State)
+		wd := e.closed.waitFor(done.ExecutionID)
+		defer wd.release()
+		require.False(t, wd.knownOpen, "a run closed by its start is not open")
+	})
+
+	t.Run("StoppedEngineForgetsItsOpenRuns", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		e := b.engine(t)
+		res := start(t, e, StartRequest{WorkflowName: "block"})
+		e.Stop()
+		w := e.closed.waitFor(res.ExecutionID)
+		defer w.release()
+		require.False(t, w.knownOpen, "closes may commit on the next owner")
+		o, err := e.Result(ctxT(t), res.ExecutionID, 0)
+		require.NoError(t, err)
+		require.Equal(t, StateRunning, o.State)
+	})
 }
