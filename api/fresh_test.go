@@ -167,3 +167,59 @@ func TestCompletionCallbacks(t *testing.T) {
 	require.Equal(t, 1, ok, "delivered once")
 	require.Equal(t, id, body["state"])
 }
+
+// TestReplayOfAKeyTheShardDoesNotKnow: a key claimed by an earlier owner
+// is unknown to the serving engine, so its start skips the probe and
+// goes to the start batch. It is a replay all the same, and none of a
+// fresh start's checks refuses it.
+func TestReplayOfAKeyTheShardDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	good := map[string]any{"input": map[string]any{"user_id": 5}}
+	keys := []string{"good-body", "schema-violation", "bad-delay", "gated"}
+	first := map[string]response{}
+	for _, k := range keys {
+		r := b.do(t, "POST", "/workflows/typed/start", good, "Idempotency-Key", k)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		first[k] = r
+	}
+	b.restart(t)
+	for _, k := range keys {
+		require.False(t, b.engine.KnownStartKey("typed", k), "the new engine has not seen %s", k)
+	}
+	replayed := func(t *testing.T, key string, body any) {
+		t.Helper()
+		before := b.counts(t)
+		r := b.do(t, "POST", "/workflows/typed/start", body, "Idempotency-Key", key)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Equal(t, first[key].Body["execution_id"], r.Body["execution_id"])
+		require.Equal(t, true, r.Body["deduplicated"])
+		require.Equal(t, false, r.Body["started_fresh"])
+		require.Equal(t, before, b.counts(t), "a replay writes nothing")
+		require.True(t, b.engine.KnownStartKey("typed", key), "the replay made the key known")
+	}
+
+	t.Run("GoodBodyIsAnsweredByTheBatch", func(t *testing.T) {
+		replayed(t, "good-body", good)
+	})
+	t.Run("SchemaViolationIsNotChecked", func(t *testing.T) {
+		replayed(t, "schema-violation", map[string]any{"input": map[string]any{"user_id": 0}})
+	})
+	t.Run("BadDelayIsNotChecked", func(t *testing.T) {
+		replayed(t, "bad-delay", map[string]any{"input": map[string]any{"user_id": 5}, "delay": "soon"})
+	})
+	t.Run("GateDoesNotRefuseIt", func(t *testing.T) {
+		g := b.do(t, "POST", "/admin/gates", map[string]any{"scope_kind": "workflow_name", "scope_value": "typed", "reason": "incident"})
+		require.Equal(t, http.StatusCreated, g.Status, "%s", g.Raw)
+		replayed(t, "gated", good)
+		fresh := b.do(t, "POST", "/workflows/typed/start", good, "Idempotency-Key", "fresh-while-gated")
+		requireError(t, fresh, http.StatusServiceUnavailable, "admission_blocked")
+		require.False(t, b.engine.KnownStartKey("typed", "fresh-while-gated"), "a refused start claims nothing")
+	})
+	t.Run("FreshKeyStartsFresh", func(t *testing.T) {
+		r := b.do(t, "POST", "/workflows/block/start", map[string]any{}, "Idempotency-Key", "new-key")
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		require.Equal(t, true, r.Body["started_fresh"])
+		require.True(t, b.engine.KnownStartKey("block", "new-key"))
+	})
+}

@@ -48,6 +48,14 @@ func setup(t testing.TB) *testBundle { return setupWith(t, nil) }
 func setupWith(t testing.TB, mutate func(*engine.Config)) *testBundle {
 	t.Helper()
 	b := &testBundle{pool: pgtest.NewPool(t), svc: demo.NewServices()}
+	b.serve(t, mutate)
+	return b
+}
+
+// serve starts an engine on the bundle's database behind a new server,
+// which the bundle's requests then go to.
+func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
+	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(b.svc).Register(reg))
 	require.NoError(t, reg.Register(blockWF, typedWF))
@@ -65,7 +73,14 @@ func setupWith(t testing.TB, mutate func(*engine.Config)) *testBundle {
 	ts := httptest.NewServer(b.server)
 	t.Cleanup(ts.Close)
 	b.url = ts.URL + BasePath
-	return b
+}
+
+// restart stops the engine and serves the shard from a new one, which
+// knows none of the keys the old one claimed.
+func (b *testBundle) restart(t testing.TB) {
+	t.Helper()
+	b.engine.Stop()
+	b.serve(t, nil)
 }
 
 // response is a decoded answer.

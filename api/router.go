@@ -13,6 +13,7 @@ import (
 // Shard is what the API needs of one shard engine; *engine.Engine is one.
 type Shard interface {
 	LookupStartKey(ctx context.Context, name, key string) (engine.StartResult, bool, error)
+	KnownStartKey(name, key string) bool
 	StartWorkflow(ctx context.Context, req engine.StartRequest) (engine.StartResult, error)
 	Signal(ctx context.Context, req engine.SignalRequest) (engine.SignalResult, error)
 	SignalWithStart(ctx context.Context, req engine.SignalWithStartRequest) (engine.SignalWithStartResult, error)

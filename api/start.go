@@ -84,30 +84,40 @@ func (s *Server) start(c *gin.Context) {
 }
 
 // startOn serves a start on the local shard of t: replay, else fresh.
+// A key the shard knows (it claimed it or answered a replay of it), or
+// one placed under a catalog epoch, is probed first: the read-only fast
+// path of replays. Any other key is likely fresh: the start goes straight
+// to the shard's batch, which answers a live claim as a replay all the
+// same, and only a start that fails probes, so that a replay is never
+// refused by a fresh start's checks.
 func (s *Server) startOn(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) {
-	if key != "" && s.replay(c, t.Shard, name, key) {
-		return
+	probed := false
+	if key != "" && (pl != nil || t.Shard.KnownStartKey(name, key)) {
+		if s.replay(c, t.Shard, name, key) {
+			return
+		}
+		probed = true
 	}
-	s.freshStart(c, t, pl, name, key, body)
+	s.freshStart(c, t, pl, name, key, body, probed)
 }
 
-func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) {
+func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody, probed bool) {
 	req, err := s.startRequest(name, key, body)
 	if err != nil {
-		s.fail(c, err)
+		s.failStart(c, t.Shard, name, key, probed, err)
 		return
 	}
 	req.Placement = pl
-	req.Probed = key != "" // startOn ran the replay probe on this shard
+	req.Probed = key != "" // probed above, or probed below if the start fails
 	if req.WorkflowID == "" {
 		if req.WorkflowID, err = s.router.MintWorkflowID(name, t.ShardID); err != nil {
-			s.fail(c, err)
+			s.failStart(c, t.Shard, name, key, probed, err)
 			return
 		}
 	}
 	res, err := t.Shard.StartWorkflow(c.Request.Context(), req)
 	if err != nil {
-		s.fail(c, err)
+		s.failStart(c, t.Shard, name, key, probed, err)
 		return
 	}
 	status := http.StatusOK
@@ -115,6 +125,15 @@ func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name
 		status = http.StatusCreated
 	}
 	c.JSON(status, startResponse(res, key != "", body.ConflictPolicy != nil))
+}
+
+// failStart answers a start that failed: with the replay of its key's
+// live claim when there is one and the key was not probed yet, else err.
+func (s *Server) failStart(c *gin.Context, shard Shard, name, key string, probed bool, err error) {
+	if key != "" && !probed && s.replay(c, shard, name, key) {
+		return
+	}
+	s.fail(c, err)
 }
 
 // replayOrFail handles a start whose body did not decode but carries a

@@ -36,6 +36,7 @@ type Engine struct {
 	actPending atomic.Bool
 	tmWake     chan struct{}
 	closed     *closeWatch
+	keys       *seenKeys
 	gates      gateCache
 	cbWake     chan struct{}
 	cbHTTP     *http.Client
@@ -69,6 +70,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		actSlots: newActivitySlots(cfg.ActivityWorkers),
 		tmWake:   make(chan struct{}, 1),
 		closed:   newCloseWatch(),
+		keys:     newSeenKeys(),
 		cbWake:   make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 	}, nil

@@ -41,7 +41,10 @@ type StartRequest struct {
 	// its routing key here for another shard.
 	Placement *Placement
 	// Probed says the caller already looked the key up (the read-only
-	// replay probe) and found no live claim: StartWorkflow skips its own.
+	// replay probe) and found no live claim, or will look it up if the
+	// start fails (a replay must never fail a fresh start's checks):
+	// StartWorkflow skips its own probe. Without a probe, a live claim is
+	// still answered as a replay, by the start batch.
 	Probed bool
 	// FreshChecks runs last among the checks of a genuinely fresh start
 	// (no live claim of the key).
@@ -79,6 +82,7 @@ func (e *Engine) LookupStartKey(ctx context.Context, name, key string) (StartRes
 	if err != nil {
 		return StartResult{}, false, err
 	}
+	e.keys.add(name, key)
 	return res, true, nil
 }
 
@@ -112,6 +116,9 @@ const maxSlotRaces = 5
 func (e *Engine) StartWorkflow(ctx context.Context, req StartRequest) (StartResult, error) {
 	res, err := e.startWorkflow(ctx, req)
 	recordStart(res, err)
+	if err == nil && req.IdempotencyKey != "" && res.ExecutionID != uuid.Nil {
+		e.keys.add(req.WorkflowName, req.IdempotencyKey)
+	}
 	return res, err
 }
 
