@@ -113,7 +113,7 @@ func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
 }
 
 func (s *runState) start(def workflowDef, input json.RawMessage) {
-	go func() {
+	carriers.run(func() {
 		defer close(s.exited)
 		if !<-s.resume {
 			return
@@ -124,7 +124,7 @@ func (s *runState) start(def workflowDef, input json.RawMessage) {
 		}
 		s.done = true
 		s.yielded <- struct{}{}
-	}()
+	})
 }
 
 func (s *runState) runUser(def workflowDef, input json.RawMessage) (out json.RawMessage, err error) {
