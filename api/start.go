@@ -92,7 +92,9 @@ func (s *Server) start(c *gin.Context) {
 // refused by a fresh start's checks.
 func (s *Server) startOn(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) {
 	probed := false
-	if key != "" && (pl != nil || t.Shard.KnownStartKey(name, key)) {
+	// Callback URLs are checked against DNS, which may hang: a start with
+	// callbacks is probed first so that its replay never waits on them.
+	if key != "" && (pl != nil || len(body.CompletionCallbacks) > 0 || t.Shard.KnownStartKey(name, key)) {
 		if s.replay(c, t.Shard, name, key) {
 			return
 		}
