@@ -222,9 +222,8 @@ type closeWatch struct {
 	mu   sync.Mutex
 	any  chan struct{}
 	runs map[uuid.UUID]*runWaiters
-	// open and openPrev are the current and previous generations of the
-	// runs known open.
-	open, openPrev map[uuid.UUID]struct{}
+	// open are the runs known open.
+	open generations[uuid.UUID]
 }
 
 // openGeneration is the size at which the open runs start a new
@@ -238,7 +237,7 @@ type runWaiters struct {
 }
 
 func newCloseWatch() *closeWatch {
-	return &closeWatch{any: make(chan struct{}), runs: map[uuid.UUID]*runWaiters{}, open: map[uuid.UUID]struct{}{}}
+	return &closeWatch{any: make(chan struct{}), runs: map[uuid.UUID]*runWaiters{}, open: newGenerations[uuid.UUID](openGeneration)}
 }
 
 // opened records runs whose creation committed while they were still
@@ -247,10 +246,7 @@ func (w *closeWatch) opened(ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {
-		if len(w.open) >= openGeneration {
-			w.openPrev, w.open = w.open, make(map[uuid.UUID]struct{}, openGeneration)
-		}
-		w.open[id] = struct{}{}
+		w.open.add(id)
 	}
 }
 
@@ -259,7 +255,7 @@ func (w *closeWatch) opened(ids ...uuid.UUID) {
 func (w *closeWatch) forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.open, w.openPrev = map[uuid.UUID]struct{}{}, nil
+	w.open = newGenerations[uuid.UUID](openGeneration)
 }
 
 // wait returns a channel closed at the next close of any execution.
@@ -290,11 +286,7 @@ func (w *closeWatch) waitFor(id uuid.UUID) *closeWait {
 		w.runs[id] = r
 	}
 	r.n++
-	_, open := w.open[id]
-	if !open {
-		_, open = w.openPrev[id]
-	}
-	return &closeWait{w: w, id: id, r: r, knownOpen: open}
+	return &closeWait{w: w, id: id, r: r, knownOpen: w.open.has(id)}
 }
 
 // closed is closed when the execution closes.
@@ -327,8 +319,7 @@ func (w *closeWatch) fireWith(outs map[uuid.UUID]Outcome, ids ...uuid.UUID) {
 	close(w.any)
 	w.any = make(chan struct{})
 	for _, id := range ids {
-		delete(w.open, id)
-		delete(w.openPrev, id)
+		w.open.remove(id)
 		if r, ok := w.runs[id]; ok {
 			if o, ok := outs[id]; ok {
 				r.out = &o

@@ -12,9 +12,9 @@ import (
 // as a replay). Being wrong either way costs speed, never correctness.
 // Keys are kept as 64-bit hashes in two bounded generations.
 type seenKeys struct {
-	seed      maphash.Seed
-	mu        sync.Mutex
-	cur, prev map[uint64]struct{}
+	seed maphash.Seed
+	mu   sync.Mutex
+	keys generations[uint64]
 }
 
 // seenGeneration is the size at which the keys start a new generation,
@@ -22,7 +22,7 @@ type seenKeys struct {
 const seenGeneration = 1 << 16
 
 func newSeenKeys() *seenKeys {
-	return &seenKeys{seed: maphash.MakeSeed(), cur: make(map[uint64]struct{})}
+	return &seenKeys{seed: maphash.MakeSeed(), keys: newGenerations[uint64](seenGeneration)}
 }
 
 func (k *seenKeys) hash(name, key string) uint64 {
@@ -38,21 +38,14 @@ func (k *seenKeys) add(name, key string) {
 	h := k.hash(name, key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if len(k.cur) >= seenGeneration {
-		k.prev, k.cur = k.cur, make(map[uint64]struct{}, seenGeneration)
-	}
-	k.cur[h] = struct{}{}
+	k.keys.add(h)
 }
 
 func (k *seenKeys) has(name, key string) bool {
 	h := k.hash(name, key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if _, ok := k.cur[h]; ok {
-		return true
-	}
-	_, ok := k.prev[h]
-	return ok
+	return k.keys.has(h)
 }
 
 // KnownStartKey reports whether this engine has claimed the start key or
