@@ -171,6 +171,29 @@ func (w *writeSet) queueEvents(b *pgx.Batch) {
 		w.events.ids, w.events.nums, w.events.types, w.events.data)
 }
 
+// updateExecutions updates the runs a write set touched. The columns it
+// sets are in no index of harvest_executions except wf_task_due_at (a
+// workflow task scheduled or done) and holds_slot (a slot released), so
+// an append or a close that finds room on its page is a HOT update that
+// writes no index entry (migration 005, TestExecutionUpdatesAreHOT).
+const updateExecutions = `
+		UPDATE harvest_executions x
+		   SET next_event_id   = u.next,
+		       updated_at      = CASE WHEN u.appended OR u.closes THEN now() ELSE x.updated_at END,
+		       state           = coalesce(u.state, x.state),
+		       output          = CASE WHEN u.closes THEN u.output::jsonb ELSE x.output END,
+		       error           = CASE WHEN u.closes THEN u.err::jsonb ELSE x.error END,
+		       completed_at    = CASE WHEN u.closes THEN now() ELSE x.completed_at END,
+		       wf_task_due_at  = CASE WHEN u.clear THEN NULL
+		                              WHEN u.wake THEN least(coalesce(x.wf_task_due_at, now()), now())
+		                              ELSE x.wf_task_due_at END,
+		       wf_task_attempt = CASE WHEN u.clear THEN 0 ELSE x.wf_task_attempt END,
+		       last_error      = CASE WHEN u.clear THEN NULL ELSE x.last_error END,
+		       holds_slot      = x.holds_slot AND NOT u.release
+		  FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bool[],
+		              $8::text[], $9::text[], $10::text[]) AS u(id, next, appended, wake, clear, closes, release, state, output, err)
+		 WHERE x.execution_id = u.id`
+
 // queueExecutions queues one UPDATE of every execution of the set.
 func (w *writeSet) queueExecutions(b *pgx.Batch) {
 	if len(w.execs) == 0 {
@@ -192,23 +215,7 @@ func (w *writeSet) queueExecutions(b *pgx.Batch) {
 			states[i], outputs[i], errs[i] = &u.state, jsonText(u.output), jsonText(u.errInfo)
 		}
 	}
-	q := b.Queue(`
-		UPDATE harvest_executions x
-		   SET next_event_id   = u.next,
-		       updated_at      = CASE WHEN u.appended OR u.closes THEN now() ELSE x.updated_at END,
-		       state           = coalesce(u.state, x.state),
-		       output          = CASE WHEN u.closes THEN u.output::jsonb ELSE x.output END,
-		       error           = CASE WHEN u.closes THEN u.err::jsonb ELSE x.error END,
-		       completed_at    = CASE WHEN u.closes THEN now() ELSE x.completed_at END,
-		       wf_task_due_at  = CASE WHEN u.clear THEN NULL
-		                              WHEN u.wake THEN least(coalesce(x.wf_task_due_at, now()), now())
-		                              ELSE x.wf_task_due_at END,
-		       wf_task_attempt = CASE WHEN u.clear THEN 0 ELSE x.wf_task_attempt END,
-		       last_error      = CASE WHEN u.clear THEN NULL ELSE x.last_error END,
-		       holds_slot      = x.holds_slot AND NOT u.release
-		  FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bool[],
-		              $8::text[], $9::text[], $10::text[]) AS u(id, next, appended, wake, clear, closes, release, state, output, err)
-		 WHERE x.execution_id = u.id`+w.returnOutcomes(),
+	q := b.Queue(updateExecutions+w.returnOutcomes(),
 		ids, next, appended, wake, clear, closes, release, states, outputs, errs)
 	if len(w.closed) > 0 {
 		q.Query(w.scanOutcomes)
