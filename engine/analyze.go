@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,14 +30,22 @@ const (
 	analyzeYoungRows = 1_000_000
 	// analyzeMinChanges is the fewest changed rows worth an analysis.
 	analyzeMinChanges = 200
+	// analyzeStatisticsTarget sizes the sample (300 rows per unit) and the
+	// statistics kept for each analysed column.
+	analyzeStatisticsTarget = 10
 )
 
-// analyzedTables are the growing tables the engine's hot statements read.
-// The queues (activity tasks, timers) stay small and churn: analysing
-// them on every change would never end, and their polls avoid
-// sequential scans themselves (claimActivities).
-var analyzedTables = []string{
-	"harvest_executions", "harvest_events", "harvest_start_idempotency", "harvest_signals",
+// analyzedColumns are the growing tables the engine's hot statements
+// read, and the columns those statements filter, join or order by. The
+// queues (activity tasks, timers) stay small and churn: analysing them on
+// every change would never end, and their polls avoid sequential scans
+// themselves (claimActivities).
+var analyzedColumns = map[string][]string{
+	"harvest_executions": {"execution_id", "workflow_name", "workflow_id", "state", "holds_slot",
+		"wf_task_due_at", "created_at"},
+	"harvest_events":            {"execution_id", "event_id"},
+	"harvest_start_idempotency": {"workflow_name", "idempotency_key", "created_at"},
+	"harvest_signals":           {"execution_id", "idempotency_key"},
 }
 
 // analyzeLoop analyses young tables that have doubled, until ctx ends. A
@@ -64,7 +75,7 @@ func (e *Engine) analyzeYoungTables(ctx context.Context) error {
 		 WHERE pg_has_role(c.relowner, 'USAGE') -- ANALYZE skips others' tables
 		   AND greatest(c.reltuples, 0) < $2
 		   AND s.n_mod_since_analyze > greatest(c.reltuples, $3)`,
-		analyzedTables, analyzeYoungRows, analyzeMinChanges)
+		slices.Sorted(maps.Keys(analyzedColumns)), analyzeYoungRows, analyzeMinChanges)
 	if err != nil {
 		return err
 	}
@@ -72,11 +83,23 @@ func (e *Engine) analyzeYoungTables(ctx context.Context) error {
 	if err != nil || len(due) == 0 {
 		return err
 	}
-	names := make([]string, len(due))
+	targets := make([]string, len(due))
 	for i, t := range due {
-		names[i] = pgx.Identifier{t}.Sanitize()
+		cols := make([]string, len(analyzedColumns[t]))
+		for j, c := range analyzedColumns[t] {
+			cols[j] = pgx.Identifier{c}.Sanitize()
+		}
+		targets[i] = pgx.Identifier{t}.Sanitize() + " (" + strings.Join(cols, ", ") + ")"
 	}
-	if _, err := e.pool.Exec(ctx, "ANALYZE "+strings.Join(names, ", ")); err != nil {
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('default_statistics_target', $1, true)`,
+			strconv.Itoa(analyzeStatisticsTarget)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "ANALYZE "+strings.Join(targets, ", "))
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	e.log.Debug().Strs("tables", due).Msg("young tables analysed")
