@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine"
 )
@@ -50,8 +51,14 @@ func (s *Server) result(c *gin.Context) {
 		c.Status(http.StatusNoContent)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"execution_id": id.String(), "state": x.State, "output": x.Output,
-		"error": x.Error, "completed_at": x.CompletedAt})
+	c.JSON(http.StatusOK, resultBody(id, x))
+}
+
+// resultBody is a closed run's result, as GET /workflows/{id}/result and
+// a start that waited answer it.
+func resultBody(id uuid.UUID, x engine.Outcome) gin.H {
+	return gin.H{"execution_id": id.String(), "state": x.State, "output": x.Output,
+		"error": x.Error, "completed_at": x.CompletedAt}
 }
 
 // parseWait reads a Go duration ("10s") or plain seconds ("10"), capped.

@@ -45,6 +45,12 @@ func (s *Server) start(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	wait, err := parseWait(c.Query("wait"), s.cfg.ResultWaitMax)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Set(startWaitKey, wait)
 	headerKey, hasHeader, err := idempotencyKey(c)
 	if err != nil {
 		s.fail(c, err)
@@ -126,7 +132,7 @@ func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name
 	if res.StartedFresh {
 		status = http.StatusCreated
 	}
-	c.JSON(status, startResponse(res, key != "", body.ConflictPolicy != nil))
+	s.answerStart(c, t.Shard, status, res, startResponse(res, key != "", body.ConflictPolicy != nil))
 }
 
 // failStart answers a start that failed: with the replay of its key's
@@ -201,8 +207,29 @@ func (s *Server) replay(c *gin.Context, shard Shard, name, key string) bool {
 	if !ok {
 		return false
 	}
-	c.JSON(http.StatusOK, startResponse(res, true, false))
+	s.answerStart(c, shard, http.StatusOK, res, startResponse(res, true, false))
 	return true
+}
+
+// startWaitKey holds a start's ?wait= on its gin context.
+const startWaitKey = "harvest.start_wait"
+
+// answerStart sends a start's answer. A start that asked to wait (?wait=)
+// first waits that long for the run to close, and a closed run's answer
+// carries its result, as GET /workflows/{id}/result returns it. The start
+// itself has happened: a wait that fails or ends first leaves the result
+// out, and the client polls for it.
+func (s *Server) answerStart(c *gin.Context, shard Shard, status int, res engine.StartResult, out gin.H) {
+	if wait := c.GetDuration(startWaitKey); wait > 0 {
+		x, err := shard.Result(c.Request.Context(), res.ExecutionID, wait)
+		switch {
+		case err != nil:
+			s.log.Debug().Err(err).Str("execution_id", res.ExecutionID.String()).Msg("start wait failed")
+		case engine.IsTerminal(x.State):
+			out["result"] = resultBody(res.ExecutionID, x)
+		}
+	}
+	c.JSON(status, out)
 }
 
 func (s *Server) startRequest(name, key string, b *startBody) (engine.StartRequest, error) {

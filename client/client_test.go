@@ -115,6 +115,17 @@ func TestStartRequestShape(t *testing.T) {
 		require.JSONEq(t, `{}`, string(r.body))
 	})
 
+	t.Run("WaitGoesInTheQuery", func(t *testing.T) {
+		t.Parallel()
+		c, b := fake(t, http.StatusCreated, `{"execution_id":"e1","result":{"execution_id":"e1","state":"COMPLETED","output":7}}`)
+		res, err := c.Start(ctxT(t), "order", client.StartRequest{Wait: 1500 * time.Millisecond})
+		require.NoError(t, err)
+		require.Equal(t, []string{"1.5s"}, b.next(t).query["wait"])
+		require.NotNil(t, res.Result)
+		require.Equal(t, "COMPLETED", res.Result.State)
+		require.JSONEq(t, `7`, string(res.Result.Output))
+	})
+
 	t.Run("PathSegmentsAreEscaped", func(t *testing.T) {
 		t.Parallel()
 		c, b := fake(t, http.StatusCreated, `{}`)

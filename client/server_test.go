@@ -285,3 +285,33 @@ func TestServerReads(t *testing.T) {
 		require.NotNil(t, res.CompletedAt)
 	})
 }
+
+func TestServerStartThatWaits(t *testing.T) {
+	t.Parallel()
+	b := setupServer(t)
+	input := json.RawMessage(`{"activities":1}`)
+
+	t.Run("ClosedRunComesWithItsResult", func(t *testing.T) {
+		res, err := b.api.Start(ctxT(t), demo.NoopChainName, client.StartRequest{Input: input, IdempotencyKey: "w-1",
+			Wait: 20 * time.Second})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, res.Status)
+		require.NotNil(t, res.Result, "raw: %s", res.Raw)
+		require.Equal(t, "COMPLETED", res.Result.State)
+		require.Equal(t, res.ExecutionID, res.Result.ExecutionID)
+		read, closed, err := b.api.Result(ctxT(t), res.ExecutionID, 0)
+		require.NoError(t, err)
+		require.True(t, closed)
+		require.JSONEq(t, string(read.Output), string(res.Result.Output))
+		require.Equal(t, read.CompletedAt, res.Result.CompletedAt)
+	})
+
+	t.Run("WithoutWaitNoResult", func(t *testing.T) {
+		res, err := b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{Input: waitingOrder})
+		require.NoError(t, err)
+		require.Nil(t, res.Result)
+		res, err = b.api.Start(ctxT(t), demo.OrderName, client.StartRequest{Input: waitingOrder, Wait: 10 * time.Millisecond})
+		require.NoError(t, err)
+		require.Nil(t, res.Result, "the order waits for its approval")
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -60,6 +61,11 @@ type StartRequest struct {
 	StartAt time.Time
 	// CompletionCallbacks are POSTed the result when the run closes.
 	CompletionCallbacks []Callback
+	// Wait, when positive, asks the server to wait up to this long (it
+	// caps the wait, at 30 s by default) for the run to close before it
+	// answers: StartResponse.Result is then the run's result. A replay
+	// waits too, so a retried call gets the same result.
+	Wait time.Duration
 }
 
 // Callback is a completion callback: the server POSTs the run's result to
@@ -96,6 +102,10 @@ type StartResponse struct {
 	StartedFresh *bool `json:"started_fresh"`
 	// Deduplicated is nil when the server omitted it (no idempotency key).
 	Deduplicated *bool `json:"deduplicated"`
+	// Result is the run's result when the start waited (StartRequest.Wait)
+	// and the run closed in time; nil otherwise (poll with Client.Result).
+	// Its Raw is not set: the whole body is in Raw.
+	Result *Result `json:"result"`
 	// Raw is the server's JSON body.
 	Raw json.RawMessage `json:"-"`
 }
@@ -122,8 +132,13 @@ func (c *Client) Start(ctx context.Context, name string, req StartRequest) (*Sta
 	if err != nil {
 		return nil, err
 	}
+	var q url.Values
+	if req.Wait > 0 {
+		q = url.Values{"wait": {req.Wait.String()}}
+	}
 	var res StartResponse
-	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/start", body: enc, key: req.IdempotencyKey}, &res)
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/start", query: q, body: enc,
+		key: req.IdempotencyKey}, &res)
 	if err != nil {
 		return nil, err
 	}
