@@ -57,9 +57,11 @@ func benchCommand() *cli.Command {
            deduplicated one naming the original execution is an error
    signal  first starts --runs runs of "order" (they wait for "approved"), then sends keyed signals
            named --signal, every key fresh, round-robin over them; the runs are terminated at the end
-   e2e     keyed starts of --workflow, each followed until the run completes (GET …/result?wait=30s);
-           the latency is start to completion, a run that does not complete is an error;
-           --activities N runs the demo workflow noop_chain with N no-op activities instead
+   e2e     keyed starts of --workflow that wait for the run to complete (POST …/start?wait=30s),
+           polled further (GET …/result?wait=30s) if the wait ends first; the latency is start to
+           completion, a run that does not complete is an error; --poll-result starts without
+           waiting and always polls; --activities N runs the demo workflow noop_chain with N
+           no-op activities instead
 
 Requests are not retried, so latencies are honest; requests go round-robin over the --addr nodes.
 Latency percentiles and throughput count successful operations only. The progress line goes to
@@ -81,6 +83,8 @@ stderr (redrawn on a terminal, once a second otherwise). The exit code is 1 when
 			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Value: benchDurationDefault,
 				Usage: "how long to issue operations (not with --count)"},
 			&cli.IntFlag{Name: "count", Aliases: []string{"n"}, Usage: "total operations, instead of --duration"},
+			&cli.BoolFlag{Name: "poll-result", Usage: "e2e: start without waiting, then poll for the result " +
+				"(two requests per run)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress line"},
 		},
 		Action: benchAction,
@@ -102,6 +106,7 @@ type benchConfig struct {
 	duration    time.Duration // 0 with count
 	count       int64         // 0 with duration
 	quiet       bool
+	pollResult  bool
 }
 
 func benchAction(c *cli.Context) error {
@@ -145,7 +150,7 @@ func benchFlags(c *cli.Context) (*benchConfig, error) {
 	cfg := &benchConfig{
 		mode: c.String("mode"), token: global.String("token"), workflow: c.String("workflow"),
 		signal: c.String("signal"), keys: c.Int("keys"), runs: c.Int("runs"), concurrency: c.Int("concurrency"),
-		quiet: c.Bool("quiet"),
+		quiet: c.Bool("quiet"), pollResult: c.Bool("poll-result"),
 	}
 	switch cfg.mode {
 	case benchStart, benchDedup, benchSignal, benchE2E:
@@ -310,21 +315,22 @@ func (b *bench) note(format string, args ...any) {
 	}
 }
 
-// keyedStart starts a run of the workflow under key and requires a fresh
-// start.
-func (b *bench) keyedStart(ctx context.Context, api *client.Client, workflow string, input json.RawMessage, key string) (string, error) {
-	res, err := api.Start(ctx, workflow, client.StartRequest{Input: input, IdempotencyKey: key})
+// keyedStart starts a run of the workflow under key, waiting up to wait
+// for it to close, and requires a fresh start.
+func (b *bench) keyedStart(ctx context.Context, api *client.Client, workflow string, input json.RawMessage, key string,
+	wait time.Duration) (*client.StartResponse, error) {
+	res, err := api.Start(ctx, workflow, client.StartRequest{Input: input, IdempotencyKey: key, Wait: wait})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if res.Status != http.StatusCreated || res.StartedFresh == nil || !*res.StartedFresh {
-		return "", wrong(res.Status, "not_started_fresh", "start with fresh key %s: %s", key, res.Raw)
+		return nil, wrong(res.Status, "not_started_fresh", "start with fresh key %s: %s", key, res.Raw)
 	}
-	return res.ExecutionID, nil
+	return res, nil
 }
 
 func (b *bench) startOp(ctx context.Context, n int64) error {
-	_, err := b.keyedStart(ctx, b.api(n), b.cfg.workflow, b.cfg.input, fmt.Sprintf("%s-%d", b.prefix, n))
+	_, err := b.keyedStart(ctx, b.api(n), b.cfg.workflow, b.cfg.input, fmt.Sprintf("%s-%d", b.prefix, n), 0)
 	return err
 }
 
@@ -335,9 +341,12 @@ func (b *bench) setupDedup(ctx context.Context) error {
 	b.runs = make([]string, b.cfg.keys)
 	return b.parallel(ctx, b.cfg.keys, func(ctx context.Context, i int) error {
 		key := fmt.Sprintf("%s-k%d", b.prefix, i)
-		id, err := b.keyedStart(ctx, b.api(int64(i)), b.cfg.workflow, b.cfg.input, key)
-		b.keys[i], b.runs[i] = key, id
-		return err
+		res, err := b.keyedStart(ctx, b.api(int64(i)), b.cfg.workflow, b.cfg.input, key, 0)
+		if err != nil {
+			return err
+		}
+		b.keys[i], b.runs[i] = key, res.ExecutionID
+		return nil
 	})
 }
 
@@ -363,9 +372,12 @@ func (b *bench) setupSignal(ctx context.Context) error {
 		key := fmt.Sprintf("%s-r%d", b.prefix, i)
 		input, _ := json.Marshal(map[string]any{"order_id": key, "amount_cents": 100, "customer_id": "bench",
 			"approval_timeout_ms": time.Hour.Milliseconds()})
-		id, err := b.keyedStart(ctx, b.api(int64(i)), benchSignalWorkflow, input, key)
-		b.runs[i] = id
-		return err
+		res, err := b.keyedStart(ctx, b.api(int64(i)), benchSignalWorkflow, input, key, 0)
+		if err != nil {
+			return err
+		}
+		b.runs[i] = res.ExecutionID
+		return nil
 	})
 }
 
@@ -399,25 +411,35 @@ func (b *bench) signalOp(ctx context.Context, n int64) error {
 
 func (b *bench) e2eOp(ctx context.Context, n int64) error {
 	api := b.api(n)
-	id, err := b.keyedStart(ctx, api, b.cfg.workflow, b.cfg.input, fmt.Sprintf("%s-%d", b.prefix, n))
-	if err != nil {
-		return err
+	wait := benchResultWait
+	if b.cfg.pollResult {
+		wait = 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, benchResultMax)
 	defer cancel()
-	for {
-		res, closed, err := api.Result(ctx, id, benchResultWait)
-		if err != nil {
+	started, err := b.keyedStart(ctx, api, b.cfg.workflow, b.cfg.input, fmt.Sprintf("%s-%d", b.prefix, n), wait)
+	if err != nil {
+		return err
+	}
+	res := started.Result
+	for res == nil {
+		var closed bool
+		if res, closed, err = api.Result(ctx, started.ExecutionID, benchResultWait); err != nil {
 			return err
 		}
 		if !closed {
-			continue
+			res = nil
 		}
-		if !strings.EqualFold(res.State, "completed") {
-			return wrong(http.StatusOK, "run_"+strings.ToLower(res.State), "run %s closed %s: %s", id, res.State, res.Raw)
-		}
-		return nil
 	}
+	if !strings.EqualFold(res.State, "completed") {
+		raw := res.Raw
+		if raw == nil {
+			raw = started.Raw // the result came with the start
+		}
+		return wrong(http.StatusOK, "run_"+strings.ToLower(res.State), "run %s closed %s: %s", started.ExecutionID,
+			res.State, raw)
+	}
+	return nil
 }
 
 // parallel runs fn for 0..n-1 on the configured concurrency; the first
