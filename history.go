@@ -58,6 +58,10 @@ type Event struct {
 type Command struct {
 	Type EventType
 	Data json.RawMessage
+	// Payload is the value Data encodes (a *Data struct of this package,
+	// by value) when the command was made in this process, so that the
+	// engine need not decode Data again; nil when only Data is known.
+	Payload any
 }
 
 // WorkflowStartedData is the payload of WorkflowStarted.
@@ -147,7 +151,7 @@ type MarkerRecordedData struct {
 
 // NewCommand encodes a payload into a command.
 func NewCommand(t EventType, data any) Command {
-	return Command{Type: t, Data: mustJSON(data)}
+	return Command{Type: t, Data: mustJSON(data), Payload: data}
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -171,6 +171,21 @@ func (o ActivityOptions) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
+// Stored returns o as it reads back from history: MarshalJSON keeps whole
+// milliseconds, so the durations are truncated to them (and the retry
+// policy is a copy).
+func (o ActivityOptions) Stored() ActivityOptions {
+	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
+	out := ActivityOptions{StartToClose: ms(o.StartToClose), ScheduleToClose: ms(o.ScheduleToClose),
+		HeartbeatTimeout: ms(o.HeartbeatTimeout), Queue: o.Queue}
+	if r := o.Retry; r != nil {
+		out.Retry = &RetryPolicy{MaxAttempts: r.MaxAttempts, InitialInterval: ms(r.InitialInterval),
+			BackoffCoefficient: r.BackoffCoefficient, MaxInterval: ms(r.MaxInterval),
+			NonRetryableErrors: slices.Clone(r.NonRetryableErrors)}
+	}
+	return out
+}
+
 // UnmarshalJSON decodes the form MarshalJSON writes.
 func (o *ActivityOptions) UnmarshalJSON(b []byte) error {
 	var w optionsWire

@@ -138,13 +138,13 @@ func (s *runState) runUser(def workflowDef, input json.RawMessage) (out json.Raw
 
 func (s *runState) complete(out json.RawMessage, err error) {
 	if err != nil {
-		s.issue(EventWorkflowFailed, "", "", func() json.RawMessage {
-			return mustJSON(WorkflowFailedData{Error: ToErrorInfo(err)})
+		s.issue(EventWorkflowFailed, "", "", func() any {
+			return WorkflowFailedData{Error: ToErrorInfo(err)}
 		})
 		return
 	}
-	s.issue(EventWorkflowCompleted, "", "", func() json.RawMessage {
-		return mustJSON(WorkflowCompletedData{Output: out})
+	s.issue(EventWorkflowCompleted, "", "", func() any {
+		return WorkflowCompletedData{Output: out}
 	})
 }
 
@@ -295,7 +295,7 @@ func (s *runState) activityName(id string) string {
 
 // issue matches a command against the next recorded one, or records it as
 // new. It returns the recorded event when the command was replayed.
-func (s *runState) issue(t EventType, id, name string, data func() json.RawMessage) (*Event, bool) {
+func (s *runState) issue(t EventType, id, name string, payload func() any) (*Event, bool) {
 	if s.exiting {
 		runtime.Goexit()
 	}
@@ -304,12 +304,12 @@ func (s *runState) issue(t EventType, id, name string, data func() json.RawMessa
 		gotID, gotName := identity(ev)
 		if ev.Type != t || gotID != id || gotName != name {
 			s.nonDeterministic(ev.EventID, fmt.Sprintf("code issued %s, history has %s",
-				describe(Event{Type: t, Data: data()}), describe(ev)))
+				describe(Event{Type: t, Data: mustJSON(payload())}), describe(ev)))
 		}
 		s.cursor++
 		return &ev, false
 	}
-	s.commands = append(s.commands, Command{Type: t, Data: data()})
+	s.commands = append(s.commands, NewCommand(t, payload()))
 	return nil, true
 }
 
@@ -321,9 +321,9 @@ func (s *runState) nextSeq() string {
 func (s *runState) scheduleActivity(name string, input json.RawMessage, opts ActivityOptions) *future {
 	id := s.nextSeq()
 	f := &future{}
-	s.issue(EventActivityScheduled, id, name, func() json.RawMessage {
-		return mustJSON(ActivityScheduledData{ActivityID: id, Name: name, Input: input, Queue: opts.Queue,
-			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts})
+	s.issue(EventActivityScheduled, id, name, func() any {
+		return ActivityScheduledData{ActivityID: id, Name: name, Input: input, Queue: opts.Queue,
+			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts}
 	})
 	s.activities[id] = f
 	return f
@@ -335,8 +335,8 @@ func (s *runState) startTimer(d time.Duration) *future {
 	}
 	id := s.nextSeq()
 	f := &future{}
-	s.issue(EventTimerStarted, id, "", func() json.RawMessage {
-		return mustJSON(TimerStartedData{TimerID: id, DurationMS: d.Milliseconds()})
+	s.issue(EventTimerStarted, id, "", func() any {
+		return TimerStartedData{TimerID: id, DurationMS: d.Milliseconds()}
 	})
 	s.timers[id] = f
 	return f
@@ -344,8 +344,8 @@ func (s *runState) startTimer(d time.Duration) *future {
 
 func (s *runState) recordMarker(name string) (json.RawMessage, bool) {
 	id := s.nextSeq()
-	ev, isNew := s.issue(EventMarkerRecorded, id, name, func() json.RawMessage {
-		return mustJSON(MarkerRecordedData{Name: name, MarkerID: id})
+	ev, isNew := s.issue(EventMarkerRecorded, id, name, func() any {
+		return MarkerRecordedData{Name: name, MarkerID: id}
 	})
 	if isNew {
 		return nil, true
@@ -363,7 +363,7 @@ func (s *runState) fillMarker(details json.RawMessage) {
 	var m MarkerRecordedData
 	_ = json.Unmarshal(last.Data, &m)
 	m.Details = details
-	last.Data = mustJSON(m)
+	*last = NewCommand(last.Type, m)
 }
 
 func (s *runState) hasSignal(name string) bool { return len(s.signals[name]) > 0 }

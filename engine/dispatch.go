@@ -165,9 +165,7 @@ func (w *writeSet) queueTaskInsert(b *pgx.Batch, d *dispatch) {
 				if !ok {
 					return fmt.Errorf("direct dispatch: task %s/%s was not asked for", k.id, k.activityID)
 				}
-				if err := t.fill(&ct, i); err != nil {
-					return err
-				}
+				t.fill(&ct, i)
 				ct.CloseDeadline, ct.ClaimedAt, ct.Since = deadline, now, d.since
 				d.tasks = append(d.tasks, ct)
 			}
@@ -195,14 +193,11 @@ type taskKey struct {
 }
 
 // fill sets what row i of the set says of a claimed attempt.
-func (t *activityRows) fill(ct *claimedTask, i int) error {
+func (t *activityRows) fill(ct *claimedTask, i int) {
 	ct.ExecutionID, ct.WorkflowName, ct.WorkflowID = t.ids[i], t.wfNames[i], t.wfIDs[i]
 	ct.ActivityID, ct.Name, ct.Key, ct.Attempt = t.activityIDs[i], t.names[i], t.keys[i], 1
 	if t.inputs[i] != nil {
 		ct.Input = json.RawMessage(*t.inputs[i])
 	}
-	if err := json.Unmarshal([]byte(t.opts[i]), &ct.Options); err != nil {
-		return fmt.Errorf("direct dispatch: activity options: %w", err)
-	}
-	return nil
+	ct.Options = t.options[i]
 }

@@ -257,14 +257,15 @@ func queueCommands(w *writeSet, ex *execRow, res harvest.TaskResult, dbNow time.
 func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time) (harvest.Command, error) {
 	switch c.Type {
 	case harvest.EventActivityScheduled:
-		var d harvest.ActivityScheduledData
-		if err := json.Unmarshal(c.Data, &d); err != nil {
+		d, err := payload[harvest.ActivityScheduledData](c)
+		if err != nil {
 			return c, fmt.Errorf("decode ActivityScheduled: %w", err)
 		}
+		d.Options = d.Options.Stored() // as a claim decodes them: the same timeouts
 		return c, queueActivityTask(w, ex, d)
 	case harvest.EventTimerStarted:
-		var d harvest.TimerStartedData
-		if err := json.Unmarshal(c.Data, &d); err != nil {
+		d, err := payload[harvest.TimerStartedData](c)
+		if err != nil {
 			return c, fmt.Errorf("decode TimerStarted: %w", err)
 		}
 		fireAt := now.Add(time.Duration(d.DurationMS) * time.Millisecond)
@@ -273,6 +274,17 @@ func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time) (h
 		return harvest.NewCommand(c.Type, d), nil
 	}
 	return c, nil
+}
+
+// payload is a command's payload as T: the value the command was made
+// from when it carries one, else its Data decoded.
+func payload[T any](c harvest.Command) (T, error) {
+	if v, ok := c.Payload.(T); ok {
+		return v, nil
+	}
+	var v T
+	err := json.Unmarshal(c.Data, &v)
+	return v, err
 }
 
 func queueActivityTask(w *writeSet, ex *execRow, d harvest.ActivityScheduledData) error {
@@ -292,15 +304,15 @@ func queueActivityTask(w *writeSet, ex *execRow, d harvest.ActivityScheduledData
 func queueCloseFromCommand(w *writeSet, ex *execRow, last harvest.Command) error {
 	switch last.Type {
 	case harvest.EventWorkflowCompleted:
-		var d harvest.WorkflowCompletedData
-		if err := json.Unmarshal(last.Data, &d); err != nil {
+		d, err := payload[harvest.WorkflowCompletedData](last)
+		if err != nil {
 			return fmt.Errorf("decode WorkflowCompleted: %w", err)
 		}
 		w.closeExecution(ex, StateCompleted, inputOrNull(d.Output), nil)
 		return nil
 	case harvest.EventWorkflowFailed:
-		var d harvest.WorkflowFailedData
-		if err := json.Unmarshal(last.Data, &d); err != nil {
+		d, err := payload[harvest.WorkflowFailedData](last)
+		if err != nil {
 			return fmt.Errorf("decode WorkflowFailed: %w", err)
 		}
 		info, err := json.Marshal(d.Error)

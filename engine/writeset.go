@@ -63,6 +63,8 @@ type activityRows struct {
 	activityIDs, names, queues, keys, opts []string
 	inputs                                 []*string
 	closeMS                                []*int64
+	// options are opts as values, for the tasks dispatched directly.
+	options []harvest.ActivityOptions
 }
 
 type timerRows struct {
@@ -136,7 +138,7 @@ func (w *writeSet) addActivityTask(ex *execRow, d harvest.ActivityScheduledData,
 	t.queues = append(t.queues, d.Queue)
 	t.inputs = append(t.inputs, jsonText(inputOrNull(d.Input)))
 	t.keys = append(t.keys, d.IdempotencyKey)
-	t.opts = append(t.opts, options)
+	t.opts, t.options = append(t.opts, options), append(t.options, d.Options)
 	t.closeMS = append(t.closeMS, closeMS)
 }
 
