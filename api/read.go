@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -54,11 +55,20 @@ func (s *Server) result(c *gin.Context) {
 	c.JSON(http.StatusOK, resultBody(id, x))
 }
 
-// resultBody is a closed run's result, as GET /workflows/{id}/result and
-// a start that waited answer it.
-func resultBody(id uuid.UUID, x engine.Outcome) gin.H {
-	return gin.H{"execution_id": id.String(), "state": x.State, "output": x.Output,
-		"error": x.Error, "completed_at": x.CompletedAt}
+// resultAnswer is a closed run's result, as GET /workflows/{id}/result
+// and a start that waited answer it. Its fields are in the order of their
+// names, as a map would encode them.
+type resultAnswer struct {
+	CompletedAt *time.Time      `json:"completed_at"`
+	Error       json.RawMessage `json:"error"`
+	ExecutionID string          `json:"execution_id"`
+	Output      json.RawMessage `json:"output"`
+	State       string          `json:"state"`
+}
+
+func resultBody(id uuid.UUID, x engine.Outcome) *resultAnswer {
+	return &resultAnswer{CompletedAt: x.CompletedAt, Error: x.Error, ExecutionID: id.String(), Output: x.Output,
+		State: x.State}
 }
 
 // parseWait reads a Go duration ("10s") or plain seconds ("10"), capped.

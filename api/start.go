@@ -219,14 +219,14 @@ const startWaitKey = "harvest.start_wait"
 // carries its result, as GET /workflows/{id}/result returns it. The start
 // itself has happened: a wait that fails or ends first leaves the result
 // out, and the client polls for it.
-func (s *Server) answerStart(c *gin.Context, shard Shard, status int, res engine.StartResult, out gin.H) {
+func (s *Server) answerStart(c *gin.Context, shard Shard, status int, res engine.StartResult, out *startAnswer) {
 	if wait := c.GetDuration(startWaitKey); wait > 0 {
 		x, err := shard.Result(c.Request.Context(), res.ExecutionID, wait)
 		switch {
 		case err != nil:
 			s.log.Debug().Err(err).Str("execution_id", res.ExecutionID.String()).Msg("start wait failed")
 		case engine.IsTerminal(x.State):
-			out["result"] = resultBody(res.ExecutionID, x)
+			out.Result = resultBody(res.ExecutionID, x)
 		}
 	}
 	c.JSON(status, out)
@@ -293,18 +293,26 @@ func parseDelay(raw json.RawMessage) (*time.Duration, error) {
 	return &d, nil
 }
 
-func startResponse(res engine.StartResult, keyed, conflictSent bool) gin.H {
-	out := gin.H{
-		"execution_id":  res.ExecutionID.String(),
-		"workflow_name": res.WorkflowName,
-		"workflow_id":   res.WorkflowID,
-		"state":         res.State,
-	}
+// startAnswer is the body of a start's answer. Its fields are in the
+// order of their names, as a map would encode them.
+type startAnswer struct {
+	Deduplicated *bool         `json:"deduplicated,omitempty"`
+	ExecutionID  string        `json:"execution_id"`
+	Result       *resultAnswer `json:"result,omitempty"`
+	StartedFresh *bool         `json:"started_fresh,omitempty"`
+	State        string        `json:"state"`
+	WorkflowID   string        `json:"workflow_id"`
+	WorkflowName string        `json:"workflow_name"`
+}
+
+func startResponse(res engine.StartResult, keyed, conflictSent bool) *startAnswer {
+	out := &startAnswer{ExecutionID: res.ExecutionID.String(), WorkflowName: res.WorkflowName,
+		WorkflowID: res.WorkflowID, State: res.State}
 	if keyed || conflictSent {
-		out["started_fresh"] = res.StartedFresh
+		out.StartedFresh = &res.StartedFresh
 	}
 	if keyed {
-		out["deduplicated"] = res.Deduplicated
+		out.Deduplicated = &res.Deduplicated
 	}
 	return out
 }
