@@ -59,6 +59,9 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: flagCallbackAllowCIDR, EnvVars: []string{"HARVEST_CALLBACK_ALLOW_CIDR"},
 			Usage: "address range (CIDR, e.g. 10.0.0.0/8) that completion callbacks may reach although it is private, " +
 				"loopback or link-local; repeat it or separate ranges with commas (default: none)"},
+		&cli.IntFlag{Name: flagGCPercent, Value: gcPercentDefault, EnvVars: []string{"HARVEST_GC_PERCENT"},
+			Usage: "Go collector target: the heap grows by this percentage of what is live before a collection " +
+				"(GOGC in the environment wins)"},
 		&cli.StringFlag{Name: flagPprofAddr, EnvVars: []string{"HARVEST_PPROF_ADDR"},
 			Usage: "host:port to serve Go's profiler (/debug/pprof/) on, e.g. 127.0.0.1:6060 (default: off; keep it on loopback)"},
 	}
@@ -123,6 +126,9 @@ func serveDemo(c *cli.Context, cfg node.Config) error {
 		return fmt.Errorf("register demo workflows: %w", err)
 	}
 	log := cfg.Logger.With().Str("component", "harvestd").Logger()
+	if err := setGCPercent(c, log); err != nil {
+		return err
+	}
 	if addr := c.String(flagPprofAddr); addr != "" {
 		ctx, cancel := context.WithCancel(c.Context)
 		defer cancel()

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"runtime/debug"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
@@ -127,4 +130,46 @@ func TestActivityWorkersFlag(t *testing.T) {
 
 	_, err = parse("--activity-workers", "0")
 	require.ErrorContains(t, err, "--activity-workers must be positive")
+}
+
+func TestGCPercentFlag(t *testing.T) {
+	// Not parallel: the collector's target and the environment are global.
+	t.Setenv("GOGC", "") // restored when the test ends
+	require.NoError(t, os.Unsetenv("GOGC"))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	apply := func(args ...string) (int, error) {
+		var err error
+		app := &cli.App{Flags: devFlags(), Action: func(c *cli.Context) error {
+			err = setGCPercent(c, zerolog.Nop())
+			return nil
+		}}
+		debug.SetGCPercent(100)
+		require.NoError(t, app.Run(append([]string{"harvestd"}, args...)))
+		return debug.SetGCPercent(100), err
+	}
+	cases := []struct {
+		name string
+		args []string
+		env  string
+		want int
+	}{
+		{name: "Default", want: gcPercentDefault},
+		{name: "Flag", args: []string{"--gc-percent", "250"}, want: 250},
+		{name: "Off", args: []string{"--gc-percent", "-1"}, want: -1},
+		{name: "EnvWins", args: []string{"--gc-percent", "250"}, env: "50", want: 100},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("GOGC", c.env)
+			}
+			got, err := apply(c.args...)
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+	t.Run("Refused", func(t *testing.T) {
+		_, err := apply("--gc-percent", "-7")
+		require.EqualError(t, err, "--gc-percent -7: want a percentage, or -1 to turn the collector off")
+	})
 }
