@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,17 +33,12 @@ const (
 	analyzeStatisticsTarget = 10
 )
 
-// analyzedColumns are the growing tables the engine's hot statements
-// read, and the columns those statements filter, join or order by. The
-// queues (activity tasks, timers) stay small and churn: analysing them on
-// every change would never end, and their polls avoid sequential scans
-// themselves (claimActivities).
-var analyzedColumns = map[string][]string{
-	"harvest_executions": {"execution_id", "workflow_name", "workflow_id", "state", "holds_slot",
-		"wf_task_due_at", "created_at"},
-	"harvest_events":            {"execution_id", "event_id"},
-	"harvest_start_idempotency": {"workflow_name", "idempotency_key", "created_at"},
-	"harvest_signals":           {"execution_id", "idempotency_key"},
+// analyzedTables are the growing tables the engine's hot statements read.
+// The queues (activity tasks, timers) stay small and churn: analysing
+// them on every change would never end, and their polls avoid
+// sequential scans themselves (claimActivities).
+var analyzedTables = []string{
+	"harvest_executions", "harvest_events", "harvest_start_idempotency", "harvest_signals",
 }
 
 // analyzeLoop analyses young tables that have doubled, until ctx ends. A
@@ -75,7 +68,7 @@ func (e *Engine) analyzeYoungTables(ctx context.Context) error {
 		 WHERE pg_has_role(c.relowner, 'USAGE') -- ANALYZE skips others' tables
 		   AND greatest(c.reltuples, 0) < $2
 		   AND s.n_mod_since_analyze > greatest(c.reltuples, $3)`,
-		slices.Sorted(maps.Keys(analyzedColumns)), analyzeYoungRows, analyzeMinChanges)
+		analyzedTables, analyzeYoungRows, analyzeMinChanges)
 	if err != nil {
 		return err
 	}
@@ -83,20 +76,16 @@ func (e *Engine) analyzeYoungTables(ctx context.Context) error {
 	if err != nil || len(due) == 0 {
 		return err
 	}
-	targets := make([]string, len(due))
+	names := make([]string, len(due))
 	for i, t := range due {
-		cols := make([]string, len(analyzedColumns[t]))
-		for j, c := range analyzedColumns[t] {
-			cols[j] = pgx.Identifier{c}.Sanitize()
-		}
-		targets[i] = pgx.Identifier{t}.Sanitize() + " (" + strings.Join(cols, ", ") + ")"
+		names[i] = pgx.Identifier{t}.Sanitize()
 	}
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('default_statistics_target', $1, true)`,
 			strconv.Itoa(analyzeStatisticsTarget)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "ANALYZE "+strings.Join(targets, ", "))
+		_, err := tx.Exec(ctx, "ANALYZE "+strings.Join(names, ", "))
 		return err
 	})
 	if err != nil {

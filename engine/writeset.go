@@ -173,11 +173,11 @@ func (w *writeSet) queueEvents(b *pgx.Batch) {
 		w.events.ids, w.events.nums, w.events.types, w.events.data)
 }
 
-// updateExecutions updates the runs a write set touched. The columns it
-// sets are in no index of harvest_executions except wf_task_due_at (a
-// workflow task scheduled or done) and holds_slot (a slot released), so
-// an append or a close that finds room on its page is a HOT update that
-// writes no index entry (migration 005, TestExecutionUpdatesAreHOT).
+// updateExecutions updates the runs a write set touched. Of the columns
+// it sets only state (closes) and wf_task_due_at (wakes and clears of a
+// due workflow task) and holds_slot (a released slot) are indexed, so the
+// appends of eager workflow tasks, on a page with room (fillfactor 80,
+// migration 005), are HOT updates (TestWhichExecutionUpdatesAreHOT).
 const updateExecutions = `
 		UPDATE harvest_executions x
 		   SET next_event_id   = u.next,
