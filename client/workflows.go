@@ -64,7 +64,9 @@ type StartRequest struct {
 	// Wait, when positive, asks the server to wait up to this long (it
 	// caps the wait, at 30 s by default) for the run to close before it
 	// answers: StartResponse.Result is then the run's result. A replay
-	// waits too, so a retried call gets the same result.
+	// waits too, so a retried call gets the same result. The wait counts
+	// against the retry policy's MaxElapsed: a keyed start whose answer
+	// is lost after a wait longer than that is not resent.
 	Wait time.Duration
 }
 

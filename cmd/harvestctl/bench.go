@@ -116,7 +116,7 @@ type benchConfig struct {
 }
 
 func benchAction(c *cli.Context) error {
-	if _, ok := os.LookupEnv("GOGC"); !ok {
+	if os.Getenv("GOGC") == "" {
 		// The load generator allocates per request and keeps little: fewer
 		// collections leave more of a shared machine to what it measures.
 		debug.SetGCPercent(benchGCPercent)

@@ -157,12 +157,11 @@ func TestGCPercentFlag(t *testing.T) {
 		{name: "Flag", args: []string{"--gc-percent", "250"}, want: 250},
 		{name: "Off", args: []string{"--gc-percent", "-1"}, want: -1},
 		{name: "EnvWins", args: []string{"--gc-percent", "250"}, env: "50", want: 100},
+		{name: "EmptyEnvIsUnset", args: []string{"--gc-percent", "250"}, env: "", want: 250},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.env != "" {
-				t.Setenv("GOGC", c.env)
-			}
+			t.Setenv("GOGC", c.env)
 			got, err := apply(c.args...)
 			require.NoError(t, err)
 			require.Equal(t, c.want, got)

@@ -21,14 +21,14 @@ const (
 	gcPercentDefault = 400
 )
 
-// setGCPercent applies --gc-percent, unless GOGC is set in the
-// environment: an operator's GOGC wins.
+// setGCPercent applies --gc-percent, unless GOGC is set (not empty) in
+// the environment: an operator's GOGC wins.
 func setGCPercent(c *cli.Context, log zerolog.Logger) error {
 	p := c.Int(flagGCPercent)
 	if p < -1 {
 		return fmt.Errorf("--%s %d: want a percentage, or -1 to turn the collector off", flagGCPercent, p)
 	}
-	if env, ok := os.LookupEnv("GOGC"); ok {
+	if env := os.Getenv("GOGC"); env != "" {
 		log.Debug().Str("gogc", env).Msg("GOGC is set; --gc-percent ignored")
 		return nil
 	}
