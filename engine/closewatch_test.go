@@ -89,6 +89,19 @@ func TestCloseWatch(t *testing.T) {
 		require.False(t, again.knownOpen, "a closed: a new waiter reads it")
 	})
 
+	t.Run("AFailedCommitUnopensItsRuns", func(t *testing.T) {
+		t.Parallel()
+		w := newCloseWatch()
+		a, b := uuid.New(), uuid.New()
+		w.opened(a, b)
+		w.unopened(a)
+		wa, wb := w.waitFor(a), w.waitFor(b)
+		defer wa.release()
+		defer wb.release()
+		require.False(t, wa.knownOpen)
+		require.True(t, wb.knownOpen)
+	})
+
 	t.Run("ForgetDropsEveryOpenRun", func(t *testing.T) {
 		t.Parallel()
 		w := newCloseWatch()

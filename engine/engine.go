@@ -240,13 +240,24 @@ func newCloseWatch() *closeWatch {
 	return &closeWatch{any: make(chan struct{}), runs: map[uuid.UUID]*runWaiters{}, open: newGenerations[uuid.UUID](openGeneration)}
 }
 
-// opened records runs whose creation committed while they were still
-// open. Call it before the close of any of them can fire.
+// opened records runs created open by a transaction about to commit.
+// Call it before the COMMIT: once the runs are committed, any other
+// transaction may close them, and its close must find them here.
 func (w *closeWatch) opened(ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {
 		w.open.add(id)
+	}
+}
+
+// unopened drops runs opened recorded for a transaction that then failed
+// (or whose COMMIT's answer was lost): a poll of them reads them first.
+func (w *closeWatch) unopened(ids ...uuid.UUID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		w.open.remove(id)
 	}
 }
 

@@ -107,11 +107,14 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 	// A batch answers many callers: bound it even if the database hangs.
 	ctx, cancel := context.WithTimeout(runCtx, e.cfg.LeaseTTL)
 	defer cancel()
-	var first *firstTasks
+	var (
+		first *firstTasks
+		open  []uuid.UUID
+	)
 	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
 		func(tx pgx.Tx) error {
 			first = nil
-			return p.write(ctx, tx, e.cfg.IdempotencyWindow, func(runs *runColumns) (func(*pgx.Batch), error) {
+			err := p.write(ctx, tx, e.cfg.IdempotencyWindow, func(runs *runColumns) (func(*pgx.Batch), error) {
 				f, err := e.runFirstTasks(ctx, runs, p.dbNow)
 				if err != nil {
 					return nil, err
@@ -119,10 +122,17 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 				first = f
 				return f.queue, nil
 			})
+			if err != nil {
+				return err
+			}
+			// Before the COMMIT: from then on any transaction (a
+			// dispatched activity's, a terminate's) may close them.
+			open = p.openRuns()
+			e.closed.opened(open...)
+			return nil
 		})
-	if err == nil {
-		// Before the dispatched activities run: they may close the runs.
-		e.closed.opened(p.openRuns()...)
+	if err != nil {
+		e.closed.unopened(open...)
 	}
 	if first != nil {
 		e.settleTasks(runCtx, first.w, err)
