@@ -103,6 +103,12 @@ func (o ActivityOptions) WithDefaults() ActivityOptions {
 	if o.StartToClose <= 0 {
 		o.StartToClose = DefaultStartToClose
 	}
+	// History keeps whole milliseconds: a positive bound under one would
+	// be stored as none (and a start-to-close of 0 ms would leave the
+	// attempt's lock shorter than the attempt).
+	o.StartToClose = atLeastMS(o.StartToClose)
+	o.ScheduleToClose = atLeastMS(o.ScheduleToClose)
+	o.HeartbeatTimeout = atLeastMS(o.HeartbeatTimeout)
 	if o.Queue == "" {
 		o.Queue = DefaultQueue
 	}
@@ -113,6 +119,14 @@ func (o ActivityOptions) WithDefaults() ActivityOptions {
 	p = p.WithDefaults()
 	o.Retry = &p
 	return o
+}
+
+// atLeastMS raises a positive duration under a millisecond to one.
+func atLeastMS(d time.Duration) time.Duration {
+	if d > 0 && d < time.Millisecond {
+		return time.Millisecond
+	}
+	return d
 }
 
 // merge overlays the non-zero fields of b on a.

@@ -41,3 +41,19 @@ func TestStoredOptions(t *testing.T) {
 		require.Equal(t, []string{"A"}, s.Retry.NonRetryableErrors)
 	})
 }
+
+// TestSubMillisecondBounds: history keeps whole milliseconds, so a
+// positive bound under one is raised to one instead of being stored as 0.
+func TestSubMillisecondBounds(t *testing.T) {
+	t.Parallel()
+	o := ActivityOptions{StartToClose: 500 * time.Microsecond, ScheduleToClose: time.Nanosecond,
+		HeartbeatTimeout: 999 * time.Microsecond}.WithDefaults().Stored()
+	require.Equal(t, time.Millisecond, o.StartToClose)
+	require.Equal(t, time.Millisecond, o.ScheduleToClose)
+	require.Equal(t, time.Millisecond, o.HeartbeatTimeout)
+
+	unset := ActivityOptions{}.WithDefaults()
+	require.Equal(t, DefaultStartToClose, unset.StartToClose)
+	require.Zero(t, unset.ScheduleToClose, "no bound stays no bound")
+	require.Zero(t, unset.HeartbeatTimeout)
+}
