@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,7 +21,9 @@ const (
 type Config struct {
 	// MaxBodyBytes limits request bodies; larger ones get 413.
 	MaxBodyBytes int64
-	// ResultWaitMax caps ?wait= of the result route.
+	// ResultWaitMax caps ?wait= of the result route and of starts. At
+	// most half of forwardTimeout (60 s): a forwarded start that waits
+	// must be answered before the forwarding node gives up on it.
 	ResultWaitMax time.Duration
 	// NodeID names this node in the forwarding header.
 	NodeID string
@@ -45,6 +48,9 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	if c.MaxBodyBytes < 0 || c.ResultWaitMax < 0 {
 		return errors.New("api config: limits must not be negative")
+	}
+	if c.ResultWaitMax > forwardTimeout/2 {
+		return fmt.Errorf("api config: result wait max %s is over %s, half the forwarding timeout", c.ResultWaitMax, forwardTimeout/2)
 	}
 	return nil
 }
