@@ -229,6 +229,43 @@ func TestReplay(t *testing.T) {
 	})
 }
 
+// TestCommandPayloadsAreTheirData: the engine reads a command's Payload
+// instead of decoding its Data, so the two must agree, options whose
+// durations JSON truncates to whole milliseconds included.
+func TestCommandPayloadsAreTheirData(t *testing.T) {
+	t.Parallel()
+	odd := harvest.ActivityOptions{StartToClose: 1500 * time.Microsecond, HeartbeatTimeout: 2*time.Second + 1,
+		Retry: &harvest.RetryPolicy{InitialInterval: 10*time.Millisecond + 7}}
+	wf := harvest.NewWorkflow("payloads", func(ctx harvest.Context, _ struct{}) (int, error) {
+		f := double.Execute(ctx, 1, odd)
+		timer := harvest.NewTimer(ctx, 90*time.Second+1)
+		if _, err := timer.Get(ctx); err != nil {
+			return 0, err
+		}
+		return f.Get(ctx)
+	})
+	h := newHistory(t, harvest.NewRegistry().MustRegister(double, wf), "payloads", struct{}{})
+	res := h.mustTask()
+	require.Len(t, res.Commands, 2)
+	check := func(c harvest.Command) {
+		t.Helper()
+		require.NotNil(t, c.Payload, "%s made without its payload", c.Type)
+		switch p := c.Payload.(type) {
+		case harvest.ActivityScheduledData:
+			require.Equal(t, data[harvest.ActivityScheduledData](t, c), p)
+		case harvest.TimerStartedData:
+			require.Equal(t, data[harvest.TimerStartedData](t, c), p)
+		case harvest.WorkflowCompletedData:
+			require.Equal(t, data[harvest.WorkflowCompletedData](t, c), p)
+		default:
+			t.Fatalf("unexpected payload %T", p)
+		}
+	}
+	for _, c := range res.Commands {
+		check(c)
+	}
+}
+
 func TestIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	k := harvest.ActivityKey("exec-a", "1")

@@ -61,6 +61,8 @@ type Command struct {
 	// Payload is the value Data encodes (a *Data struct of this package,
 	// by value) when the command was made in this process, so that the
 	// engine need not decode Data again; nil when only Data is known.
+	// Decoding Data must give Payload back (ActivityOptions.Stored keeps
+	// activity options to what their JSON holds).
 	Payload any
 }
 

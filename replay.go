@@ -323,7 +323,7 @@ func (s *runState) scheduleActivity(name string, input json.RawMessage, opts Act
 	f := &future{}
 	s.issue(EventActivityScheduled, id, name, func() any {
 		return ActivityScheduledData{ActivityID: id, Name: name, Input: input, Queue: opts.Queue,
-			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts}
+			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts.Stored()}
 	})
 	s.activities[id] = f
 	return f

@@ -142,8 +142,9 @@ func (s *Server) checkEarlier(c *gin.Context, name, workflowID, key string, p Pl
 	}
 	for _, r := range results {
 		if key != "" && r.Claim != nil {
-			c.JSON(http.StatusOK, gin.H{"execution_id": r.Claim.ExecutionID, "workflow_name": name,
-				"workflow_id": r.Claim.WorkflowID, "state": r.Claim.State, "started_fresh": false, "deduplicated": true})
+			fresh, dedup := false, true
+			c.JSON(http.StatusOK, &startAnswer{Deduplicated: &dedup, ExecutionID: r.Claim.ExecutionID,
+				StartedFresh: &fresh, State: r.Claim.State, WorkflowID: r.Claim.WorkflowID, WorkflowName: name})
 			return true
 		}
 	}

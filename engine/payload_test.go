@@ -34,6 +34,13 @@ func TestCommandPayload(t *testing.T) {
 		})
 	}
 
+	t.Run("PayloadIsReadNotData", func(t *testing.T) {
+		other := harvest.Command{Type: made.Type, Data: []byte(`{"activity_id": "9"}`), Payload: d}
+		got, err := payload[harvest.ActivityScheduledData](other)
+		require.NoError(t, err)
+		require.Equal(t, d, got, "the engine decoded Data although the command carried its value")
+	})
+
 	t.Run("UndecodableData", func(t *testing.T) {
 		_, err := payload[harvest.ActivityScheduledData](harvest.Command{Type: made.Type, Data: []byte(`{"activity_id": 7}`)})
 		require.Error(t, err)

@@ -261,7 +261,6 @@ func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time) (h
 		if err != nil {
 			return c, fmt.Errorf("decode ActivityScheduled: %w", err)
 		}
-		d.Options = d.Options.Stored() // as a claim decodes them: the same timeouts
 		return c, queueActivityTask(w, ex, d)
 	case harvest.EventTimerStarted:
 		d, err := payload[harvest.TimerStartedData](c)
