@@ -128,7 +128,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		tmWork    bool
 		w         = newWriteSet()
 	)
-	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
 		completed = 0
 		var (
 			done   []int64

@@ -39,7 +39,7 @@ type execRow struct {
 }
 
 // lockExecution takes the execution's row lock (ErrNotFound if absent).
-func lockExecution(ctx context.Context, tx pgx.Tx, id uuid.UUID) (*execRow, error) {
+func lockExecution(ctx context.Context, tx txConn, id uuid.UUID) (*execRow, error) {
 	r := &execRow{ID: id}
 	err := tx.QueryRow(ctx, `
 		SELECT workflow_name, workflow_id, state, next_event_id, created_at
@@ -95,7 +95,7 @@ func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execR
 
 // appendEvents appends events after the locked execution's last one and
 // advances next_event_id; wake schedules a workflow task now.
-func appendEvents(ctx context.Context, tx pgx.Tx, ex *execRow, cmds []harvest.Command, wake bool) error {
+func appendEvents(ctx context.Context, tx txConn, ex *execRow, cmds []harvest.Command, wake bool) error {
 	b := &pgx.Batch{}
 	queueAppendEvents(b, ex, cmds, wake)
 	return sendBatch(ctx, tx, b)
@@ -129,7 +129,7 @@ func queueAppendEvents(b *pgx.Batch, ex *execRow, cmds []harvest.Command, wake b
 }
 
 // closeExecution seals a run: state, result, no more tasks or timers.
-func closeExecution(ctx context.Context, tx pgx.Tx, ex *execRow, state string, output, errInfo json.RawMessage) error {
+func closeExecution(ctx context.Context, tx txConn, ex *execRow, state string, output, errInfo json.RawMessage) error {
 	b := &pgx.Batch{}
 	queueCloseExecution(b, ex, state, output, errInfo)
 	return sendBatch(ctx, tx, b)
@@ -153,7 +153,7 @@ func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInf
 }
 
 // sendBatch sends the queued statements in one round trip.
-func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
+func sendBatch(ctx context.Context, tx txConn, b *pgx.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
@@ -164,7 +164,7 @@ func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
 }
 
 // forceClose appends WorkflowCancelled/WorkflowTerminated and seals the run.
-func forceClose(ctx context.Context, tx pgx.Tx, ex *execRow, state, reason, replacedBy string) error {
+func forceClose(ctx context.Context, tx txConn, ex *execRow, state, reason, replacedBy string) error {
 	t := harvest.EventWorkflowCancelled
 	if state == StateTerminated {
 		t = harvest.EventWorkflowTerminated

@@ -90,10 +90,18 @@ func (e *Engine) deliverCallbacks(ctx context.Context) (int, error) {
 	return len(due), nil
 }
 
-// claimCallbacks takes due callbacks for one attempt each.
+// claimCallbacks takes due callbacks for one attempt each. The loop wakes
+// on every close, and most runs have no callbacks: a plain read of the due
+// index spares those wakes a fenced transaction.
 func (e *Engine) claimCallbacks(ctx context.Context) ([]dueCallback, error) {
+	var due bool
+	err := e.pool.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM harvest_callbacks WHERE status = 'due' AND next_attempt_at <= now())`).Scan(&due)
+	if err != nil || !due {
+		return nil, err
+	}
 	var out []dueCallback
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
+	err = e.withTx(ctx, func(tx txConn) error {
 		rows, err := tx.Query(ctx, `
 			WITH c AS (SELECT execution_id, idx FROM harvest_callbacks
 			            WHERE status = 'due' AND next_attempt_at <= now()
@@ -155,7 +163,7 @@ func (e *Engine) deliver(ctx context.Context, cb dueCallback) error {
 // recordDelivery marks a callback delivered, or schedules its retry, or
 // gives up after callbackMaxAttempts.
 func (e *Engine) recordDelivery(ctx context.Context, cb dueCallback, deliveryErr error) error {
-	return e.withTx(ctx, func(tx pgx.Tx) error {
+	return e.withTx(ctx, func(tx txConn) error {
 		if deliveryErr == nil {
 			_, err := tx.Exec(ctx, `UPDATE harvest_callbacks SET status = 'delivered', delivered_at = now(), last_error = NULL
 			                         WHERE execution_id = $1 AND idx = $2`, cb.ExecutionID, cb.Idx)

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // CloseResult is the outcome of a cancel or terminate.
@@ -31,7 +30,7 @@ func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (Cl
 
 func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string, refuseClosed bool) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason}
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
+	err := e.withTx(ctx, func(tx txConn) error {
 		ex, err := lockExecution(ctx, tx, id)
 		if err != nil {
 			return err

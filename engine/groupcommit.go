@@ -112,24 +112,21 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 		open  []uuid.UUID
 	)
 	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
-		func(tx pgx.Tx) error {
+		func(tx txConn) error {
 			first = nil
-			err := p.write(ctx, tx, e.cfg.IdempotencyWindow, func(runs *runColumns) (func(*pgx.Batch), error) {
+			return p.write(ctx, tx, e.cfg.IdempotencyWindow, func(runs *runColumns) (func(*pgx.Batch), error) {
 				f, err := e.runFirstTasks(ctx, runs, p.dbNow)
 				if err != nil {
 					return nil, err
 				}
 				first = f
 				return f.queue, nil
+			}, func() {
+				// Before the COMMIT: from then on any transaction (a
+				// dispatched activity's, a terminate's) may close them.
+				open = p.openRuns()
+				e.closed.opened(open...)
 			})
-			if err != nil {
-				return err
-			}
-			// Before the COMMIT: from then on any transaction (a
-			// dispatched activity's, a terminate's) may close them.
-			open = p.openRuns()
-			e.closed.opened(open...)
-			return nil
 		})
 	if err != nil {
 		e.closed.unopened(open...)
@@ -339,13 +336,14 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch) {
 }
 
 // write decides each start from the claims and holders, then in one round
-// trip: drops the claims of starts sent to the single path, reads the runs
-// of live claims, and inserts the new runs, their WorkflowStarted events
-// and their callbacks. first runs before the inserts are queued: it may
-// change the new runs' columns (their first workflow task ran), and
-// queues its own writes after them.
-func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration,
-	first func(*runColumns) (func(*pgx.Batch), error)) error {
+// trip that ends with the COMMIT: drops the claims of starts sent to the
+// single path, reads the runs of live claims, and inserts the new runs,
+// their WorkflowStarted events and their callbacks. first runs before the
+// inserts are queued: it may change the new runs' columns (their first
+// workflow task ran), and queues its own writes after them. beforeCommit
+// runs just before the round trip.
+func (p *batchPlan) write(ctx context.Context, tx txConn, window time.Duration,
+	first func(*runColumns) (func(*pgx.Batch), error), beforeCommit func()) error {
 	var (
 		drop     struct{ names, keys []string }
 		dropIDs  []uuid.UUID
@@ -449,10 +447,8 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx, window time.Duration,
 			cbIDs, cbIdx, cbURL, cbHeader)
 	}
 	after(b)
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	beforeCommit()
+	if err := commitWith(ctx, tx, b); err != nil {
 		return fmt.Errorf("start batch: %w", translate(err))
 	}
 	return nil

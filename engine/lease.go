@@ -119,7 +119,7 @@ func (e *Engine) renewLoop(ctx context.Context) {
 const fenceLockKey int64 = 0x4856_4645_4e43_4531 // "HVFENCE1"
 
 // withTx runs fn in a fenced transaction and commits it.
-func (e *Engine) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (e *Engine) withTx(ctx context.Context, fn func(tx txConn) error) error {
 	return e.withFencedBatch(ctx, nil, fn)
 }
 
@@ -135,20 +135,22 @@ func (e *Engine) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // every transaction that fences after it sees the new epoch. Statements
 // queued after the fence are rolled back with the transaction when the
 // fence fails.
-func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx pgx.Tx) error) error {
+func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx txConn) error) error {
 	if err := e.checkOwning(); err != nil {
 		return err
 	}
-	tx, err := e.pool.Begin(ctx)
+	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", translate(err))
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	tx := &fencedTx{conn: conn}
+	defer tx.release(context.WithoutCancel(ctx))
 	var (
 		epoch int64
 		owner *string
 	)
 	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
 	batch.Queue(`SELECT epoch, owner_node FROM harvest_shard_lease`).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&epoch, &owner)
@@ -167,7 +169,7 @@ func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), 
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.finish(ctx); err != nil {
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil

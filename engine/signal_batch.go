@@ -120,7 +120,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 				return rows.Err()
 			})
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
 		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
 		delivered = false
 		for i, c := range calls {
@@ -129,7 +129,10 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		}
 		ledger.queue(b)
 		w.queue(b)
-		return sendBatch(ctx, tx, b)
+		if err := commitWith(ctx, tx, b); err != nil {
+			return fmt.Errorf("write: %w", translate(err))
+		}
+		return nil
 	})
 	if err != nil {
 		for i := range replies {

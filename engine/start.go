@@ -248,7 +248,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 		}
 		queueSlotHolder(b, req.WorkflowName, req.WorkflowID, &prior)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx pgx.Tx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
 		if moved != nil {
 			return moved
 		}
@@ -334,7 +334,7 @@ func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
 
 // createRun inserts a fresh run with its WorkflowStarted event, its first
 // workflow task and its callbacks, in one round trip.
-func createRun(ctx context.Context, tx pgx.Tx, id uuid.UUID, req StartRequest) error {
+func createRun(ctx context.Context, tx txConn, id uuid.UUID, req StartRequest) error {
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
 	b := &pgx.Batch{}
@@ -361,7 +361,7 @@ func createRun(ctx context.Context, tx pgx.Tx, id uuid.UUID, req StartRequest) e
 
 // pointClaim makes the request's claim point at an attached run, so
 // retries of the key return that run.
-func (e *Engine) pointClaim(ctx context.Context, tx pgx.Tx, req StartRequest, id uuid.UUID) error {
+func (e *Engine) pointClaim(ctx context.Context, tx txConn, req StartRequest, id uuid.UUID) error {
 	if req.IdempotencyKey == "" {
 		return nil
 	}
@@ -375,7 +375,7 @@ func (e *Engine) pointClaim(ctx context.Context, tx pgx.Tx, req StartRequest, id
 }
 
 // lockSlotHolder locks the run holding (name, workflow_id), if any.
-func lockSlotHolder(ctx context.Context, tx pgx.Tx, name, workflowID string) (*execRow, error) {
+func lockSlotHolder(ctx context.Context, tx txConn, name, workflowID string) (*execRow, error) {
 	var id uuid.UUID
 	err := tx.QueryRow(ctx, `
 		SELECT execution_id FROM harvest_executions
@@ -396,7 +396,7 @@ func (r *execRow) state() string {
 	return r.State
 }
 
-func releaseSlot(ctx context.Context, tx pgx.Tx, prior *execRow) error {
+func releaseSlot(ctx context.Context, tx txConn, prior *execRow) error {
 	if prior == nil {
 		return nil
 	}
@@ -406,7 +406,7 @@ func releaseSlot(ctx context.Context, tx pgx.Tx, prior *execRow) error {
 	return nil
 }
 
-func insertExecution(ctx context.Context, tx pgx.Tx, id uuid.UUID, req StartRequest) (*execRow, error) {
+func insertExecution(ctx context.Context, tx txConn, id uuid.UUID, req StartRequest) (*execRow, error) {
 	queue := req.Queue
 	if queue == "" {
 		queue = harvest.DefaultQueue

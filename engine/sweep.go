@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // sweepLoop purges expired start claims every SweepInterval.
@@ -49,7 +47,7 @@ func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
 // idempotency window. table is one of the engine's own table names.
 func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
 	var n int64
-	err := e.withTx(ctx, func(tx pgx.Tx) error {
+	err := e.withTx(ctx, func(tx txConn) error {
 		tag, err := tx.Exec(ctx, `
 			DELETE FROM `+table+`
 			 WHERE ctid IN (SELECT ctid FROM `+table+`
