@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -169,4 +170,58 @@ func TestEventsAreAppendOnly(t *testing.T) {
 	var eventType string
 	require.NoError(t, conn.QueryRow(ctx, `SELECT event_type FROM harvest_events`).Scan(&eventType))
 	require.Equal(t, "WorkflowStarted", eventType)
+}
+
+func TestLeanStatistics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, pgtest.NewDB(t))
+	// targets maps "table.column" to its statistics target, -1 for the
+	// server's default, over the tables migration 006 covers.
+	targets := func(t *testing.T) map[string]int {
+		t.Helper()
+		rows, err := conn.Query(ctx, `
+			SELECT a.attrelid::regclass::text || '.' || a.attname, coalesce(a.attstattarget, -1)::int
+			  FROM pg_attribute a
+			 WHERE a.attrelid::regclass::text IN ('harvest_executions', 'harvest_events', 'harvest_tasks',
+			           'harvest_start_idempotency', 'harvest_signals', 'harvest_timers', 'harvest_callbacks')
+			   AND a.attnum > 0 AND NOT a.attisdropped`)
+		require.NoError(t, err)
+		out := map[string]int{}
+		for rows.Next() {
+			var col string
+			var target int
+			require.NoError(t, rows.Scan(&col, &target))
+			out[col] = target
+		}
+		require.NoError(t, rows.Err())
+		require.Len(t, out, 65, "the covered tables' columns")
+		return out
+	}
+	payloads := map[string]bool{"harvest_executions.input": true, "harvest_executions.output": true,
+		"harvest_executions.error": true, "harvest_executions.memo": true, "harvest_events.data": true}
+
+	t.Run("UpSetsTenExceptOnPayloads", func(t *testing.T) {
+		for col, target := range targets(t) {
+			if payloads[col] {
+				require.Zero(t, target, col)
+			} else {
+				require.Equal(t, 10, target, col)
+			}
+		}
+	})
+
+	t.Run("DownRestoresTheDefault", func(t *testing.T) {
+		down, err := os.ReadFile("006_lean_statistics.down.sql")
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, string(down))
+		require.NoError(t, err)
+		for col, target := range targets(t) {
+			if payloads[col] {
+				require.Zero(t, target, col, "migration 005's targets stay")
+			} else {
+				require.Equal(t, -1, target, col)
+			}
+		}
+	})
 }
