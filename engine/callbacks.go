@@ -54,6 +54,8 @@ func (e *Engine) callbackLoop(ctx context.Context) {
 	t := time.NewTicker(e.cfg.PollInterval)
 	defer t.Stop()
 	for {
+		// Taken before the claim: a close while it runs wakes the loop.
+		closed := e.closed.wait()
 		for {
 			n, err := e.deliverCallbacks(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -66,7 +68,7 @@ func (e *Engine) callbackLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.closed.wait():
+		case <-closed:
 		case <-e.cbWake:
 		case <-t.C:
 		}

@@ -63,6 +63,15 @@ func (t *fencedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 // commitWith sends b and then COMMIT in one round trip. Fenced work calls
 // it last, for its final writes; withFencedBatch then commits nothing more.
 // On any other txConn it only sends b (its owner commits).
+//
+// Once sent, the COMMIT runs whether or not the sender waits for it, so
+// the round trip, once begun, ignores ctx's cancellation (an engine
+// stopping, a caller gone) and keeps only its deadline: cutting it short
+// would report a committed batch as failed, and its requests would be
+// retried as if nothing had been written. Only a deadline or a lost
+// connection leaves the outcome unknown, as for any COMMIT. So does an
+// error of one of b's own result callbacks (a scan, an invariant check):
+// the server has run the COMMIT behind it all the same.
 func commitWith(ctx context.Context, tx txConn, b *pgx.Batch) error {
 	t, ok := tx.(*fencedTx)
 	if !ok {
@@ -71,22 +80,52 @@ func commitWith(ctx context.Context, tx txConn, b *pgx.Batch) error {
 	if t.sent {
 		return errTxCommitted
 	}
-	b.Queue(`COMMIT`)
+	if err := ctx.Err(); err != nil {
+		return err // not sent: release rolls back
+	}
+	b.Queue(`COMMIT`).Exec(committed)
 	t.sent = true
-	return t.conn.SendBatch(ctx, b).Close()
+	sendCtx, cancel := uncancelled(ctx)
+	defer cancel()
+	return t.conn.SendBatch(sendCtx, b).Close()
 }
 
-// finish commits the transaction unless commitWith did.
+// uncancelled is ctx without its cancellation but with its deadline: for
+// a round trip that carries a COMMIT.
+func uncancelled(ctx context.Context) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	}
+	return context.WithoutCancel(ctx), func() {}
+}
+
+// committed refuses a COMMIT that rolled back: it cannot happen, since a
+// failed statement ends the batch before its COMMIT, but a success must
+// mean a commit.
+func committed(tag pgconn.CommandTag) error {
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// finish commits the transaction unless commitWith did; like commitWith,
+// it is not cut short once its COMMIT is on its way.
 func (t *fencedTx) finish(ctx context.Context) error {
 	if t.sent {
 		return nil
 	}
-	t.sent = true
-	tag, err := t.conn.Exec(ctx, `COMMIT`)
-	if err == nil && tag.String() == "ROLLBACK" {
-		err = pgx.ErrTxCommitRollback // cannot happen: a failed statement ends the work first
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return err
+	t.sent = true
+	sendCtx, cancel := uncancelled(ctx)
+	defer cancel()
+	tag, err := t.conn.Exec(sendCtx, `COMMIT`)
+	if err != nil {
+		return err
+	}
+	return committed(tag)
 }
 
 // release rolls back what is still open, then hands the connection back

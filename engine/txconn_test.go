@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -120,6 +121,25 @@ func TestFencedTx(t *testing.T) {
 		require.Error(t, err)
 		require.False(t, ran, "the work does not run when its first batch failed")
 		require.False(t, stored("fenced"))
+		connsClean(t)
+	})
+
+	t.Run("ACancelWhileTheCommitIsInFlightDoesNotCutIt", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		err := e.withTx(cctx, func(tx txConn) error {
+			batch := &pgx.Batch{}
+			batch.Queue(`SELECT pg_sleep(0.3)`)
+			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('in-flight')`)
+			// The engine stopping while the batch runs: the COMMIT is
+			// on its way, so its outcome must be reported, not an error.
+			stop := time.AfterFunc(50*time.Millisecond, cancel)
+			defer stop.Stop()
+			return commitWith(cctx, tx, batch)
+		})
+		require.NoError(t, err)
+		require.ErrorIs(t, cctx.Err(), context.Canceled, "the cancel came while the batch ran")
+		require.True(t, stored("in-flight"))
 		connsClean(t)
 	})
 
