@@ -245,16 +245,23 @@ type bench struct {
 }
 
 func newBench(cfg *benchConfig, stderr io.Writer) *bench {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = cfg.concurrency * len(cfg.addrs) * 2
-	tr.MaxIdleConnsPerHost = cfg.concurrency * 2
-	hc := &http.Client{Transport: tr}
 	b := &bench{cfg: cfg, stderr: stderr, prefix: "bench-" + cfg.mode + "-" + randomHex(6)}
 	for _, a := range cfg.addrs {
-		b.clients = append(b.clients, client.New(a, client.WithHTTPClient(hc), client.WithToken(cfg.token),
-			client.WithUserAgent(userAgent+"-bench"), client.WithoutRetries()))
+		b.clients = append(b.clients, client.New(a, client.WithHTTPClient(benchHTTPClient(a, cfg.concurrency)),
+			client.WithToken(cfg.token), client.WithUserAgent(userAgent+"-bench"), client.WithoutRetries()))
 	}
 	return b
+}
+
+// benchHTTPClient is the HTTP client of one node: benchTransport for
+// plain http, the stock transport for https.
+func benchHTTPClient(addr string, concurrency int) *http.Client {
+	if !strings.HasPrefix(strings.ToLower(addr), "https://") {
+		return &http.Client{Transport: newBenchTransport(concurrency * 2)}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = concurrency*2, concurrency*2
+	return &http.Client{Transport: tr}
 }
 
 func randomHex(n int) string {

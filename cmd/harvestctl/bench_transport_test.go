@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBenchTransport(t *testing.T) {
+	var conns atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/echo":
+			w.Header().Set("X-Method", r.Method)
+			_, _ = w.Write(append([]byte(r.Header.Get("X-Tag")+":"), body...))
+		case "/chunked":
+			for _, part := range []string{"one,", "two,", "three"} {
+				_, _ = io.WriteString(w, part)
+				w.(http.Flusher).Flush()
+			}
+		case "/close":
+			w.Header().Set("Connection", "close")
+			_, _ = io.WriteString(w, "bye")
+		case "/block":
+			<-release
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	hc := &http.Client{Transport: newBenchTransport(4)}
+	do := func(t *testing.T, ctx context.Context, method, path, body string) (*http.Response, string, error) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Tag", "t")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, "", err
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(got), nil
+	}
+
+	t.Run("RequestsShareOneConnection", func(t *testing.T) {
+		before := conns.Load()
+		for i := range 20 {
+			method := http.MethodPost
+			if i%2 == 1 {
+				method = http.MethodGet
+			}
+			resp, body, err := do(t, context.Background(), method, "/echo", "payload")
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.Equal(t, method, resp.Header.Get("X-Method"))
+			if method == http.MethodPost {
+				require.Equal(t, "t:payload", body)
+			}
+		}
+		require.Equal(t, before+1, conns.Load(), "one keep-alive connection for sequential requests")
+	})
+
+	t.Run("ChunkedAnswersAreReadWhole", func(t *testing.T) {
+		_, body, err := do(t, context.Background(), http.MethodGet, "/chunked", "")
+		require.NoError(t, err)
+		require.Equal(t, "one,two,three", body)
+	})
+
+	t.Run("AClosingAnswerIsNotReused", func(t *testing.T) {
+		_, body, err := do(t, context.Background(), http.MethodGet, "/close", "")
+		require.NoError(t, err)
+		require.Equal(t, "bye", body)
+		before := conns.Load()
+		_, _, err = do(t, context.Background(), http.MethodGet, "/echo", "")
+		require.NoError(t, err)
+		require.Equal(t, before+1, conns.Load(), "the closed connection was not taken again")
+	})
+
+	t.Run("AnIdleConnectionTheServerClosedIsReplaced", func(t *testing.T) {
+		_, _, err := do(t, context.Background(), http.MethodGet, "/echo", "")
+		require.NoError(t, err)
+		srv.CloseClientConnections()
+		before := conns.Load()
+		_, body, err := do(t, context.Background(), http.MethodPost, "/echo", "again")
+		require.NoError(t, err)
+		require.Equal(t, "t:again", body)
+		require.Equal(t, before+1, conns.Load())
+	})
+
+	t.Run("TheContextBoundsTheExchange", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, _, err := do(t, ctx, http.MethodGet, "/block", "")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+
+		ctx, cancel = context.WithCancel(context.Background())
+		stop := time.AfterFunc(50*time.Millisecond, cancel)
+		defer stop.Stop()
+		_, _, err = do(t, ctx, http.MethodGet, "/block", "")
+		require.ErrorIs(t, err, context.Canceled)
+	})
+
+	t.Run("HTTPSIsRefused", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, "https://example.invalid/", nil)
+		require.NoError(t, err)
+		_, err = newBenchTransport(1).RoundTrip(req)
+		require.ErrorIs(t, err, errBenchScheme)
+	})
+}
