@@ -68,7 +68,8 @@ func benchCommand() *cli.Command {
            waiting and always polls; --activities N runs the demo workflow noop_chain with N
            no-op activities instead
 
-Requests are not retried, so latencies are honest; requests go round-robin over the --addr nodes.
+Requests are not retried (a request is sent again only when a kept-alive connection the node closed
+fails before any answer), so latencies are honest; requests go round-robin over the --addr nodes.
 Latency percentiles and throughput count successful operations only. The progress line goes to
 stderr (redrawn on a terminal, once a second otherwise). The exit code is 1 when any operation failed.
 The load generator runs its Go collector at GOGC=400 unless GOGC is set.`,
@@ -257,7 +258,10 @@ func newBench(cfg *benchConfig, stderr io.Writer) *bench {
 // plain http, the stock transport for https.
 func benchHTTPClient(addr string, concurrency int) *http.Client {
 	if !strings.HasPrefix(strings.ToLower(addr), "https://") {
-		return &http.Client{Transport: newBenchTransport(concurrency * 2)}
+		// The transport's connections are the node's: no redirect
+		// may send a request elsewhere over them.
+		return &http.Client{Transport: newBenchTransport(concurrency * 2),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = concurrency*2, concurrency*2
@@ -316,10 +320,10 @@ func (b *bench) run(ctx context.Context) (*benchSummary, error) {
 		}
 		op = b.dedupOp
 	case benchSignal:
+		defer b.cleanupSignal() // also the runs of a setup that failed half-way
 		if err := b.setupSignal(ctx); err != nil {
 			return nil, err
 		}
-		defer b.cleanupSignal()
 		op = b.signalOp
 	case benchE2E:
 		op = b.e2eOp

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -17,7 +18,9 @@ import (
 // goroutines of its connection, a writer and a reader; on the two cores the
 // load generator shares with the node and its database, those hand-offs
 // were about a fifth of its CPU. Answers are read whole, so a connection is
-// free again when RoundTrip returns.
+// free again when RoundTrip returns. A request is sent again only when a
+// reused connection fails before any byte of its answer arrived (the node
+// closed it while it was idle), as net/http does.
 type benchTransport struct {
 	dialer net.Dialer
 	idle   chan *benchConn
@@ -25,8 +28,22 @@ type benchTransport struct {
 
 type benchConn struct {
 	c  net.Conn
+	r  *countingReader
 	br *bufio.Reader
 	bw *bufio.Writer
+}
+
+// countingReader counts the bytes read from a connection, so that a failed
+// exchange tells whether any of its answer had arrived.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func newBenchTransport(maxIdle int) *benchTransport {
@@ -48,21 +65,21 @@ func (t *benchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	for fresh := false; ; fresh = true {
-		conn, reused, err := t.conn(req.Context(), req.URL.Host, fresh)
+		conn, reused, err := t.conn(req.Context(), hostPort(req.URL.Host), fresh)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := conn.exchange(req, body)
+		before := conn.r.n
+		resp, reusable, err := conn.exchange(req, body)
 		if err == nil {
-			t.put(conn, resp.Close)
+			t.put(conn, resp.Close || !reusable)
 			return resp, nil
 		}
 		_ = conn.c.Close()
 		// A reused connection the node closed while idle fails (EOF,
-		// reset) without an answer: the request is sent again once, on
-		// a new connection. Every request of the bench may be repeated:
-		// its starts and signals are keyed, the rest are reads.
-		if !reused || fresh || req.Context().Err() != nil {
+		// reset) before any answer: the request is sent again once, on a
+		// new connection.
+		if !reused || fresh || conn.r.n != before || req.Context().Err() != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +99,16 @@ func (t *benchTransport) conn(ctx context.Context, host string, fresh bool) (*be
 	if err != nil {
 		return nil, false, err
 	}
-	return &benchConn{c: c, br: bufio.NewReaderSize(c, 8<<10), bw: bufio.NewWriterSize(c, 8<<10)}, false, nil
+	r := &countingReader{r: c}
+	return &benchConn{c: c, r: r, br: bufio.NewReaderSize(r, 8<<10), bw: bufio.NewWriterSize(c, 8<<10)}, false, nil
+}
+
+// hostPort adds http's port to a host that names none.
+func hostPort(host string) string {
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+	}
+	return host
 }
 
 // put keeps c for the next request unless the answer closed it or the
@@ -112,38 +138,58 @@ func (t *benchTransport) CloseIdleConnections() {
 }
 
 // exchange writes req and reads its whole answer. The request's context
-// bounds it: its end interrupts the connection's reads and writes.
-func (c *benchConn) exchange(req *http.Request, body []byte) (*http.Response, error) {
+// bounds it: its end (and only that: the socket has no deadline of its
+// own, so an error is never a deadline the context has not reached yet)
+// interrupts the connection's reads and writes. reusable is false when
+// that interruption may still come, after the answer: the connection
+// must not carry another request.
+func (c *benchConn) exchange(req *http.Request, body []byte) (resp *http.Response, reusable bool, err error) {
 	ctx := req.Context()
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = c.c.SetDeadline(deadline)
-	} else {
-		_ = c.c.SetDeadline(time.Time{})
-	}
+	_ = c.c.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	out := req.Clone(ctx)
+	defer func() { reusable = stop() }()
+	out := *req
 	out.Body, out.ContentLength = nil, 0
 	if len(body) > 0 {
 		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
 	if err := out.Write(c.bw); err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, false, ctxErr(ctx, err)
 	}
 	if err := c.bw.Flush(); err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, false, ctxErr(ctx, err)
 	}
-	resp, err := http.ReadResponse(c.br, req)
+	resp, err = readAnswer(c.br, req)
 	if err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, false, ctxErr(ctx, err)
 	}
 	data, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, false, ctxErr(ctx, err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
-	return resp, nil
+	return resp, true, nil
+}
+
+// errBenchUpgrade: a node answered 101 Switching Protocols, which the bench
+// never asks for.
+var errBenchUpgrade = errors.New("bench transport: unexpected 101 Switching Protocols")
+
+// readAnswer reads the final answer to req, past informational ones.
+func readAnswer(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(br, req)
+		switch {
+		case err != nil:
+			return nil, err
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return nil, errBenchUpgrade
+		case resp.StatusCode >= 100 && resp.StatusCode < 200:
+			continue
+		}
+		return resp, nil
+	}
 }
 
 // ctxErr reports the context's end rather than the I/O error it caused.

@@ -15,7 +15,7 @@ import (
 )
 
 func TestBenchTransport(t *testing.T) {
-	var conns atomic.Int64
+	var conns, cutHits atomic.Int64
 	release := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -33,6 +33,17 @@ func TestBenchTransport(t *testing.T) {
 			_, _ = io.WriteString(w, "bye")
 		case "/block":
 			<-release
+		case "/cut":
+			// Answers with half a body and hangs up: the request was
+			// handled, so it must not be sent again.
+			cutHits.Add(1)
+			conn, bw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			_, _ = bw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhalf")
+			_ = bw.Flush()
+			_ = conn.Close()
 		}
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -115,6 +126,27 @@ func TestBenchTransport(t *testing.T) {
 		defer stop.Stop()
 		_, _, err = do(t, ctx, http.MethodGet, "/block", "")
 		require.ErrorIs(t, err, context.Canceled)
+	})
+
+	t.Run("AnAnswerCutShortIsNotSentAgain", func(t *testing.T) {
+		_, _, err := do(t, context.Background(), http.MethodGet, "/echo", "")
+		require.NoError(t, err) // the next request goes out on a reused connection
+		_, _, err = do(t, context.Background(), http.MethodPost, "/cut", "x")
+		require.Error(t, err)
+		require.EqualValues(t, 1, cutHits.Load(), "part of the answer had arrived: no second send")
+	})
+
+	t.Run("AnEndedContextDoesNotReachTheNextRequest", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, _, err := do(t, ctx, http.MethodGet, "/echo", "")
+		require.NoError(t, err)
+		<-ctx.Done()
+		before := conns.Load()
+		_, body, err := do(t, context.Background(), http.MethodPost, "/echo", "later")
+		require.NoError(t, err)
+		require.Equal(t, "t:later", body)
+		require.Equal(t, before, conns.Load(), "the same connection, its deadline gone with its request")
 	})
 
 	t.Run("HTTPSIsRefused", func(t *testing.T) {
