@@ -154,7 +154,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 		due = claimDueOrReclaimSQL
 	}
 	noSeqScan := func(b *pgx.Batch) { b.Queue(`SET LOCAL enable_seqscan = off`) }
-	err := e.withFencedBatch(ctx, noSeqScan, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, noSeqScan, func(tx *fencedTx) error {
 		rows, err := tx.Query(ctx, `
 			WITH c AS (`+due+`)
 			UPDATE harvest_tasks t
@@ -195,7 +195,7 @@ func (e *Engine) unclaimActivities(ctx context.Context, tasks []claimedTask) {
 	for i, t := range tasks {
 		ids[i], attempts[i] = t.TaskID, int32(t.Attempt)
 	}
-	err := e.withTx(ctx, func(tx txConn) error {
+	err := e.withTx(ctx, func(tx *fencedTx) error {
 		_, err := tx.Exec(ctx, `
 			UPDATE harvest_tasks t
 			   SET status = 'pending', attempt = t.attempt - 1, claim_epoch = NULL, locked_until = NULL
@@ -310,7 +310,7 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 }
 
 func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details json.RawMessage) error {
-	return e.withTx(ctx, func(tx txConn) error {
+	return e.withTx(ctx, func(tx *fencedTx) error {
 		tag, err := tx.Exec(ctx, `
 			UPDATE harvest_tasks SET heartbeat_at = now(), heartbeat_details = $3
 			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'`, t.TaskID, t.Attempt, nullJSON(details))
@@ -337,7 +337,7 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 		queueLockExecution(b, t.ExecutionID, &ex)
 		queueLockAttempt(b, t, &current)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		if ex == nil || !current {
 			return nil
 		}
@@ -364,7 +364,7 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 		b := &pgx.Batch{}
 		b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, t.TaskID)
 		queueAppendEvents(b, ex, []harvest.Command{ev}, true)
-		if err := commitWith(ctx, tx, b); err != nil {
+		if err := tx.commitWith(ctx, b); err != nil {
 			return fmt.Errorf("write: %w", translate(err))
 		}
 		return nil
@@ -406,7 +406,7 @@ func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
 
 // maybeRetry reschedules the task when the policy and the
 // schedule-to-close deadline allow another attempt.
-func (e *Engine) maybeRetry(ctx context.Context, tx txConn, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, error) {
+func (e *Engine) maybeRetry(ctx context.Context, tx *fencedTx, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, error) {
 	policy := t.Options.WithDefaults().Retry
 	if timeoutType == TimeoutScheduleToClose || !policy.ShouldRetry(t.Attempt, info) {
 		return false, nil
@@ -438,7 +438,7 @@ func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) h
 		ActivityID: t.ActivityID, Error: info, Attempt: t.Attempt})
 }
 
-func deleteTask(ctx context.Context, tx txConn, id int64) error {
+func deleteTask(ctx context.Context, tx *fencedTx, id int64) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM harvest_tasks WHERE task_id = $1`, id); err != nil {
 		return fmt.Errorf("delete activity task: %w", err)
 	}

@@ -128,7 +128,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		tmWork    bool
 		w         = newWriteSet()
 	)
-	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		completed = 0
 		var (
 			done   []int64
@@ -184,6 +184,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 	if len(closed) > 0 {
 		e.closed.fireWith(w.outcomes, closed...)
 	}
+	e.wakeCallbacks(w)
 	if tmWork {
 		e.nudge(e.tmWake)
 	}

@@ -39,7 +39,7 @@ type execRow struct {
 }
 
 // lockExecution takes the execution's row lock (ErrNotFound if absent).
-func lockExecution(ctx context.Context, tx txConn, id uuid.UUID) (*execRow, error) {
+func lockExecution(ctx context.Context, tx *fencedTx, id uuid.UUID) (*execRow, error) {
 	r := &execRow{ID: id}
 	err := tx.QueryRow(ctx, `
 		SELECT workflow_name, workflow_id, state, next_event_id, created_at
@@ -95,7 +95,7 @@ func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execR
 
 // appendEvents appends events after the locked execution's last one and
 // advances next_event_id; wake schedules a workflow task now.
-func appendEvents(ctx context.Context, tx txConn, ex *execRow, cmds []harvest.Command, wake bool) error {
+func appendEvents(ctx context.Context, tx *fencedTx, ex *execRow, cmds []harvest.Command, wake bool) error {
 	b := &pgx.Batch{}
 	queueAppendEvents(b, ex, cmds, wake)
 	return sendBatch(ctx, tx, b)
@@ -128,13 +128,6 @@ func queueAppendEvents(b *pgx.Batch, ex *execRow, cmds []harvest.Command, wake b
 		 WHERE execution_id = $1`, ex.ID, ex.NextEventID, wake)
 }
 
-// closeExecution seals a run: state, result, no more tasks or timers.
-func closeExecution(ctx context.Context, tx txConn, ex *execRow, state string, output, errInfo json.RawMessage) error {
-	b := &pgx.Batch{}
-	queueCloseExecution(b, ex, state, output, errInfo)
-	return sendBatch(ctx, tx, b)
-}
-
 // queueCloseExecution queues what closeExecution does.
 func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInfo json.RawMessage) {
 	releaseSlot := state == StateTerminated || state == StateContinuedAsNew
@@ -153,7 +146,7 @@ func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInf
 }
 
 // sendBatch sends the queued statements in one round trip.
-func sendBatch(ctx context.Context, tx txConn, b *pgx.Batch) error {
+func sendBatch(ctx context.Context, tx *fencedTx, b *pgx.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
@@ -164,7 +157,7 @@ func sendBatch(ctx context.Context, tx txConn, b *pgx.Batch) error {
 }
 
 // forceClose appends WorkflowCancelled/WorkflowTerminated and seals the run.
-func forceClose(ctx context.Context, tx txConn, ex *execRow, state, reason, replacedBy string) error {
+func forceClose(ctx context.Context, tx *fencedTx, ex *execRow, state, reason, replacedBy string) error {
 	t := harvest.EventWorkflowCancelled
 	if state == StateTerminated {
 		t = harvest.EventWorkflowTerminated

@@ -54,8 +54,6 @@ func (e *Engine) callbackLoop(ctx context.Context) {
 	t := time.NewTicker(e.cfg.PollInterval)
 	defer t.Stop()
 	for {
-		// Taken before the claim: a close while it runs wakes the loop.
-		closed := e.closed.wait()
 		for {
 			n, err := e.deliverCallbacks(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -68,7 +66,6 @@ func (e *Engine) callbackLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-closed:
 		case <-e.cbWake:
 		case <-t.C:
 		}
@@ -92,18 +89,19 @@ func (e *Engine) deliverCallbacks(ctx context.Context) (int, error) {
 	return len(due), nil
 }
 
-// claimCallbacks takes due callbacks for one attempt each. The loop wakes
-// on every close, and most runs have no callbacks: a plain read of the due
-// index spares those wakes a fenced transaction.
-func (e *Engine) claimCallbacks(ctx context.Context) ([]dueCallback, error) {
-	var due bool
-	err := e.pool.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM harvest_callbacks WHERE status = 'due' AND next_attempt_at <= now())`).Scan(&due)
-	if err != nil || !due {
-		return nil, err
+// wakeCallbacks wakes the callback loop when w's committed closes made
+// callbacks due. Most runs have none: the loop is not woken, and runs no
+// transaction, for their closes.
+func (e *Engine) wakeCallbacks(w *writeSet) {
+	if w != nil && w.callbacksDue {
+		e.nudge(e.cbWake)
 	}
+}
+
+// claimCallbacks takes due callbacks for one attempt each.
+func (e *Engine) claimCallbacks(ctx context.Context) ([]dueCallback, error) {
 	var out []dueCallback
-	err = e.withTx(ctx, func(tx txConn) error {
+	err := e.withTx(ctx, func(tx *fencedTx) error {
 		rows, err := tx.Query(ctx, `
 			WITH c AS (SELECT execution_id, idx FROM harvest_callbacks
 			            WHERE status = 'due' AND next_attempt_at <= now()
@@ -165,7 +163,7 @@ func (e *Engine) deliver(ctx context.Context, cb dueCallback) error {
 // recordDelivery marks a callback delivered, or schedules its retry, or
 // gives up after callbackMaxAttempts.
 func (e *Engine) recordDelivery(ctx context.Context, cb dueCallback, deliveryErr error) error {
-	return e.withTx(ctx, func(tx txConn) error {
+	return e.withTx(ctx, func(tx *fencedTx) error {
 		if deliveryErr == nil {
 			_, err := tx.Exec(ctx, `UPDATE harvest_callbacks SET status = 'delivered', delivered_at = now(), last_error = NULL
 			                         WHERE execution_id = $1 AND idx = $2`, cb.ExecutionID, cb.Idx)

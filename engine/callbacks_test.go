@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -24,6 +25,9 @@ func TestCallbackDelivery(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := b.engine(t, func(c *Config) {
 		c.CallbackPolicy = CallbackPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		// No backstop tick within the test: only the close's wake can
+		// deliver the callback.
+		c.PollInterval = time.Hour
 	})
 
 	t.Run("AClosedRunsCallbackIsDelivered", func(t *testing.T) {
@@ -45,4 +49,17 @@ func TestCallbackDelivery(t *testing.T) {
 		})
 	})
 
+	t.Run("ATerminatedRunsCallbackIsDelivered", func(t *testing.T) {
+		// A close by the single path (no write set) wakes the loop too.
+		res := start(t, e, StartRequest{WorkflowName: "block", Input: raw(t, "x"), Callbacks: []Callback{{URL: srv.URL}}})
+		_, err := e.Terminate(ctxT(t), res.ExecutionID, "test")
+		require.NoError(t, err)
+		select {
+		case v := <-got:
+			require.Equal(t, res.ExecutionID.String(), v["execution_id"])
+			require.Equal(t, StateTerminated, v["state"])
+		case <-ctxT(t).Done():
+			t.Fatal("no callback delivered")
+		}
+	})
 }

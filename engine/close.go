@@ -30,7 +30,7 @@ func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (Cl
 
 func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string, refuseClosed bool) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason}
-	err := e.withTx(ctx, func(tx txConn) error {
+	err := e.withTx(ctx, func(tx *fencedTx) error {
 		ex, err := lockExecution(ctx, tx, id)
 		if err != nil {
 			return err
@@ -50,6 +50,7 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string, 
 	}
 	if res.Newly {
 		e.closed.fire(id)
+		e.nudge(e.cbWake) // its callbacks, if any, are due
 	}
 	return res, nil
 }

@@ -207,8 +207,7 @@ func (e *Engine) checkOwning() error {
 }
 
 // closeWatch wakes waiters when executions close: the waiters of one
-// execution (Result long-polls) and those of any close (the callback
-// loop). A close wakes only its own execution's waiters, so N polls of
+// execution (Result long-polls). A close wakes only its own execution's waiters, so N polls of
 // N runs cost N reads, not N per close; a closer that knows the run's
 // outcome (the batches' UPDATE returns it) hands it to the waiters, who
 // then need no read at all.
@@ -220,7 +219,6 @@ func (e *Engine) checkOwning() error {
 // read as before) and cleared whenever the lease is taken or let go.
 type closeWatch struct {
 	mu   sync.Mutex
-	any  chan struct{}
 	runs map[uuid.UUID]*runWaiters
 	// open are the runs known open.
 	open generations[uuid.UUID]
@@ -237,7 +235,7 @@ type runWaiters struct {
 }
 
 func newCloseWatch() *closeWatch {
-	return &closeWatch{any: make(chan struct{}), runs: map[uuid.UUID]*runWaiters{}, open: newGenerations[uuid.UUID](openGeneration)}
+	return &closeWatch{runs: map[uuid.UUID]*runWaiters{}, open: newGenerations[uuid.UUID](openGeneration)}
 }
 
 // opened records runs created open by a transaction about to commit.
@@ -267,13 +265,6 @@ func (w *closeWatch) forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.open = newGenerations[uuid.UUID](openGeneration)
-}
-
-// wait returns a channel closed at the next close of any execution.
-func (w *closeWatch) wait() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.any
 }
 
 // closeWait is one waiter's registration for one execution's close.
@@ -319,7 +310,7 @@ func (c *closeWait) release() {
 	}
 }
 
-// fire wakes the waiters of any close and those of the closed ids.
+// fire wakes the waiters of the closed ids.
 func (w *closeWatch) fire(ids ...uuid.UUID) { w.fireWith(nil, ids...) }
 
 // fireWith is fire with the outcomes of (some of) the closed ids, handed
@@ -327,8 +318,6 @@ func (w *closeWatch) fire(ids ...uuid.UUID) { w.fireWith(nil, ids...) }
 func (w *closeWatch) fireWith(outs map[uuid.UUID]Outcome, ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	close(w.any)
-	w.any = make(chan struct{})
 	for _, id := range ids {
 		w.open.remove(id)
 		if r, ok := w.runs[id]; ok {

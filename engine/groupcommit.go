@@ -112,7 +112,7 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 		open  []uuid.UUID
 	)
 	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
-		func(tx txConn) error {
+		func(tx *fencedTx) error {
 			first = nil
 			return p.write(ctx, tx, e.cfg.IdempotencyWindow, func(runs *runColumns) (func(*pgx.Batch), error) {
 				f, err := e.runFirstTasks(ctx, runs, p.dbNow)
@@ -342,7 +342,7 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch) {
 // inserts are queued: it may change the new runs' columns (their first
 // workflow task ran), and queues its own writes after them. beforeCommit
 // runs just before the round trip.
-func (p *batchPlan) write(ctx context.Context, tx txConn, window time.Duration,
+func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duration,
 	first func(*runColumns) (func(*pgx.Batch), error), beforeCommit func()) error {
 	var (
 		drop     struct{ names, keys []string }
@@ -448,7 +448,7 @@ func (p *batchPlan) write(ctx context.Context, tx txConn, window time.Duration,
 	}
 	after(b)
 	beforeCommit()
-	if err := commitWith(ctx, tx, b); err != nil {
+	if err := tx.commitWith(ctx, b); err != nil {
 		return fmt.Errorf("start batch: %w", translate(err))
 	}
 	return nil

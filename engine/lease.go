@@ -119,7 +119,7 @@ func (e *Engine) renewLoop(ctx context.Context) {
 const fenceLockKey int64 = 0x4856_4645_4e43_4531 // "HVFENCE1"
 
 // withTx runs fn in a fenced transaction and commits it.
-func (e *Engine) withTx(ctx context.Context, fn func(tx txConn) error) error {
+func (e *Engine) withTx(ctx context.Context, fn func(tx *fencedTx) error) error {
 	return e.withFencedBatch(ctx, nil, fn)
 }
 
@@ -135,7 +135,7 @@ func (e *Engine) withTx(ctx context.Context, fn func(tx txConn) error) error {
 // every transaction that fences after it sees the new epoch. Statements
 // queued after the fence are rolled back with the transaction when the
 // fence fails.
-func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx txConn) error) error {
+func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx *fencedTx) error) error {
 	if err := e.checkOwning(); err != nil {
 		return err
 	}

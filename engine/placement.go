@@ -113,7 +113,7 @@ func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimRes
 	}
 	var out ClaimResult
 	queue := func(b *pgx.Batch) { queuePlacementLock(b, req.WorkflowName, routing) }
-	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		out = ClaimResult{}
 		if req.IdempotencyKey != "" {
 			res, err := lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
@@ -144,7 +144,7 @@ func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimRes
 
 // upsertRedirect records the key's redirect to target unless a newer
 // epoch's redirect is there (returned as a MovedError).
-func upsertRedirect(ctx context.Context, tx txConn, name, routing string, epoch uint64, target uint16) (*MovedError, error) {
+func upsertRedirect(ctx context.Context, tx *fencedTx, name, routing string, epoch uint64, target uint16) (*MovedError, error) {
 	var (
 		gotEpoch int64
 		gotShard int32

@@ -59,7 +59,7 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 				req.ExecutionID, req.IdempotencyKey).QueryRow(func(row pgx.Row) error { return row.Scan(&seen) })
 		}
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		switch {
 		case ex == nil:
 			return fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)
@@ -94,7 +94,7 @@ func recordSignal(res SignalResult, err error) {
 
 // deliverSignal records the signal in the ledger and appends its event,
 // in one round trip.
-func deliverSignal(ctx context.Context, tx txConn, ex *execRow, name string, payload json.RawMessage, key string) error {
+func deliverSignal(ctx context.Context, tx *fencedTx, ex *execRow, name string, payload json.RawMessage, key string) error {
 	b := &pgx.Batch{}
 	b.Queue(`
 		INSERT INTO harvest_signals (execution_id, signal_name, idempotency_key, event_id)
@@ -162,7 +162,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 			queuePlacementCheck(b, sr.WorkflowName, sr.Placement, &moved)
 		}
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		if moved != nil {
 			return moved
 		}
@@ -219,12 +219,13 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 	e.nudge(e.wfWake)
 	if closed {
 		e.closed.fire(closedID)
+		e.nudge(e.cbWake) // the replaced run's callbacks, if any, are due
 	}
 	return res, nil
 }
 
 // findSignalKey looks for the signal key on any run of the workflow id.
-func (e *Engine) findSignalKey(ctx context.Context, tx txConn, req SignalWithStartRequest, res *SignalWithStartResult) (bool, error) {
+func (e *Engine) findSignalKey(ctx context.Context, tx *fencedTx, req SignalWithStartRequest, res *SignalWithStartResult) (bool, error) {
 	if req.IdempotencyKey == "" {
 		return false, nil
 	}

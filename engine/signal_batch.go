@@ -120,7 +120,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 				return rows.Err()
 			})
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
 		delivered = false
 		for i, c := range calls {
@@ -129,7 +129,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		}
 		ledger.queue(b)
 		w.queue(b)
-		if err := commitWith(ctx, tx, b); err != nil {
+		if err := tx.commitWith(ctx, b); err != nil {
 			return fmt.Errorf("write: %w", translate(err))
 		}
 		return nil

@@ -248,7 +248,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 		}
 		queueSlotHolder(b, req.WorkflowName, req.WorkflowID, &prior)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx txConn) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		if moved != nil {
 			return moved
 		}
@@ -286,6 +286,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 	}
 	if closed {
 		e.closed.fire(prior.ID)
+		e.nudge(e.cbWake) // the replaced run's callbacks, if any, are due
 	}
 	return res, nil
 }
@@ -334,7 +335,7 @@ func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
 
 // createRun inserts a fresh run with its WorkflowStarted event, its first
 // workflow task and its callbacks, in one round trip.
-func createRun(ctx context.Context, tx txConn, id uuid.UUID, req StartRequest) error {
+func createRun(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest) error {
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
 	b := &pgx.Batch{}
@@ -361,7 +362,7 @@ func createRun(ctx context.Context, tx txConn, id uuid.UUID, req StartRequest) e
 
 // pointClaim makes the request's claim point at an attached run, so
 // retries of the key return that run.
-func (e *Engine) pointClaim(ctx context.Context, tx txConn, req StartRequest, id uuid.UUID) error {
+func (e *Engine) pointClaim(ctx context.Context, tx *fencedTx, req StartRequest, id uuid.UUID) error {
 	if req.IdempotencyKey == "" {
 		return nil
 	}
@@ -375,7 +376,7 @@ func (e *Engine) pointClaim(ctx context.Context, tx txConn, req StartRequest, id
 }
 
 // lockSlotHolder locks the run holding (name, workflow_id), if any.
-func lockSlotHolder(ctx context.Context, tx txConn, name, workflowID string) (*execRow, error) {
+func lockSlotHolder(ctx context.Context, tx *fencedTx, name, workflowID string) (*execRow, error) {
 	var id uuid.UUID
 	err := tx.QueryRow(ctx, `
 		SELECT execution_id FROM harvest_executions
@@ -396,7 +397,7 @@ func (r *execRow) state() string {
 	return r.State
 }
 
-func releaseSlot(ctx context.Context, tx txConn, prior *execRow) error {
+func releaseSlot(ctx context.Context, tx *fencedTx, prior *execRow) error {
 	if prior == nil {
 		return nil
 	}
@@ -406,7 +407,7 @@ func releaseSlot(ctx context.Context, tx txConn, prior *execRow) error {
 	return nil
 }
 
-func insertExecution(ctx context.Context, tx txConn, id uuid.UUID, req StartRequest) (*execRow, error) {
+func insertExecution(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest) (*execRow, error) {
 	queue := req.Queue
 	if queue == "" {
 		queue = harvest.DefaultQueue

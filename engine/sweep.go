@@ -47,7 +47,7 @@ func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
 // idempotency window. table is one of the engine's own table names.
 func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
 	var n int64
-	err := e.withTx(ctx, func(tx txConn) error {
+	err := e.withTx(ctx, func(tx *fencedTx) error {
 		tag, err := tx.Exec(ctx, `
 			DELETE FROM `+table+`
 			 WHERE ctid IN (SELECT ctid FROM `+table+`

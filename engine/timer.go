@@ -57,7 +57,7 @@ func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
 
 func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (bool, error) {
 	fired := false
-	err := e.withTx(ctx, func(tx txConn) error {
+	err := e.withTx(ctx, func(tx *fencedTx) error {
 		ex, err := lockExecution(ctx, tx, d.ExecutionID)
 		if errors.Is(err, ErrNotFound) {
 			return nil

@@ -9,21 +9,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// txConn is what fenced work runs its statements on: the connection of an
-// open transaction. *fencedTx implements it; so does pgx.Tx.
-type txConn interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
 // errTxCommitted: fenced work sent a statement after its transaction's
 // COMMIT went out with commitWith; it would run outside the transaction.
 var errTxCommitted = errors.New("statement after the transaction's commit")
 
-// fencedTx is a transaction whose BEGIN goes out with its first batch (the
-// fence) and whose COMMIT may go out with its last (commitWith), so that
+// fencedTx is what fenced work runs its statements on (withFencedBatch): a
+// transaction whose BEGIN goes out with its first batch (the fence) and
+// whose COMMIT may go out with its last (commitWith), so that
 // neither costs a round trip of its own. Under load a round trip is mostly
 // waiting to be scheduled, on both sides: a start batch spent a fifth of
 // its time on its BEGIN and its COMMIT alone.
@@ -62,7 +54,6 @@ func (t *fencedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 
 // commitWith sends b and then COMMIT in one round trip. Fenced work calls
 // it last, for its final writes; withFencedBatch then commits nothing more.
-// On any other txConn it only sends b (its owner commits).
 //
 // Once sent, the COMMIT runs whether or not the sender waits for it, so
 // the round trip, once begun, ignores ctx's cancellation (an engine
@@ -72,11 +63,7 @@ func (t *fencedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 // connection leaves the outcome unknown, as for any COMMIT. So does an
 // error of one of b's own result callbacks (a scan, an invariant check):
 // the server has run the COMMIT behind it all the same.
-func commitWith(ctx context.Context, tx txConn, b *pgx.Batch) error {
-	t, ok := tx.(*fencedTx)
-	if !ok {
-		return tx.SendBatch(ctx, b).Close()
-	}
+func (t *fencedTx) commitWith(ctx context.Context, b *pgx.Batch) error {
 	if t.sent {
 		return errTxCommitted
 	}

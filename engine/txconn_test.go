@@ -54,14 +54,14 @@ func TestFencedTx(t *testing.T) {
 	}
 
 	t.Run("CommitWithCommitsInItsBatch", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx txConn) error { return commitWith(ctx, tx, insert("with")) })
+		err := e.withTx(ctx, func(tx *fencedTx) error { return tx.commitWith(ctx, insert("with")) })
 		require.NoError(t, err)
 		require.True(t, stored("with"))
 		connsClean(t)
 	})
 
 	t.Run("WorkWithoutCommitWithIsCommittedAfter", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx txConn) error {
+		err := e.withTx(ctx, func(tx *fencedTx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('plain')`)
 			return err
 		})
@@ -71,8 +71,8 @@ func TestFencedTx(t *testing.T) {
 	})
 
 	t.Run("NothingRunsAfterTheCommit", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx txConn) error {
-			if err := commitWith(ctx, tx, insert("first")); err != nil {
+		err := e.withTx(ctx, func(tx *fencedTx) error {
+			if err := tx.commitWith(ctx, insert("first")); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('late')`)
@@ -85,13 +85,13 @@ func TestFencedTx(t *testing.T) {
 	})
 
 	t.Run("AFailedStatementRollsBackTheTransaction", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx txConn) error {
+		err := e.withTx(ctx, func(tx *fencedTx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('earlier')`); err != nil {
 				return err
 			}
 			batch := insert("dup")
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('dup')`)
-			return commitWith(ctx, tx, batch)
+			return tx.commitWith(ctx, batch)
 		})
 		require.Error(t, err)
 		require.False(t, stored("earlier"), "the COMMIT behind the failed statement never ran")
@@ -101,7 +101,7 @@ func TestFencedTx(t *testing.T) {
 
 	t.Run("AnErrorOfTheWorkRollsBack", func(t *testing.T) {
 		boom := errors.New("boom")
-		err := e.withTx(ctx, func(tx txConn) error {
+		err := e.withTx(ctx, func(tx *fencedTx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('undone')`); err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ func TestFencedTx(t *testing.T) {
 		err := e.withFencedBatch(ctx, func(batch *pgx.Batch) {
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('fenced')`)
 			batch.Queue(`SELECT 1/0`)
-		}, func(txConn) error { ran = true; return nil })
+		}, func(*fencedTx) error { ran = true; return nil })
 		require.Error(t, err)
 		require.False(t, ran, "the work does not run when its first batch failed")
 		require.False(t, stored("fenced"))
@@ -127,7 +127,7 @@ func TestFencedTx(t *testing.T) {
 	t.Run("ACancelWhileTheCommitIsInFlightDoesNotCutIt", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		err := e.withTx(cctx, func(tx txConn) error {
+		err := e.withTx(cctx, func(tx *fencedTx) error {
 			batch := &pgx.Batch{}
 			batch.Queue(`SELECT pg_sleep(0.3)`)
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('in-flight')`)
@@ -135,7 +135,7 @@ func TestFencedTx(t *testing.T) {
 			// on its way, so its outcome must be reported, not an error.
 			stop := time.AfterFunc(50*time.Millisecond, cancel)
 			defer stop.Stop()
-			return commitWith(cctx, tx, batch)
+			return tx.commitWith(cctx, batch)
 		})
 		require.NoError(t, err)
 		require.ErrorIs(t, cctx.Err(), context.Canceled, "the cancel came while the batch ran")
@@ -145,12 +145,12 @@ func TestFencedTx(t *testing.T) {
 
 	t.Run("ACancelledContextLeavesNoOpenTransaction", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
-		err := e.withTx(cctx, func(tx txConn) error {
+		err := e.withTx(cctx, func(tx *fencedTx) error {
 			if _, err := tx.Exec(cctx, `INSERT INTO fenced_probe (k) VALUES ('cancelled')`); err != nil {
 				return err
 			}
 			cancel()
-			return commitWith(cctx, tx, insert("cancelled-2"))
+			return tx.commitWith(cctx, insert("cancelled-2"))
 		})
 		require.ErrorIs(t, err, context.Canceled)
 		require.False(t, stored("cancelled"))

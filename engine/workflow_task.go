@@ -71,7 +71,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 	)
 	began := time.Now()
 	w := newWriteSet()
-	err = e.withTx(ctx, func(tx txConn) error {
+	err = e.withTx(ctx, func(tx *fencedTx) error {
 		var err error
 		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
 			return err
@@ -88,6 +88,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 	}
 	if err == nil && len(closed) > 0 {
 		e.closed.fireWith(w.outcomes, closed...)
+		e.wakeCallbacks(w)
 	}
 	if err == nil && tmWork {
 		e.nudge(e.tmWake)
@@ -101,7 +102,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 // its transaction. It reports the runs the tasks closed and whether w scheduled
 // timers. New activity tasks take free activity slots (w.direct): the
 // caller settles them (settleTasks) once its transaction ends.
-func (e *Engine) runAndWrite(ctx context.Context, tx txConn, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, tmWork bool, err error) {
+func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, tmWork bool, err error) {
 	for _, t := range tasks {
 		res, ran, err := e.runClaimedTask(ctx, b, w, t)
 		if err != nil {
@@ -115,7 +116,7 @@ func (e *Engine) runAndWrite(ctx context.Context, tx txConn, b *pgx.Batch, w *wr
 		w.direct = e.reserveDispatch(n)
 	}
 	w.queue(b)
-	if err := commitWith(ctx, tx, b); err != nil {
+	if err := tx.commitWith(ctx, b); err != nil {
 		return nil, false, fmt.Errorf("write: %w", translate(err))
 	}
 	return closed, len(w.timers.ids) > 0, nil
@@ -160,7 +161,7 @@ func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.Ta
 
 // claimWorkflowTasks locks up to limit executions with due workflow tasks,
 // most overdue first, with their attempts and the database clock.
-func claimWorkflowTasks(ctx context.Context, tx txConn, limit int) ([]claimedWorkflowTask, error) {
+func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimedWorkflowTask, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at, wf_task_attempt, now()
 		  FROM harvest_executions
@@ -184,7 +185,7 @@ func claimWorkflowTasks(ctx context.Context, tx txConn, limit int) ([]claimedWor
 
 // loadHistories reads the whole history of every claimed running run in
 // one query.
-func loadHistories(ctx context.Context, tx txConn, tasks []claimedWorkflowTask) error {
+func loadHistories(ctx context.Context, tx *fencedTx, tasks []claimedWorkflowTask) error {
 	index := make(map[uuid.UUID]int, len(tasks))
 	ids := make([]uuid.UUID, 0, len(tasks))
 	for i, t := range tasks {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/harvestd/harvest"
 )
@@ -31,6 +32,9 @@ type writeSet struct {
 	// direct, when set, has slots for some of tasks: they are inserted
 	// claimed and run when the batch commits (see dispatch.go).
 	direct *dispatch
+	// callbacksDue: a close made completion callbacks due; the committer
+	// wakes the callback loop (wakeCallbacks). Set when the statements run.
+	callbacksDue bool
 }
 
 // execUpdate is what the batch does to one execution.
@@ -271,7 +275,11 @@ func (w *writeSet) queueCloses(b *pgx.Batch) {
 	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = ANY($1)`, w.closed)
 	b.Queue(`
 		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
-		 WHERE execution_id = ANY($1) AND status = 'pending'`, w.closed)
+		 WHERE execution_id = ANY($1) AND status = 'pending'`, w.closed).
+		Exec(func(tag pgconn.CommandTag) error {
+			w.callbacksDue = w.callbacksDue || tag.RowsAffected() > 0
+			return nil
+		})
 }
 
 func jsonText(b json.RawMessage) *string {
