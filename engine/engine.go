@@ -37,6 +37,7 @@ type Engine struct {
 	tmWake     chan struct{}
 	closed     *closeWatch
 	keys       *seenKeys
+	claims     *claimCache
 	gates      gateCache
 	cbWake     chan struct{}
 	cbHTTP     *http.Client
@@ -71,6 +72,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		tmWake:   make(chan struct{}, 1),
 		closed:   newCloseWatch(),
 		keys:     newSeenKeys(),
+		claims:   newClaimCache(claimGeneration),
 		cbWake:   make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 	}, nil
@@ -103,6 +105,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	e.closed.forget()
+	e.claims.forget()
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
 	loopCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -162,6 +165,7 @@ func (e *Engine) halt(cause error) bool {
 	e.running = false
 	e.owning.Store(false)
 	e.closed.forget()
+	e.claims.forget()
 	e.cancel(cause)
 	e.mu.Unlock()
 	e.loops.Wait()
@@ -174,6 +178,7 @@ func (e *Engine) lostLease(current *OwnershipLostError) {
 		return
 	}
 	e.closed.forget()
+	e.claims.forget()
 	e.log.Warn().Int64("epoch", e.epoch.Load()).Int64("new_epoch", current.Epoch).
 		Str("owner", current.Owner).Msg("shard lease lost, stopping shard loops")
 	e.mu.Lock()
@@ -265,6 +270,13 @@ func (w *closeWatch) forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.open = newGenerations[uuid.UUID](openGeneration)
+}
+
+// isOpen reports whether the run is known open.
+func (w *closeWatch) isOpen(id uuid.UUID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.open.has(id)
 }
 
 // closeWait is one waiter's registration for one execution's close.

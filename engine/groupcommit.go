@@ -111,6 +111,8 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 		first *firstTasks
 		open  []uuid.UUID
 	)
+	// Before BEGIN: no earlier than the now() the batch's claims get.
+	gen, seen := e.claims.generation(), time.Now()
 	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
 		func(tx *fencedTx) error {
 			first = nil
@@ -139,7 +141,18 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 		return p.replies(err)
 	}
 	first.committed(e)
+	p.cacheClaims(e.claims, gen, seen, e.cfg.IdempotencyWindow)
 	return p.replies(nil)
+}
+
+// cacheClaims caches the claims the committed batch made, as the replays
+// of their keys will be answered (see claimCache).
+func (p *batchPlan) cacheClaims(c *claimCache, gen uint64, seen time.Time, window time.Duration) {
+	for i, r := range p.reqs {
+		if p.fate[i] == fateCreate && p.claimed[i] {
+			c.put(gen, r.IdempotencyKey, p.res[i], seen, window)
+		}
+	}
 }
 
 // openRuns are the runs the committed batch created and left open.
@@ -414,8 +427,9 @@ func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duratio
 						n          int64
 						id         uuid.UUID
 						wfID, stat *string
+						leftS      float64
 					)
-					if err := rows.Scan(&n, &id, &wfID, &stat); err != nil {
+					if err := rows.Scan(&n, &id, &wfID, &stat, &leftS); err != nil {
 						return err
 					}
 					k := nameKey{look.names[n-1], look.keys[n-1]}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -28,15 +29,16 @@ const (
 
 // lookupClaimsSQL finds the live claims of many keys: for the i-th
 // (name, key) of $1 and $2 with a claim younger than $3 milliseconds, a
-// row (i, execution id, workflow id, state). One index lookup per key,
+// row (i, execution id, workflow id, state, seconds the claim has left). One index lookup per key,
 // whatever the table's size: the LIMIT keeps the planner from turning the
 // lateral lookups into a hash join over the whole claims table (a generic
 // plan assumes ten keys).
 const lookupClaimsSQL = `
-	SELECT r.i, c.execution_id, c.workflow_id, c.state
+	SELECT r.i, c.execution_id, c.workflow_id, c.state, c.left_s
 	  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(n, k, i)
 	 CROSS JOIN LATERAL (
-	       SELECT c.execution_id, e.workflow_id, e.state
+	       SELECT c.execution_id, e.workflow_id, e.state,
+	              extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8 AS left_s
 	         FROM harvest_start_idempotency c
 	         LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
 	        WHERE c.workflow_name = r.n AND c.idempotency_key = r.k
@@ -50,7 +52,7 @@ type probeCall struct {
 }
 
 type probeReply struct {
-	res   StartResult
+	claim liveClaim
 	found bool
 	// single sends the probe through the single lookup.
 	single bool
@@ -69,28 +71,35 @@ func (e *Engine) runProbeBatcher(ctx context.Context) {
 	})
 }
 
+// liveClaim is a live claim's replay answer and the time the claim has
+// left to live by the database's clock.
+type liveClaim struct {
+	res  StartResult
+	left time.Duration
+}
+
 // lookupStartKey runs the replay probe through the batcher, or alone when
 // the batcher is off or stopped.
-func (e *Engine) lookupStartKey(ctx context.Context, name, key string) (StartResult, error) {
+func (e *Engine) lookupStartKey(ctx context.Context, name, key string) (StartResult, time.Duration, error) {
 	g := e.probes.Load()
 	if g == nil {
-		return lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+		return lookupClaimLeft(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
 	}
 	c := &probeCall{name: name, key: key, reply: make(chan probeReply, 1)}
 	switch err := g.submit(ctx, c); {
 	case errors.Is(err, errBatcherStopped):
-		return lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+		return lookupClaimLeft(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
 	case err != nil:
-		return StartResult{}, err
+		return StartResult{}, 0, err
 	}
 	r := <-c.reply
 	switch {
 	case r.single:
-		return lookupClaim(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
+		return lookupClaimLeft(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
 	case !r.found:
-		return StartResult{}, ErrNotFound
+		return StartResult{}, 0, ErrNotFound
 	}
-	return r.res, nil
+	return r.claim.res, r.claim.left, nil
 }
 
 // answerProbes looks up a group of probes in one statement and answers
@@ -102,12 +111,12 @@ func (e *Engine) answerProbes(ctx context.Context, calls []*probeCall) {
 			c.reply <- probeReply{single: true}
 			continue
 		}
-		res, ok := found[i]
-		c.reply <- probeReply{res: res, found: ok}
+		claim, ok := found[i]
+		c.reply <- probeReply{claim: claim, found: ok}
 	}
 }
 
-func (e *Engine) probeGroup(ctx context.Context, calls []*probeCall) (map[int]StartResult, error) {
+func (e *Engine) probeGroup(ctx context.Context, calls []*probeCall) (map[int]liveClaim, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
 	defer cancel()
 	names, keys := make([]string, len(calls)), make([]string, len(calls))
@@ -118,16 +127,17 @@ func (e *Engine) probeGroup(ctx context.Context, calls []*probeCall) (map[int]St
 	if err != nil {
 		return nil, err
 	}
-	found := make(map[int]StartResult, len(calls))
+	found := make(map[int]liveClaim, len(calls))
 	var (
 		i           int64
 		id          uuid.UUID
 		wfID, state *string
+		leftS       float64
 	)
-	_, err = pgx.ForEachRow(rows, []any{&i, &id, &wfID, &state}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&i, &id, &wfID, &state, &leftS}, func() error {
 		c := calls[i-1]
-		found[int(i-1)] = StartResult{ExecutionID: id, WorkflowName: c.name, WorkflowID: deref(wfID),
-			State: deref(state), Deduplicated: true}
+		found[int(i-1)] = liveClaim{left: secondsLeft(leftS), res: StartResult{ExecutionID: id, WorkflowName: c.name,
+			WorkflowID: deref(wfID), State: deref(state), Deduplicated: true}}
 		return nil
 	})
 	return found, err

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -37,15 +38,18 @@ func TestProbeBatch(t *testing.T) {
 			require.False(t, got[i].single, "probe %d", i)
 		}
 		require.True(t, got[0].found)
-		require.Equal(t, live.ExecutionID, got[0].res.ExecutionID)
-		require.Equal(t, live.WorkflowID, got[0].res.WorkflowID)
-		require.Equal(t, "block", got[0].res.WorkflowName)
-		require.True(t, got[0].res.Deduplicated)
+		require.Equal(t, live.ExecutionID, got[0].claim.res.ExecutionID)
+		require.Equal(t, live.WorkflowID, got[0].claim.res.WorkflowID)
+		require.Equal(t, "block", got[0].claim.res.WorkflowName)
+		require.True(t, got[0].claim.res.Deduplicated)
+		window := e.IdempotencyWindow()
+		require.Less(t, got[0].claim.left, window, "a claim has less than the window left")
+		require.Greater(t, got[0].claim.left, window-time.Minute, "a claim made a moment ago has almost the window left")
 		require.False(t, got[1].found)
 		require.True(t, got[2].found)
-		require.Equal(t, other.ExecutionID, got[2].res.ExecutionID, "the key is per workflow name")
+		require.Equal(t, other.ExecutionID, got[2].claim.res.ExecutionID, "the key is per workflow name")
 		require.False(t, got[3].found)
-		require.Equal(t, got[0].res, got[4].res)
+		require.Equal(t, got[0].claim.res, got[4].claim.res)
 	})
 
 	t.Run("FailedGroupSendsEachProbeAlone", func(t *testing.T) {

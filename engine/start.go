@@ -74,8 +74,13 @@ type StartResult struct {
 
 // LookupStartKey is the read-only replay probe: the run a live claim of
 // (name, key) points to. ok is false when the key is unclaimed or expired.
+// A claim it has seen live is answered from memory (see claimCache).
 func (e *Engine) LookupStartKey(ctx context.Context, name, key string) (StartResult, bool, error) {
-	res, err := e.lookupStartKey(ctx, name, key)
+	if res, ok := e.cachedReplay(name, key); ok {
+		return res, true, nil
+	}
+	gen, seen := e.claims.generation(), time.Now()
+	res, left, err := e.lookupStartKey(ctx, name, key)
 	if errors.Is(err, ErrNotFound) {
 		return StartResult{}, false, nil
 	}
@@ -83,7 +88,19 @@ func (e *Engine) LookupStartKey(ctx context.Context, name, key string) (StartRes
 		return StartResult{}, false, err
 	}
 	e.keys.add(name, key)
+	if e.owning.Load() {
+		e.claims.put(gen, key, res, seen, left)
+	}
 	return res, true, nil
+}
+
+// cachedReplay is the cached answer to a replay of (name, key), while
+// this engine owns the shard.
+func (e *Engine) cachedReplay(name, key string) (StartResult, bool) {
+	if !e.owning.Load() {
+		return StartResult{}, false
+	}
+	return e.claims.get(name, key, time.Now(), func(r StartResult) bool { return e.closed.isOpen(r.ExecutionID) })
 }
 
 type querier interface {
@@ -91,21 +108,35 @@ type querier interface {
 }
 
 func lookupClaim(ctx context.Context, q querier, name, key string, windowMS int64) (StartResult, error) {
+	res, _, err := lookupClaimLeft(ctx, q, name, key, windowMS)
+	return res, err
+}
+
+// lookupClaimLeft is lookupClaim with the time the claim has left to live
+// by the database's clock.
+func lookupClaimLeft(ctx context.Context, q querier, name, key string, windowMS int64) (StartResult, time.Duration, error) {
 	res := StartResult{WorkflowName: name, Deduplicated: true}
-	var wfID, state *string
+	var (
+		wfID, state *string
+		leftS       float64
+	)
 	err := q.QueryRow(ctx, `
-		SELECT c.execution_id, e.workflow_id, e.state
+		SELECT c.execution_id, e.workflow_id, e.state,
+		       extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8
 		  FROM harvest_start_idempotency c
 		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
 		 WHERE c.workflow_name = $1 AND c.idempotency_key = $2
 		   AND c.created_at >= now() - $3 * interval '1 millisecond'`, name, key, windowMS).
-		Scan(&res.ExecutionID, &wfID, &state)
+		Scan(&res.ExecutionID, &wfID, &state, &leftS)
 	if err != nil {
-		return StartResult{}, translate(err)
+		return StartResult{}, 0, translate(err)
 	}
 	res.WorkflowID, res.State = deref(wfID), deref(state)
-	return res, nil
+	return res, secondsLeft(leftS), nil
 }
+
+// secondsLeft turns a claim's seconds to live into a duration.
+func secondsLeft(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // maxSlotRaces bounds retries after losing the workflow id slot race.
 const maxSlotRaces = 5

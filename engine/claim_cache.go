@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"sync"
+	"time"
+)
+
+// claimCache remembers live start claims, with the state of the run each
+// points to, so that a replay of a key is answered without reading the
+// database: the fast path of the read-only fast path.
+//
+// It is safe because of what can change and what cannot:
+//   - A committed claim never changes while it lives: the claim statements
+//     only take over an expired claim, the sweeper deletes only expired
+//     ones, and a batch deletes only the claims it inserted itself. An
+//     entry is used only until a moment no later than its claim expires by
+//     the database's clock (see put).
+//   - A closed run stays closed, with the same state: a terminal state is
+//     answered from the cache.
+//   - A RUNNING state is answered only while the run is in the close
+//     watch's known-open set, which every close of an owned run leaves
+//     (closeWatch.fireWith) and which is cleared whenever the lease changes
+//     hands. Otherwise the key is read again, and the read's state cached.
+//
+// Memory is bounded by two generations of claimGeneration entries.
+type claimCache struct {
+	mu        sync.Mutex
+	size      int
+	cur, prev map[nameKey]cachedClaim
+	// gen counts forgets: an answer read before one is not cached after.
+	gen uint64
+}
+
+// cachedClaim is a replay answer and the local time it may be used until.
+type cachedClaim struct {
+	res   StartResult
+	until time.Time
+}
+
+// claimGeneration is the size at which the cache starts a new generation,
+// dropping the oldest.
+const claimGeneration = 1 << 15
+
+func newClaimCache(size int) *claimCache {
+	return &claimCache{size: size, cur: make(map[nameKey]cachedClaim)}
+}
+
+// generation is the generation to hand put for an answer read from now on.
+func (c *claimCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put caches res, the replay answer of key's claim, which was live at
+// local time seen (taken before the read or the claim's transaction began)
+// with left to live by the database's clock then; gen is generation's
+// answer from before seen. The
+// entry stops before the claim expires, less a sixty-fourth of left for a
+// database clock that jumps ahead. Unknown states (a claim whose run is
+// not on this shard) are not cached.
+func (c *claimCache) put(gen uint64, key string, res StartResult, seen time.Time, left time.Duration) {
+	if res.State == "" || left <= 0 {
+		return
+	}
+	res.StartedFresh, res.Deduplicated = false, true
+	e := cachedClaim{res: res, until: seen.Add(left - left/64)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
+	if len(c.cur) >= c.size {
+		c.prev, c.cur = c.cur, make(map[nameKey]cachedClaim, c.size)
+	}
+	c.cur[nameKey{res.WorkflowName, key}] = e
+}
+
+// get returns the cached answer of (name, key) if it may still be used at
+// now; open reports whether a RUNNING run is still known open.
+func (c *claimCache) get(name, key string, now time.Time, open func(StartResult) bool) (StartResult, bool) {
+	k := nameKey{name, key}
+	c.mu.Lock()
+	e, ok := c.cur[k]
+	if !ok {
+		e, ok = c.prev[k]
+	}
+	c.mu.Unlock()
+	if !ok || !now.Before(e.until) {
+		return StartResult{}, false
+	}
+	if e.res.State == StateRunning && !open(e.res) {
+		return StartResult{}, false
+	}
+	return e.res, true
+}
+
+// forget drops every entry: the lease changed hands, and a claim this
+// engine saw live may since have expired by another owner's window and
+// been taken over.
+func (c *claimCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur, c.prev = make(map[nameKey]cachedClaim), nil
+	c.gen++
+}
