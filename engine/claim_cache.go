@@ -20,13 +20,18 @@ import (
 //   - A RUNNING state is answered only while the run is in the close
 //     watch's known-open set, which every close of an owned run leaves
 //     (closeWatch.fireWith) and which is cleared whenever the lease changes
-//     hands. Otherwise the key is read again, and the read's state cached.
+//     hands, and for at most runningFor after it was seen (the engine's
+//     poll interval): a close whose commit this engine could not confirm,
+//     or made by a successor it has not noticed yet, is seen by then, as a
+//     result poll sees it. Otherwise the key is read again, and the read's
+//     state cached.
 //
 // Memory is bounded by two generations of claimGeneration entries.
 type claimCache struct {
-	mu        sync.Mutex
-	size      int
-	cur, prev map[nameKey]cachedClaim
+	mu         sync.Mutex
+	size       int
+	runningFor time.Duration
+	cur, prev  map[nameKey]cachedClaim
 	// gen counts forgets: an answer read before one is not cached after.
 	gen uint64
 }
@@ -37,12 +42,21 @@ type cachedClaim struct {
 	until time.Time
 }
 
+// usable reports whether the entry may answer at now. Both the monotonic
+// and the wall clock must agree: the monotonic clock stands still while
+// the machine sleeps, and the database's does not.
+func (e cachedClaim) usable(now time.Time) bool {
+	return now.Before(e.until) && now.Round(0).Before(e.until.Round(0))
+}
+
 // claimGeneration is the size at which the cache starts a new generation,
 // dropping the oldest.
 const claimGeneration = 1 << 15
 
-func newClaimCache(size int) *claimCache {
-	return &claimCache{size: size, cur: make(map[nameKey]cachedClaim)}
+// newClaimCache keeps two generations of size entries; a RUNNING state
+// answers for at most runningFor.
+func newClaimCache(size int, runningFor time.Duration) *claimCache {
+	return &claimCache{size: size, runningFor: runningFor, cur: make(map[nameKey]cachedClaim)}
 }
 
 // generation is the generation to hand put for an answer read from now on.
@@ -55,16 +69,19 @@ func (c *claimCache) generation() uint64 {
 // put caches res, the replay answer of key's claim, which was live at
 // local time seen (taken before the read or the claim's transaction began)
 // with left to live by the database's clock then; gen is generation's
-// answer from before seen. The
-// entry stops before the claim expires, less a sixty-fourth of left for a
-// database clock that jumps ahead. Unknown states (a claim whose run is
-// not on this shard) are not cached.
+// answer from before seen. The entry stops before the claim expires, less
+// a sixty-fourth of left for a database clock that jumps ahead (a bigger
+// jump can make the database see the claim expire first). Unknown states
+// (a claim whose run is not on this shard) are not cached.
 func (c *claimCache) put(gen uint64, key string, res StartResult, seen time.Time, left time.Duration) {
 	if res.State == "" || left <= 0 {
 		return
 	}
 	res.StartedFresh, res.Deduplicated = false, true
 	e := cachedClaim{res: res, until: seen.Add(left - left/64)}
+	if res.State == StateRunning && e.until.After(seen.Add(c.runningFor)) {
+		e.until = seen.Add(c.runningFor)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.gen {
@@ -86,13 +103,25 @@ func (c *claimCache) get(name, key string, now time.Time, open func(StartResult)
 		e, ok = c.prev[k]
 	}
 	c.mu.Unlock()
-	if !ok || !now.Before(e.until) {
+	if !ok || !e.usable(now) {
 		return StartResult{}, false
 	}
 	if e.res.State == StateRunning && !open(e.res) {
 		return StartResult{}, false
 	}
 	return e.res, true
+}
+
+// has reports whether (name, key) has an entry, usable or not.
+func (c *claimCache) has(name, key string) bool {
+	k := nameKey{name, key}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cur[k]; ok {
+		return true
+	}
+	_, ok := c.prev[k]
+	return ok
 }
 
 // forget drops every entry: the lease changed hands, and a claim this

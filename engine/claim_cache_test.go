@@ -33,11 +33,13 @@ func TestClaimCache(t *testing.T) {
 		{"NoTimeLeftIsNotCached", StateCompleted, 0, 0, open, false},
 		{"StopsBeforeTheClaimExpires", StateCompleted, 64 * time.Second, 63 * time.Second, open, false},
 		{"UsedUpToThen", StateCompleted, 64 * time.Second, 62 * time.Second, open, true},
+		{"RunningAnswersForAtMostRunningFor", StateRunning, time.Hour, 11 * time.Minute, open, false},
+		{"TerminalOutlivesRunningFor", StateCompleted, time.Hour, 11 * time.Minute, closed, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := newClaimCache(8)
+			c := newClaimCache(8, 10*time.Minute)
 			r := res(tc.state)
 			c.put(c.generation(), "k", r, now, tc.left)
 			got, ok := c.get("w", "k", now.Add(tc.at), tc.open)
@@ -54,7 +56,7 @@ func TestClaimCache(t *testing.T) {
 
 	t.Run("ForgetDropsEntriesAndEarlierReads", func(t *testing.T) {
 		t.Parallel()
-		c := newClaimCache(8)
+		c := newClaimCache(8, 10*time.Minute)
 		before := c.generation()
 		c.put(before, "a", res(StateCompleted), now, time.Hour)
 		c.forget()
@@ -70,7 +72,7 @@ func TestClaimCache(t *testing.T) {
 
 	t.Run("BoundedByTwoGenerations", func(t *testing.T) {
 		t.Parallel()
-		c := newClaimCache(2)
+		c := newClaimCache(2, 10*time.Minute)
 		for _, k := range []string{"a", "b", "c", "d", "e"} {
 			c.put(c.generation(), k, res(StateCompleted), now, time.Hour)
 		}
@@ -99,18 +101,21 @@ func TestReplayFromMemory(t *testing.T) {
 		return res, ok
 	}
 
+	// A RUNNING state answers for at most the poll interval.
+	longPoll := func(c *Config) { c.PollInterval = time.Hour }
+
 	t.Run("AFreshClaimIsAnsweredWithoutARead", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		e := b.engine(t)
-		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
+		e := b.engine(t, longPoll)
+		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "wait")})
 		require.True(t, started.StartedFresh)
 		dropClaim(t, b, "k")
 		res, ok := lookup(t, e, "k")
 		require.True(t, ok, "answered from memory")
 		require.Equal(t, started.ExecutionID, res.ExecutionID)
 		require.Equal(t, started.WorkflowID, res.WorkflowID)
-		require.Equal(t, StateCompleted, res.State)
+		require.Equal(t, StateRunning, res.State)
 		require.True(t, res.Deduplicated)
 		require.False(t, res.StartedFresh)
 	})
@@ -120,6 +125,7 @@ func TestReplayFromMemory(t *testing.T) {
 		b := setup(t)
 		e := b.engine(t)
 		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
+		waitClosed(t, e, started.ExecutionID)
 		e.claims.forget()
 		res, ok := lookup(t, e, "k")
 		require.True(t, ok)
@@ -133,7 +139,7 @@ func TestReplayFromMemory(t *testing.T) {
 	t.Run("AClosedRunIsNeverAnsweredRunning", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		e := b.engine(t)
+		e := b.engine(t, longPoll)
 		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "wait")})
 		res, ok := lookup(t, e, "k")
 		require.True(t, ok)
@@ -152,7 +158,7 @@ func TestReplayFromMemory(t *testing.T) {
 	t.Run("ARunningRunIsReadAfterTheLeaseChanges", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		e := b.engine(t)
+		e := b.engine(t, longPoll)
 		start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "wait")})
 		e.closed.forget() // as when the lease changes hands: closes may commit elsewhere
 		dropClaim(t, b, "k")
@@ -160,17 +166,40 @@ func TestReplayFromMemory(t *testing.T) {
 		require.False(t, ok, "a run not known open is read")
 	})
 
+	t.Run("ARestartForgets", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		e := b.engine(t)
+		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
+		waitClosed(t, e, started.ExecutionID)
+		_, ok := lookup(t, e, "k") // caches the closed state
+		require.True(t, ok)
+		dropClaim(t, b, "k")
+		_, ok = lookup(t, e, "k")
+		require.True(t, ok, "answered from memory")
+		e.Stop()
+		require.NoError(t, e.Start(ctxT(t)))
+		_, ok = lookup(t, e, "k")
+		require.False(t, ok, "taking the lease again forgets what was cached")
+	})
+
 	t.Run("AnExpiredClaimIsNotAnswered", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		e := b.engine(t, func(c *Config) { c.IdempotencyWindow = time.Second })
+		const window = 3 * time.Second
+		e := b.engine(t, func(c *Config) { c.IdempotencyWindow = window })
 		start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
 		_, ok := lookup(t, e, "k")
 		require.True(t, ok)
 		require.Eventually(t, func() bool {
-			_, ok := lookup(t, e, "k")
-			return !ok
-		}, 10*time.Second, 20*time.Millisecond, "the key is not answered once its claim expired")
+			var expired bool
+			require.NoError(t, b.pool.QueryRow(context.Background(), `
+				SELECT created_at < now() - $1 * interval '1 millisecond' FROM harvest_start_idempotency
+				 WHERE idempotency_key = 'k'`, window.Milliseconds()).Scan(&expired))
+			return expired
+		}, 10*time.Second, 20*time.Millisecond)
+		_, ok = lookup(t, e, "k")
+		require.False(t, ok, "once the database says the claim expired, memory does not answer it")
 		again := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
 		require.True(t, again.StartedFresh, "an expired key starts a new run")
 	})

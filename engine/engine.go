@@ -72,7 +72,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		tmWake:   make(chan struct{}, 1),
 		closed:   newCloseWatch(),
 		keys:     newSeenKeys(),
-		claims:   newClaimCache(claimGeneration),
+		claims:   newClaimCache(claimGeneration, cfg.PollInterval),
 		cbWake:   make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 	}, nil

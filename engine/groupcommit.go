@@ -427,9 +427,8 @@ func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duratio
 						n          int64
 						id         uuid.UUID
 						wfID, stat *string
-						leftS      float64
 					)
-					if err := rows.Scan(&n, &id, &wfID, &stat, &leftS); err != nil {
+					if err := rows.Scan(&n, &id, &wfID, &stat, nil); err != nil {
 						return err
 					}
 					k := nameKey{look.names[n-1], look.keys[n-1]}

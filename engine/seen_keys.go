@@ -54,5 +54,5 @@ func (k *seenKeys) has(name, key string) bool {
 // likely fresh; its start may skip the probe if it probes after a
 // failure instead (see StartRequest.Probed).
 func (e *Engine) KnownStartKey(name, key string) bool {
-	return e.keys.has(name, key)
+	return e.keys.has(name, key) || e.claims.has(name, key)
 }

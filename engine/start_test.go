@@ -58,7 +58,7 @@ func TestStartIdempotency(t *testing.T) {
 	t.Run("KeyAfterWindowStartsFreshRun", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		e := b.engine(t, func(c *Config) { c.IdempotencyWindow = time.Second })
+		e := b.engine(t, func(c *Config) { c.IdempotencyWindow = 3 * time.Second })
 		first := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k"})
 		again := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k"})
 		require.True(t, again.Deduplicated)
