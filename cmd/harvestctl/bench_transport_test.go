@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -86,6 +87,49 @@ func TestBenchTransport(t *testing.T) {
 			}
 		}
 		require.Equal(t, before+1, conns.Load(), "one keep-alive connection for sequential requests")
+	})
+
+	t.Run("ConcurrentRequestsGetTheirOwnAnswers", func(t *testing.T) {
+		const workers, each = 16, 40
+		shared := &http.Client{Transport: newBenchTransport(workers)}
+		before := conns.Load()
+		exchange := func(want string) error {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/echo", strings.NewReader(want))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("X-Tag", want)
+			resp, err := shared.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			if string(got) != want+":"+want {
+				return fmt.Errorf("request %q got the answer %q", want, got)
+			}
+			return nil
+		}
+		errs := make(chan error, workers)
+		for w := range workers {
+			go func() {
+				for i := range each {
+					if err := exchange(fmt.Sprintf("w%d-%d", w, i)); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range workers {
+			require.NoError(t, <-errs)
+		}
+		require.LessOrEqual(t, conns.Load()-before, int64(workers),
+			"a connection is reused, never shared: at most one per request in flight")
 	})
 
 	t.Run("ChunkedAnswersAreReadWhole", func(t *testing.T) {
