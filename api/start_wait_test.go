@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,8 +57,11 @@ func TestStartThatWaits(t *testing.T) {
 	})
 
 	t.Run("RunStillOpenWhenTheWaitEnds", func(t *testing.T) {
-		r := b.do(t, "POST", "/workflows/block/start?wait=50ms", map[string]any{"workflow_id": "w-open"})
+		const wait = 300 * time.Millisecond
+		began := time.Now()
+		r := b.do(t, "POST", "/workflows/block/start?wait="+wait.String(), map[string]any{"workflow_id": "w-open"})
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		require.GreaterOrEqual(t, time.Since(began), wait, "the start waited for the run before answering")
 		require.Equal(t, "RUNNING", r.Body["state"])
 		require.NotContains(t, r.Body, "result")
 	})
