@@ -27,6 +27,35 @@ func TestWhichExecutionUpdatesAreHOT(t *testing.T) {
 		require.Contains(t, opts, "fillfactor=80")
 	})
 
+	// The room is what makes the appends HOT: a run in the middle of a bulk
+	// insert sits on a page filled to the fillfactor by its neighbours.
+	t.Run("EagerAppendOnAFilledPage", func(t *testing.T) {
+		_, err := pool.Exec(ctx, `
+			INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, next_event_id)
+			SELECT gen_random_uuid(), 'hot-filled', 'filled-' || i, 'RUNNING', 3 FROM generate_series(1, 400) AS i`)
+		require.NoError(t, err)
+		var id uuid.UUID
+		var block int64
+		require.NoError(t, pool.QueryRow(ctx, `
+			SELECT execution_id, (ctid::text::point)[0]::bigint FROM harvest_executions
+			 WHERE workflow_name = 'hot-filled' ORDER BY ctid OFFSET 200 LIMIT 1`).Scan(&id, &block))
+		var neighbours int
+		require.NoError(t, pool.QueryRow(ctx, `
+			SELECT count(*) FROM harvest_executions WHERE (ctid::text::point)[0]::bigint = $1`, block).Scan(&neighbours))
+		require.Greater(t, neighbours, 10, "the run shares its page")
+
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		_, hot0 := counts(t, tx)
+		_, err = tx.Exec(ctx, updateExecutions,
+			[]uuid.UUID{id}, []int64{5}, []bool{true}, []bool{false}, []bool{false},
+			[]bool{false}, []bool{false}, []*string{nil}, []*string{nil}, []*string{nil})
+		require.NoError(t, err)
+		_, hot := counts(t, tx)
+		require.EqualValues(t, 1, hot-hot0, "no room left on the run's page for its new version")
+	})
+
 	cases := []struct {
 		name                          string
 		due                           bool // a workflow task is due before the update
