@@ -36,3 +36,22 @@ var _ memberlist.EventDelegate = eventDelegate{}
 func (e eventDelegate) NotifyJoin(n *memberlist.Node)   { e.m.observe(n, false) }
 func (e eventDelegate) NotifyUpdate(n *memberlist.Node) { e.m.observe(n, false) }
 func (e eventDelegate) NotifyLeave(n *memberlist.Node)  { e.m.observe(n, true) }
+
+// mergeDelegate corrects a departure recorded as a failure. A peer that
+// missed a leaving node's announcement (its leaving metadata, which the
+// leave itself may overtake) records the node dead; a later push/pull with
+// a node that saw it leave (the leaving node itself, during its rejoin, or
+// any peer, every push/pull interval) lists it as left, and the table
+// takes that. It never touches a member it has alive.
+type mergeDelegate struct{ m *Membership }
+
+var _ memberlist.MergeDelegate = mergeDelegate{}
+
+func (d mergeDelegate) NotifyMerge(peers []*memberlist.Node) error {
+	for _, n := range peers {
+		if n.State == memberlist.StateLeft {
+			d.m.sawLeft(n)
+		}
+	}
+	return nil
+}

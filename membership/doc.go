@@ -26,7 +26,11 @@
 // dead and left nodes (after GossipToTheDeadTime) and does not say whether
 // a node left or failed (hashicorp/memberlist#293), so the package keeps
 // its own table, fed by memberlist's EventDelegate, and a leaving node
-// sets a flag in its metadata just before it leaves. Dead and left
+// sets a flag in its metadata just before it leaves. The leave can
+// overtake that flag on its way to a peer, which then records a failure;
+// its next push/pull with a node that saw the leave (its own rejoin
+// attempt, or the push/pull interval) corrects it to StateLeft
+// (mergeDelegate). Dead and left
 // members are forgotten after Config.ReconnectTimeout. memberlist's
 // "suspect" state is not observable: a suspect member counts as alive.
 //

@@ -79,6 +79,20 @@ func (t *table) set(m Member, now time.Time) {
 	t.members[m.NodeID] = e
 }
 
+// leftIfDead records m (StateLeft) if the table has its node dead, and
+// reports whether it did.
+func (t *table) leftIfDead(m Member, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.members[m.NodeID]
+	if !ok || e.member.State != StateDead {
+		return false
+	}
+	e.member, e.since = m, now
+	t.members[m.NodeID] = e
+	return true
+}
+
 // get returns the member with id.
 func (t *table) get(id string) (Member, bool) {
 	t.mu.Lock()

@@ -43,6 +43,38 @@ func TestTable(t *testing.T) {
 		return tb
 	}
 
+	t.Run("LeftIfDead", func(t *testing.T) {
+		t.Parallel()
+		tests := []struct {
+			name    string
+			members []Member
+			changed bool
+			want    State
+		}{
+			{name: "DeadBecomesLeft", members: []Member{member("b", StateDead)}, changed: true, want: StateLeft},
+			{name: "AliveStaysAlive", members: []Member{member("b", StateAlive)}, want: StateAlive},
+			{name: "LeftStaysLeft", members: []Member{member("b", StateLeft)}, want: StateLeft},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				tb := newTableWith(tc.members...)
+				left := member("b", StateLeft)
+				left.APIAddr = "api.b:7233"
+				require.Equal(t, tc.changed, tb.leftIfDead(left, t0.Add(time.Minute)))
+				got, ok := tb.get("b")
+				require.True(t, ok)
+				require.Equal(t, tc.want, got.State)
+				if tc.changed {
+					require.Equal(t, "api.b:7233", got.APIAddr, "the peer's view of the member is taken")
+				}
+			})
+		}
+		empty := newTable()
+		require.False(t, empty.leftIfDead(member("x", StateLeft), t0), "an unknown member is not added")
+		_, ok := empty.get("x")
+		require.False(t, ok)
+	})
+
 	t.Run("RejoinTargets", func(t *testing.T) {
 		t.Parallel()
 		tests := []struct {

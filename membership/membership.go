@@ -103,6 +103,7 @@ func (m *Membership) create(ctx context.Context) (*memberlist.Memberlist, error)
 	mc.Logger = log.New(logWriter{m.log}, "", 0)
 	mc.Delegate = delegate{m}
 	mc.Events = eventDelegate{m}
+	mc.Merge = mergeDelegate{m}
 	if m.cfg.tune != nil {
 		m.cfg.tune(mc)
 	}
@@ -151,7 +152,8 @@ func (m *Membership) stop(leave bool) {
 
 // leave marks the metadata as leaving, then calls memberlist's Leave, both
 // within Config.LeaveTimeout. Failures are logged: a peer that misses the
-// announcement sees this node as dead instead of left.
+// announcement sees this node as dead instead of left, until a push/pull
+// with a peer that saw it leave (mergeDelegate).
 func (m *Membership) leave() {
 	deadline := time.Now().Add(m.cfg.LeaveTimeout)
 	enc, err := encodeMeta(m.meta, true)
@@ -260,6 +262,15 @@ func (m *Membership) observe(n *memberlist.Node, gone bool) {
 	}
 	m.table.set(Member{Meta: meta, GossipAddr: n.Address(), State: state}, time.Now())
 	m.nudge()
+}
+
+// sawLeft records as left a member the table has dead, when a peer's
+// state lists it as left.
+func (m *Membership) sawLeft(n *memberlist.Node) {
+	meta, _ := decodeMeta(n.Name, n.Meta)
+	if m.table.leftIfDead(Member{Meta: meta, GossipAddr: n.Address(), State: StateLeft}, time.Now()) {
+		m.nudge()
+	}
 }
 
 // nudge signals both change channels without blocking.

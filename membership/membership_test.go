@@ -55,6 +55,24 @@ func TestMembership(t *testing.T) {
 		require.Equal(t, StateLeft, nodes[2].Local().State)
 	})
 
+	t.Run("ALeaveSeenAsAFailureIsCorrected", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		nodes := b.cluster(t, 3, nil)
+		nodes[2].Stop()
+		waitState(t, convergeDeadline, nodes[:2], "node-3", StateLeft)
+		// node-1 missed the leaving announcement, which the leave itself
+		// can overtake: it has node-3 dead.
+		gone, ok := nodes[0].table.get("node-3")
+		require.True(t, ok)
+		gone.State = StateDead
+		nodes[0].table.set(gone, time.Now())
+		// A push/pull with node-2, which saw node-3 leave, corrects it.
+		_, err := nodes[0].list.Join([]string{nodes[1].Local().GossipAddr})
+		require.NoError(t, err)
+		waitState(t, convergeDeadline, nodes[:1], "node-3", StateLeft)
+	})
+
 	t.Run("CrashIsDeadAndRestartIsRejoined", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
