@@ -31,7 +31,7 @@ type claimCache struct {
 	mu         sync.Mutex
 	size       int
 	runningFor time.Duration
-	cur, prev  map[nameKey]cachedClaim
+	entries    generations[nameKey, cachedClaim]
 	// gen counts forgets: an answer read before one is not cached after.
 	gen uint64
 }
@@ -56,7 +56,7 @@ const claimGeneration = 1 << 15
 // newClaimCache keeps two generations of size entries; a RUNNING state
 // answers for at most runningFor.
 func newClaimCache(size int, runningFor time.Duration) *claimCache {
-	return &claimCache{size: size, runningFor: runningFor, cur: make(map[nameKey]cachedClaim)}
+	return &claimCache{size: size, runningFor: runningFor, entries: newGenerations[nameKey, cachedClaim](size)}
 }
 
 // generation is the generation to hand put for an answer read from now on.
@@ -87,21 +87,14 @@ func (c *claimCache) put(gen uint64, key string, res StartResult, seen time.Time
 	if gen != c.gen {
 		return
 	}
-	if len(c.cur) >= c.size {
-		c.prev, c.cur = c.cur, make(map[nameKey]cachedClaim, c.size)
-	}
-	c.cur[nameKey{res.WorkflowName, key}] = e
+	c.entries.add(nameKey{res.WorkflowName, key}, e)
 }
 
 // get returns the cached answer of (name, key) if it may still be used at
 // now; open reports whether a RUNNING run is still known open.
 func (c *claimCache) get(name, key string, now time.Time, open func(StartResult) bool) (StartResult, bool) {
-	k := nameKey{name, key}
 	c.mu.Lock()
-	e, ok := c.cur[k]
-	if !ok {
-		e, ok = c.prev[k]
-	}
+	e, ok := c.entries.get(nameKey{name, key})
 	c.mu.Unlock()
 	if !ok || !e.usable(now) {
 		return StartResult{}, false
@@ -114,14 +107,9 @@ func (c *claimCache) get(name, key string, now time.Time, open func(StartResult)
 
 // has reports whether (name, key) has an entry, usable or not.
 func (c *claimCache) has(name, key string) bool {
-	k := nameKey{name, key}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.cur[k]; ok {
-		return true
-	}
-	_, ok := c.prev[k]
-	return ok
+	return c.entries.has(nameKey{name, key})
 }
 
 // forget drops every entry: the lease changed hands, and a claim this
@@ -130,6 +118,6 @@ func (c *claimCache) has(name, key string) bool {
 func (c *claimCache) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur, c.prev = make(map[nameKey]cachedClaim), nil
+	c.entries = newGenerations[nameKey, cachedClaim](c.size)
 	c.gen++
 }

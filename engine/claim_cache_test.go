@@ -103,6 +103,13 @@ func TestReplayFromMemory(t *testing.T) {
 
 	// A RUNNING state answers for at most the poll interval.
 	longPoll := func(c *Config) { c.PollInterval = time.Hour }
+	// closedRun starts a run under key "k" and waits for it to complete.
+	closedRun := func(t *testing.T, e *Engine) StartResult {
+		t.Helper()
+		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
+		waitClosed(t, e, started.ExecutionID)
+		return started
+	}
 
 	t.Run("AFreshClaimIsAnsweredWithoutARead", func(t *testing.T) {
 		t.Parallel()
@@ -124,8 +131,7 @@ func TestReplayFromMemory(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		e := b.engine(t)
-		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
-		waitClosed(t, e, started.ExecutionID)
+		started := closedRun(t, e)
 		e.claims.forget()
 		res, ok := lookup(t, e, "k")
 		require.True(t, ok)
@@ -134,6 +140,21 @@ func TestReplayFromMemory(t *testing.T) {
 		res, ok = lookup(t, e, "k")
 		require.True(t, ok, "the read was cached")
 		require.Equal(t, started.ExecutionID, res.ExecutionID)
+	})
+
+	t.Run("AClaimABatchFoundIsAnsweredWithoutARead", func(t *testing.T) {
+		t.Parallel()
+		b, e := gcSetup(t)
+		started := closedRun(t, e)
+		e.claims.forget()
+		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
+		require.NoError(t, r.errs[0])
+		require.True(t, r.res[0].Deduplicated, "the batch found the live claim")
+		dropClaim(t, b, "k")
+		res, ok := lookup(t, e, "k")
+		require.True(t, ok, "the claim the batch found was cached")
+		require.Equal(t, started.ExecutionID, res.ExecutionID)
+		require.Equal(t, StateCompleted, res.State)
 	})
 
 	t.Run("AClosedRunIsNeverAnsweredRunning", func(t *testing.T) {
@@ -170,8 +191,7 @@ func TestReplayFromMemory(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		e := b.engine(t)
-		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
-		waitClosed(t, e, started.ExecutionID)
+		closedRun(t, e)
 		_, ok := lookup(t, e, "k") // caches the closed state
 		require.True(t, ok)
 		dropClaim(t, b, "k")

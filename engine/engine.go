@@ -226,7 +226,7 @@ type closeWatch struct {
 	mu   sync.Mutex
 	runs map[uuid.UUID]*runWaiters
 	// open are the runs known open.
-	open generations[uuid.UUID]
+	open generations[uuid.UUID, struct{}]
 }
 
 // openGeneration is the size at which the open runs start a new
@@ -240,7 +240,7 @@ type runWaiters struct {
 }
 
 func newCloseWatch() *closeWatch {
-	return &closeWatch{runs: map[uuid.UUID]*runWaiters{}, open: newGenerations[uuid.UUID](openGeneration)}
+	return &closeWatch{runs: map[uuid.UUID]*runWaiters{}, open: newGenerations[uuid.UUID, struct{}](openGeneration)}
 }
 
 // opened records runs created open by a transaction about to commit.
@@ -250,7 +250,7 @@ func (w *closeWatch) opened(ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {
-		w.open.add(id)
+		w.open.add(id, struct{}{})
 	}
 }
 
@@ -269,7 +269,7 @@ func (w *closeWatch) unopened(ids ...uuid.UUID) {
 func (w *closeWatch) forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.open = newGenerations[uuid.UUID](openGeneration)
+	w.open = newGenerations[uuid.UUID, struct{}](openGeneration)
 }
 
 // isOpen reports whether the run is known open.

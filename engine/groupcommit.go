@@ -145,12 +145,15 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 	return p.replies(nil)
 }
 
-// cacheClaims caches the claims the committed batch made, as the replays
-// of their keys will be answered (see claimCache).
+// cacheClaims caches the live claims the committed batch made or found,
+// as the replays of their keys will be answered (see claimCache).
 func (p *batchPlan) cacheClaims(c *claimCache, gen uint64, seen time.Time, window time.Duration) {
 	for i, r := range p.reqs {
-		if p.fate[i] == fateCreate && p.claimed[i] {
+		switch {
+		case p.fate[i] == fateCreate && p.claimed[i]:
 			c.put(gen, r.IdempotencyKey, p.res[i], seen, window)
+		case p.fate[i] == fateClaimed:
+			c.put(gen, r.IdempotencyKey, p.res[i], seen, p.left[i])
 		}
 	}
 }
@@ -190,6 +193,7 @@ type batchPlan struct {
 	byKey   map[nameKey]int // (name, key) → first start with it
 	bySlot  map[nameKey]int // (name, workflow id) → first start with it
 	claimed []bool          // the batch claimed the start's key
+	left    []time.Duration // fateClaimed: the time the found claim has left
 	holder  []bool          // the start's workflow id has a slot holder
 	moved   []*MovedError   // a newer epoch redirected the start's routing key
 	fresh   int             // runs created
@@ -205,7 +209,7 @@ func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
 	p := &batchPlan{
 		shard: shard, reqs: reqs, ids: make([]uuid.UUID, n), fate: make([]batchFate, n), first: make([]int, n),
 		res: make([]StartResult, n), byKey: make(map[nameKey]int, n), bySlot: make(map[nameKey]int, n),
-		claimed: make([]bool, n), holder: make([]bool, n), moved: make([]*MovedError, n),
+		claimed: make([]bool, n), left: make([]time.Duration, n), holder: make([]bool, n), moved: make([]*MovedError, n),
 	}
 	for i, r := range reqs {
 		p.ids[i] = NewExecutionID(shard)
@@ -427,8 +431,9 @@ func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duratio
 						n          int64
 						id         uuid.UUID
 						wfID, stat *string
+						leftS      float64
 					)
-					if err := rows.Scan(&n, &id, &wfID, &stat, nil); err != nil {
+					if err := rows.Scan(&n, &id, &wfID, &stat, &leftS); err != nil {
 						return err
 					}
 					k := nameKey{look.names[n-1], look.keys[n-1]}
@@ -436,6 +441,7 @@ func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duratio
 					found[i] = true
 					p.res[i] = StartResult{ExecutionID: id, WorkflowName: k.name, WorkflowID: deref(wfID),
 						State: deref(stat), Deduplicated: true}
+					p.left[i] = secondsLeft(leftS)
 				}
 				if err := rows.Err(); err != nil {
 					return err

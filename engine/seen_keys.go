@@ -14,7 +14,7 @@ import (
 type seenKeys struct {
 	seed maphash.Seed
 	mu   sync.Mutex
-	keys generations[uint64]
+	keys generations[uint64, struct{}]
 }
 
 // seenGeneration is the size at which the keys start a new generation,
@@ -22,7 +22,7 @@ type seenKeys struct {
 const seenGeneration = 1 << 16
 
 func newSeenKeys() *seenKeys {
-	return &seenKeys{seed: maphash.MakeSeed(), keys: newGenerations[uint64](seenGeneration)}
+	return &seenKeys{seed: maphash.MakeSeed(), keys: newGenerations[uint64, struct{}](seenGeneration)}
 }
 
 func (k *seenKeys) hash(name, key string) uint64 {
@@ -38,7 +38,7 @@ func (k *seenKeys) add(name, key string) {
 	h := k.hash(name, key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.keys.add(h)
+	k.keys.add(h, struct{}{})
 }
 
 func (k *seenKeys) has(name, key string) bool {
