@@ -48,6 +48,14 @@ type Engine struct {
 	completions atomic.Pointer[batcher[*completion]]
 	// signals is the signal batcher (nil before Start).
 	signals atomic.Pointer[batcher[*signalCall]]
+	// clock estimates the database's time (one-trip start batches).
+	clock dbClock
+	// oneTripPaused counts the start batches still to take two trips
+	// after a one-trip batch missed (one_trip.go).
+	oneTripPaused atomic.Int32
+	// batchTrips counts start batches: one trip, two trips, one-trip
+	// misses.
+	batchTrips [3]atomic.Int64
 
 	mu      sync.Mutex
 	running bool
@@ -106,6 +114,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.closed.forget()
 	e.claims.forget()
+	e.sampleClock(ctx)
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
 	loopCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))

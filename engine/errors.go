@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,6 +91,9 @@ func translate(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return fmt.Errorf("%s: %w", pgErr.ConstraintName, ErrDuplicate)
+	}
+	if errors.As(err, &pgErr) && pgErr.Code == "HR001" {
+		return &assumptionError{what: strings.TrimPrefix(pgErr.Message, "expected ")}
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {

@@ -49,6 +49,7 @@ type firstTasks struct {
 // the events the batch appends.
 func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time) (*firstTasks, error) {
 	f := &firstTasks{w: newWriteSet(), fails: &pgx.Batch{}}
+	f.w.at = dbNow
 	at := make(map[uuid.UUID]int, runs.len())
 	budget, cancel := context.WithTimeout(ctx, firstTaskBudget)
 	defer cancel()

@@ -100,49 +100,89 @@ func (e *Engine) answerStarts(ctx context.Context, calls []*startCall) {
 	}
 }
 
-// startBatch runs prepared starts as one transaction and answers each.
+// startBatch runs prepared starts as one transaction and answers each: in
+// one round trip when its starts look fresh (one_trip.go), else, or when
+// that finds they were not, in two.
 func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []startReply {
 	metrics.StartBatchSize.Observe(float64(len(reqs)))
-	p := newBatchPlan(reqs, e.cfg.ShardID)
 	// A batch answers many callers: bound it even if the database hangs.
 	ctx, cancel := context.WithTimeout(runCtx, e.cfg.LeaseTTL)
 	defer cancel()
+	if p := newBatchPlan(reqs, e.cfg.ShardID); e.oneTripFits(p) {
+		out, err := e.commitBatch(runCtx, ctx, p, e.sendOneTrip)
+		if !errors.Is(err, errAssumption) {
+			e.batchTrips[0].Add(1)
+			metrics.StartBatches.WithLabelValues("one_trip").Inc()
+			return out
+		}
+		e.oneTripMissed(err)
+	}
+	e.batchTrips[1].Add(1)
+	metrics.StartBatches.WithLabelValues("two_trips").Inc()
+	out, _ := e.commitBatch(runCtx, ctx, newBatchPlan(reqs, e.cfg.ShardID), e.sendTwoTrips)
+	return out
+}
+
+// batchSender runs a plan's transaction: it settles p.dbNow and the fate
+// of each start, then calls p.write with first and beforeCommit.
+type batchSender func(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error
+
+// firstTaskRunner runs the first tasks of a batch's new runs (see write).
+type firstTaskRunner func(*runColumns) (func(*pgx.Batch), error)
+
+// commitBatch runs p's transaction with send and answers its starts. err
+// is send's: errAssumption means nothing was written and out is nil.
+func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send batchSender) (out []startReply, err error) {
 	var (
 		first *firstTasks
 		open  []uuid.UUID
 	)
-	// Before BEGIN: no earlier than the now() the batch's claims get.
+	// Before the transaction begins: no earlier than the now() the
+	// batch's claims get.
 	gen, seen := e.claims.generation(), time.Now()
-	err := e.withFencedBatch(ctx, func(b *pgx.Batch) { p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow) },
-		func(tx *fencedTx) error {
-			first = nil
-			return p.write(ctx, tx, e.cfg.IdempotencyWindow, func(runs *runColumns) (func(*pgx.Batch), error) {
-				f, err := e.runFirstTasks(ctx, runs, p.dbNow)
-				if err != nil {
-					return nil, err
-				}
-				first = f
-				return f.queue, nil
-			}, func() {
-				// Before the COMMIT: from then on any transaction (a
-				// dispatched activity's, a terminate's) may close them.
-				open = p.openRuns()
-				e.closed.opened(open...)
-			})
-		})
+	err = send(ctx, p, func(runs *runColumns) (func(*pgx.Batch), error) {
+		f, err := e.runFirstTasks(ctx, runs, p.dbNow)
+		if err != nil {
+			return nil, err
+		}
+		first = f
+		return f.queue, nil
+	}, func() {
+		// Before the COMMIT: from then on any transaction (a dispatched
+		// activity's, a terminate's) may close them.
+		open = p.openRuns()
+		e.closed.opened(open...)
+	})
 	if err != nil {
 		e.closed.unopened(open...)
 	}
 	if first != nil {
 		e.settleTasks(runCtx, first.w, err)
 	}
-	if err != nil {
-		e.log.Debug().Err(err).Int("starts", len(reqs)).Msg("start batch failed, its starts run alone")
-		return p.replies(err)
+	switch {
+	case errors.Is(err, errAssumption):
+		return nil, err
+	case err != nil:
+		e.log.Debug().Err(err).Int("starts", len(p.reqs)).Msg("start batch failed, its starts run alone")
+		return p.replies(err), err
 	}
 	first.committed(e)
 	p.cacheClaims(e.claims, gen, seen, e.cfg.IdempotencyWindow)
-	return p.replies(nil)
+	return p.replies(nil), nil
+}
+
+// sendTwoTrips claims the batch's keys and reads its slot holders behind
+// the fence, then writes and commits in a second round trip.
+func (e *Engine) sendTwoTrips(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error {
+	var sent time.Time
+	return e.withFencedBatch(ctx, func(b *pgx.Batch) {
+		p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow)
+		sent = time.Now() // the connection is ours: the batch goes out next
+	},
+		func(tx *fencedTx) error {
+			e.clock.observe(sent, p.dbNow)
+			return p.write(ctx, &pgx.Batch{}, tx.commitWith, e.cfg.IdempotencyWindow, first, beforeCommit)
+		})
 }
 
 // cacheClaims caches the live claims the committed batch made or found,
@@ -232,44 +272,71 @@ func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
 	return p
 }
 
-// queueClaimsAndHolders queues, behind the fence, the claim of every key
-// the batch may create a run for (the takeover of an expired claim
-// included), then the lookup of the slot holders of their workflow ids.
-func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
-	var names, keys, routings, wnames, wids []string
-	var ids []uuid.UUID
-	var epochs []int64
+// planColumns are the statement arguments of a plan's starts that may
+// create a run: their keys to claim, their slots, their placements.
+type planColumns struct {
+	names, keys, routings []string // keyed starts
+	ids                   []uuid.UUID
+	epochs                []int64
+	wnames, wids          []string // every start: its slot
+	placedNames           []string // placed starts
+	placedRoutings        []string
+	placedEpochs          []int64
+	placedIdx             []int32
+}
+
+func (p *batchPlan) columns() planColumns {
+	var c planColumns
 	for i, r := range p.reqs {
 		if p.fate[i] != fateCreate {
 			continue
 		}
-		if r.IdempotencyKey != "" {
-			names, keys, ids = append(names, r.WorkflowName), append(keys, r.IdempotencyKey), append(ids, p.ids[i])
-			routing, epoch := "", int64(0)
-			if r.Placement != nil {
-				routing, epoch = r.Placement.RoutingKey, int64(r.Placement.Epoch)
-			}
-			routings, epochs = append(routings, routing), append(epochs, epoch)
+		routing, epoch := "", int64(0)
+		if r.Placement != nil {
+			routing, epoch = r.Placement.RoutingKey, int64(r.Placement.Epoch)
+			c.placedNames, c.placedRoutings = append(c.placedNames, r.WorkflowName), append(c.placedRoutings, routing)
+			c.placedEpochs, c.placedIdx = append(c.placedEpochs, epoch), append(c.placedIdx, int32(i))
 		}
-		wnames, wids = append(wnames, r.WorkflowName), append(wids, r.WorkflowID)
+		if r.IdempotencyKey != "" {
+			c.names, c.keys, c.ids = append(c.names, r.WorkflowName), append(c.keys, r.IdempotencyKey), append(c.ids, p.ids[i])
+			c.routings, c.epochs = append(c.routings, routing), append(c.epochs, epoch)
+		}
+		c.wnames, c.wids = append(c.wnames, r.WorkflowName), append(c.wids, r.WorkflowID)
 	}
-	p.queuePlacementChecks(b)
+	return c
+}
+
+// claimKeysSQL claims keys (taking over expired claims) and returns those
+// it claimed. A key whose routing key a newer epoch redirected is not
+// claimed (the placement checks mark it moved under the same locks).
+const claimKeysSQL = `
+	INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
+	SELECT n, k, id, $4 FROM unnest($1::text[], $2::text[], $3::uuid[], $6::text[], $7::bigint[]) AS r(n, k, id, rk, ep)
+	 WHERE NOT EXISTS (SELECT 1 FROM harvest_placement_redirects d
+	                    WHERE r.ep > 0 AND d.workflow_name = r.n AND d.routing_key = r.rk AND d.epoch > r.ep)
+	ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
+	   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
+	 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
+	RETURNING workflow_name, idempotency_key`
+
+// placementLocksSQL takes the placement locks of routing keys: one
+// statement, in hash order, so two transactions never take them crosswise.
+const placementLocksSQL = `
+	SELECT count(pg_advisory_xact_lock($3, h))
+	  FROM (SELECT DISTINCT hashtext(n || '/' || rk) AS h
+	          FROM unnest($1::text[], $2::text[]) AS u(n, rk) ORDER BY h) s`
+
+// queueClaimsAndHolders queues, behind the fence, the claim of every key
+// the batch may create a run for (the takeover of an expired claim
+// included), then the lookup of the slot holders of their workflow ids.
+func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
+	c := p.columns()
+	p.queuePlacementChecks(b, c)
 	// now() is the transaction's start: the created_at of every event the
 	// batch appends, which the runs' first tasks see (runFirstTasks).
 	b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&p.dbNow) })
-	if len(keys) > 0 {
-		// A key whose routing key a newer epoch redirected is not claimed
-		// (queuePlacementChecks marks it moved under the same locks).
-		b.Queue(`
-			INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
-			SELECT n, k, id, $4 FROM unnest($1::text[], $2::text[], $3::uuid[], $6::text[], $7::bigint[]) AS r(n, k, id, rk, ep)
-			 WHERE NOT EXISTS (SELECT 1 FROM harvest_placement_redirects d
-			                    WHERE r.ep > 0 AND d.workflow_name = r.n AND d.routing_key = r.rk AND d.epoch > r.ep)
-			ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
-			   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
-			 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
-			RETURNING workflow_name, idempotency_key`,
-			names, keys, ids, int(p.shard), window.Milliseconds(), routings, epochs).
+	if len(c.keys) > 0 {
+		b.Queue(claimKeysSQL, c.names, c.keys, c.ids, int(p.shard), window.Milliseconds(), c.routings, c.epochs).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var k nameKey
@@ -283,7 +350,7 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 				return rows.Err()
 			})
 	}
-	if len(wids) > 0 {
+	if len(c.wids) > 0 {
 		// Lateral lookups with LIMIT: one index probe per id (see
 		// probeGroup), never a hash join over every run.
 		b.Queue(`
@@ -293,7 +360,7 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 			       SELECT workflow_name, workflow_id FROM harvest_executions
 			        WHERE workflow_name = r.n AND workflow_id = r.w AND holds_slot
 			        LIMIT 1) x`,
-			wnames, wids).
+			c.wnames, c.wids).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var s nameKey
@@ -310,32 +377,18 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 }
 
 // queuePlacementChecks queues, for the starts placed under a catalog epoch
-// (see Placement), their routing keys' placement locks — one statement, in
-// hash order, so two transactions never take them crosswise — and the read
-// of their redirects; a start whose key a newer epoch redirected is moved.
-func (p *batchPlan) queuePlacementChecks(b *pgx.Batch) {
-	var names, routings []string
-	var epochs []int64
-	var idx []int32
-	for i, r := range p.reqs {
-		if p.fate[i] == fateCreate && r.Placement != nil {
-			names, routings = append(names, r.WorkflowName), append(routings, r.Placement.RoutingKey)
-			epochs, idx = append(epochs, int64(r.Placement.Epoch)), append(idx, int32(i))
-		}
-	}
-	if len(names) == 0 {
+// (see Placement), their routing keys' placement locks and the read of
+// their redirects; a start whose key a newer epoch redirected is moved.
+func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
+	if len(c.placedNames) == 0 {
 		return
 	}
-	b.Queue(`
-		SELECT count(pg_advisory_xact_lock($3, h))
-		  FROM (SELECT DISTINCT hashtext(n || '/' || rk) AS h
-		          FROM unnest($1::text[], $2::text[]) AS u(n, rk) ORDER BY h) s`,
-		names, routings, placementLockClass)
+	b.Queue(placementLocksSQL, c.placedNames, c.placedRoutings, placementLockClass)
 	b.Queue(`
 		SELECT r.i, d.epoch, d.target_shard
 		  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS r(n, rk, ep, i)
 		  JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
-		 WHERE d.epoch > r.ep`, names, routings, epochs, idx).
+		 WHERE d.epoch > r.ep`, c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var (
@@ -352,15 +405,15 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch) {
 		})
 }
 
-// write decides each start from the claims and holders, then in one round
-// trip that ends with the COMMIT: drops the claims of starts sent to the
-// single path, reads the runs of live claims, and inserts the new runs,
-// their WorkflowStarted events and their callbacks. first runs before the
-// inserts are queued: it may change the new runs' columns (their first
-// workflow task ran), and queues its own writes after them. beforeCommit
-// runs just before the round trip.
-func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duration,
-	first func(*runColumns) (func(*pgx.Batch), error), beforeCommit func()) error {
+// write decides each start from the claims and holders, then queues on b
+// and sends with commit (b, then COMMIT, in one round trip): drops the
+// claims of starts sent to the single path, reads the runs of live claims,
+// and inserts the new runs, their WorkflowStarted events and their
+// callbacks. first runs before the inserts are queued: it may change the
+// new runs' columns (their first workflow task ran), and queues its own
+// writes after them. beforeCommit runs just before the round trip.
+func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context.Context, *pgx.Batch) error,
+	window time.Duration, first firstTaskRunner, beforeCommit func()) error {
 	var (
 		drop     struct{ names, keys []string }
 		dropIDs  []uuid.UUID
@@ -414,7 +467,6 @@ func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duratio
 			p.res[i].State = runs.states[j]
 		}
 	}
-	b := &pgx.Batch{}
 	if len(dropIDs) > 0 {
 		b.Queue(`
 			DELETE FROM harvest_start_idempotency c
@@ -457,7 +509,7 @@ func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duratio
 			})
 	}
 	if runs.len() > 0 {
-		runs.queue(b)
+		runs.queue(b, p.dbNow)
 	}
 	if len(cbIDs) > 0 {
 		b.Queue(`
@@ -467,7 +519,7 @@ func (p *batchPlan) write(ctx context.Context, tx *fencedTx, window time.Duratio
 	}
 	after(b)
 	beforeCommit()
-	if err := tx.commitWith(ctx, b); err != nil {
+	if err := commit(ctx, b); err != nil {
 		return fmt.Errorf("start batch: %w", translate(err))
 	}
 	return nil
@@ -514,9 +566,10 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest) {
 	c.eventData = append(c.eventData, string(started.Data))
 }
 
-// queue queues the inserts of the runs and their WorkflowStarted events:
-// what createRun does for one run.
-func (c *runColumns) queue(b *pgx.Batch) {
+// queue queues the inserts of the runs and their WorkflowStarted events,
+// stamped at (the time their first tasks saw): what createRun does for one
+// run.
+func (c *runColumns) queue(b *pgx.Batch, at time.Time) {
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
 		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
@@ -530,9 +583,9 @@ func (c *runColumns) queue(b *pgx.Batch) {
 		c.ids, c.names, c.wids, c.queues, c.inputs, c.memos, c.keys, c.dueAt,
 		c.ran, c.next, c.states, c.outputs, c.errs, c.holdsSlot)
 	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
-		SELECT id, 0, t, d::jsonb FROM unnest($1::uuid[], $2::text[], $3::text[]) AS r(id, t, d)`,
-		c.ids, c.eventType, c.eventData)
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+		SELECT id, 0, t, d::jsonb, $4 FROM unnest($1::uuid[], $2::text[], $3::text[]) AS r(id, t, d)`,
+		c.ids, c.eventType, c.eventData, at)
 }
 
 func textOrNil(s string) *string {

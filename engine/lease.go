@@ -58,17 +58,21 @@ func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
 	return epoch, nil
 }
 
-// renewLease extends the lease; a changed epoch means it was lost.
+// renewLease extends the lease; a changed epoch means it was lost. It
+// measures the database's clock too (dbClock).
 func (e *Engine) renewLease(ctx context.Context) error {
-	tag, err := e.pool.Exec(ctx, `
+	var db time.Time
+	sent := time.Now()
+	err := e.pool.QueryRow(ctx, `
 		UPDATE harvest_shard_lease SET expires_at = now() + $2 * interval '1 millisecond'
-		 WHERE epoch = $1`, e.epoch.Load(), e.cfg.LeaseTTL.Milliseconds())
-	if err != nil {
+		 WHERE epoch = $1 RETURNING now()`, e.epoch.Load(), e.cfg.LeaseTTL.Milliseconds()).Scan(&db)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return e.currentOwner(ctx)
+	case err != nil:
 		return fmt.Errorf("renew lease of shard %d: %w", e.cfg.ShardID, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return e.currentOwner(ctx)
-	}
+	e.clock.observe(sent, db)
 	return nil
 }
 

@@ -35,6 +35,10 @@ type writeSet struct {
 	// callbacksDue: a close made completion callbacks due; the committer
 	// wakes the callback loop (wakeCallbacks). Set when the statements run.
 	callbacksDue bool
+	// at, when set, stamps the events instead of the transaction's now():
+	// the time the task that made them saw, when the transaction's own is
+	// not known yet (one_trip.go).
+	at time.Time
 }
 
 // execUpdate is what the batch does to one execution.
@@ -169,6 +173,13 @@ func (w *writeSet) queue(b *pgx.Batch) {
 
 func (w *writeSet) queueEvents(b *pgx.Batch) {
 	if len(w.events.ids) == 0 {
+		return
+	}
+	if !w.at.IsZero() {
+		b.Queue(`
+			INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+			SELECT id, n, t, d::jsonb, $5 FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
+			w.events.ids, w.events.nums, w.events.types, w.events.data, w.at)
 		return
 	}
 	b.Queue(`

@@ -28,6 +28,12 @@ var (
 		Name: "harvest_start_batch_size", Help: "Starts per group commit transaction.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 13),
 	})
+	// StartBatches counts start batches by how they committed: "one_trip"
+	// (every key assumed fresh, one round trip), "two_trips", and
+	// "one_trip_missed" (an assumption did not hold; the batch then took two).
+	StartBatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harvest_start_batches_total", Help: "Start batches by how they committed.",
+	}, []string{"path"})
 	// Signals counts signals by result: delivered, deduplicated.
 	Signals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harvest_signals_total", Help: "Signals by result (delivered, deduplicated).",
@@ -44,7 +50,7 @@ var (
 )
 
 func init() {
-	Registry.MustRegister(Starts, StartDedupHits, StartBatchSize, Signals, ActivityAttempts, WorkflowTaskSeconds,
+	Registry.MustRegister(Starts, StartDedupHits, StartBatchSize, StartBatches, Signals, ActivityAttempts, WorkflowTaskSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/internal/metrics"
+)
+
+// Start batches in one round trip.
+//
+// A start batch in two round trips (sendTwoTrips) first claims its keys,
+// reads the slot holders of its workflow ids and the transaction's now(),
+// then runs the new runs' first tasks and sends their writes with the
+// COMMIT. Under load most batches find every key fresh and no slot held,
+// so the answers of the first round trip are known before it is sent. A
+// one-trip batch assumes them: it runs the first tasks at its estimate of
+// the database's time and sends BEGIN, the fence, the claims, the checks
+// and every write with the COMMIT together, each assumption checked in SQL
+// by harvest_expect (migration 007). One that does not hold raises
+// SQLSTATE HR001 before the COMMIT, so nothing is written; the batch then
+// runs again in two trips, which handle taken claims, held slots, moved
+// keys and a lost lease as before. The round trip saved is most of a
+// batch's fixed cost at moderate load (docs/performance.md).
+//
+// The assumptions, in order: the lease epoch is the engine's (the fence);
+// the estimated time is no later than the transaction's now() and at most
+// maxClockLag before it; no routing key moved (placed starts); every key's
+// claim was made (none was live); no workflow id's slot is held.
+//
+// The time: a workflow's clock is the time of its history's events
+// (replay.go), so the first tasks must know the time their events will be
+// stamped with. A one-trip batch stamps its events with its estimate (the
+// node's clock moved by the offset dbClock measured, less clockLead)
+// instead of now(); the check keeps it behind now(), so a run's history
+// never goes back in time (every later transaction's now() is later
+// still), and close to it.
+//
+// After a batch missed because a key or slot was taken, the next
+// oneTripPause batches take two trips straight away: a load of replays
+// would otherwise pay for both.
+
+// errAssumption: an assumption of a one-trip batch did not hold (SQLSTATE
+// HR001, see assumptionError); its transaction wrote nothing.
+var errAssumption = errors.New("one-trip batch assumption")
+
+// The assumptions a one-trip batch checks, as harvest_expect names them.
+const (
+	expectFence   = "the lease epoch"
+	expectTime    = "the start time"
+	expectPlaced  = "no routing key moved"
+	expectFresh   = "every key fresh"
+	expectNoSlots = "no slot held"
+)
+
+// assumptionError is SQLSTATE HR001 (harvest_expect): what did not hold.
+type assumptionError struct{ what string }
+
+func (a *assumptionError) Error() string        { return "one-trip batch: expected " + a.what }
+func (a *assumptionError) Is(target error) bool { return target == errAssumption }
+
+// taken says a key, a slot or a routing key was taken: what replays and
+// reused workflow ids make fail, unlike a lost lease or a clock off.
+func (a *assumptionError) taken() bool {
+	return a.what == expectFresh || a.what == expectNoSlots || a.what == expectPlaced
+}
+
+const (
+	// clockLead is how far before the estimate of the database's time a
+	// one-trip batch stamps its events: room for the estimate's error (a
+	// sample's round trip, up to the fastest of a window).
+	clockLead = 2 * time.Millisecond
+	// maxClockLag bounds how far before its transaction's now() a batch's
+	// stamp may be: a first task runs for at most firstTaskBudget.
+	maxClockLag = firstTaskBudget + 2*time.Second
+	// oneTripPause is how many batches after a miss take two trips.
+	oneTripPause = 32
+)
+
+// oneTripFits says whether p may be sent in one trip: it creates runs,
+// the clock has been measured, and no miss paused the one-trip path.
+func (e *Engine) oneTripFits(p *batchPlan) bool {
+	if !e.clock.measured() {
+		return false
+	}
+	if e.oneTripPaused.Load() > 0 {
+		e.oneTripPaused.Add(-1)
+		return false
+	}
+	for _, f := range p.fate {
+		if f == fateCreate {
+			return true
+		}
+	}
+	return false
+}
+
+// oneTripMissed counts a miss, and pauses the one-trip path when a key or
+// a slot was taken (a lost lease or a clock off stops nothing here: the
+// two-trip batch that follows fences, and measures the clock again).
+func (e *Engine) oneTripMissed(err error) {
+	metrics.StartBatches.WithLabelValues("one_trip_missed").Inc()
+	e.batchTrips[2].Add(1)
+	var a *assumptionError
+	if errors.As(err, &a) && a.taken() {
+		e.oneTripPaused.Store(oneTripPause)
+	}
+	e.log.Debug().Err(err).Msg("one-trip start batch missed, retried in two")
+}
+
+// sendOneTrip assumes every start of p that may create a run does (its
+// key fresh, its slot free, its routing key not moved), runs the first
+// tasks at the estimated time, and sends the whole transaction at once.
+func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error {
+	at, ok := e.clock.at(clockLead)
+	if !ok {
+		return &assumptionError{what: "a measured database clock"}
+	}
+	if err := e.checkOwning(); err != nil {
+		return err
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", translate(err))
+	}
+	tx := &fencedTx{conn: conn}
+	defer tx.release(context.WithoutCancel(ctx))
+	p.dbNow = at
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
+	b.Queue(`SELECT harvest_expect(coalesce((SELECT epoch FROM harvest_shard_lease) = $1, false), $2)`,
+		e.epoch.Load(), expectFence)
+	var dbNow time.Time
+	b.Queue(`SELECT now(), harvest_expect($1 <= now() AND $1 >= now() - $2 * interval '1 millisecond', $3)`,
+		at, maxClockLag.Milliseconds(), expectTime).QueryRow(func(row pgx.Row) error {
+		var ok bool
+		return row.Scan(&dbNow, &ok)
+	})
+	p.queueAssumptions(b, e.cfg.IdempotencyWindow)
+	var sent time.Time
+	err = p.write(ctx, b, tx.commitWith, e.cfg.IdempotencyWindow, first, func() {
+		beforeCommit()
+		sent = time.Now() // the first tasks ran: the batch goes out next
+	})
+	if !dbNow.IsZero() && !sent.IsZero() {
+		e.clock.observe(sent, dbNow)
+	}
+	return err
+}
+
+// queueAssumptions marks every start that may create a run as claimed and
+// free, and queues the checks of that: the placement locks and the check
+// that no routing key moved, the claims with the check that each was
+// made, and the check that no slot is held.
+func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
+	c := p.columns()
+	for i := range p.reqs {
+		if p.fate[i] == fateCreate && p.reqs[i].IdempotencyKey != "" {
+			p.claimed[i] = true
+		}
+	}
+	if len(c.placedNames) > 0 {
+		b.Queue(placementLocksSQL, c.placedNames, c.placedRoutings, placementLockClass)
+		b.Queue(`
+			SELECT harvest_expect(NOT EXISTS (
+			       SELECT 1 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(n, rk, ep)
+			         JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
+			        WHERE d.epoch > r.ep), $4)`,
+			c.placedNames, c.placedRoutings, c.placedEpochs, expectPlaced)
+	}
+	if len(c.keys) > 0 {
+		b.Queue(`WITH c AS (`+claimKeysSQL+`)
+			SELECT harvest_expect(count(*) = $8, $9) FROM c`,
+			c.names, c.keys, c.ids, int(p.shard), window.Milliseconds(), c.routings, c.epochs, len(c.keys), expectFresh)
+	}
+	b.Queue(`
+		SELECT harvest_expect(NOT EXISTS (
+		       SELECT 1 FROM unnest($1::text[], $2::text[]) AS r(n, w)
+		        CROSS JOIN LATERAL (
+		              SELECT 1 FROM harvest_executions
+		               WHERE workflow_name = r.n AND workflow_id = r.w AND holds_slot
+		               LIMIT 1) x), $3)`,
+		c.wnames, c.wids, expectNoSlots)
+}
+
+// sampleClock measures the database's clock once (see dbClock).
+func (e *Engine) sampleClock(ctx context.Context) {
+	var db time.Time
+	sent := time.Now()
+	if err := e.pool.QueryRow(ctx, `SELECT now()`).Scan(&db); err != nil {
+		e.log.Debug().Err(err).Msg("database clock not measured")
+		return
+	}
+	e.clock.observe(sent, db)
+}

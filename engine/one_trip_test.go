@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+)
+
+// trips is how the engine's start batches committed so far: one trip, two
+// trips, one-trip misses.
+func trips(e *Engine) [3]int64 {
+	return [3]int64{e.batchTrips[0].Load(), e.batchTrips[1].Load(), e.batchTrips[2].Load()}
+}
+
+// eventTimes lists the created_at of the run's events, in event order.
+func eventTimes(t *testing.T, b *testBundle, id uuid.UUID) []time.Time {
+	t.Helper()
+	rows, err := b.pool.Query(ctxT(t), `SELECT created_at FROM harvest_events WHERE execution_id = $1 ORDER BY event_id`, id)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []time.Time
+	for rows.Next() {
+		var at time.Time
+		require.NoError(t, rows.Scan(&at))
+		out = append(out, at)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// setClock replaces the engine's measure of the database clock with one
+// that is off by skew.
+func setClock(t *testing.T, b *testBundle, e *Engine, skew time.Duration) {
+	t.Helper()
+	var db time.Time
+	sent := time.Now()
+	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT now()`).Scan(&db))
+	e.clock.mu.Lock()
+	defer e.clock.mu.Unlock()
+	e.clock.cur, e.clock.n, e.clock.hasPrev = db.Add(skew).Sub(sent.Round(0)), 1, false
+}
+
+func TestOneTripStartBatch(t *testing.T) {
+	t.Parallel()
+	clockWF := harvest.NewWorkflow("clock", func(ctx harvest.Context, _ string) (time.Time, error) {
+		return ctx.Now(), nil
+	})
+	napWF := harvest.NewWorkflow("nap", func(ctx harvest.Context, _ string) (string, error) {
+		return "rested", harvest.Sleep(ctx, time.Hour)
+	})
+	// oneTripSetup's engine has its clock safely behind (a sample taken
+	// on a busy machine cannot make the estimate late), and renews its
+	// lease seldom (no renewal measures the clock during a case).
+	oneTripSetup := func(t *testing.T) (*testBundle, *Engine) {
+		t.Helper()
+		b, e := gcSetup(t, func(c *Config) { c.LeaseTTL = time.Minute })
+		require.NoError(t, b.reg.Register(clockWF, napWF))
+		setClock(t, b, e, -500*time.Millisecond)
+		return b, e
+	}
+
+	t.Run("FreshStartsCommitInOneTrip", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"},
+			StartRequest{WorkflowName: "block", IdempotencyKey: "b", WorkflowID: "order-b"},
+			StartRequest{WorkflowName: "block"}, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
+		require.Equal(t, [3]int64{1, 0, 0}, trips(e), "one batch, one trip, no miss")
+		for i := range 3 {
+			require.NoError(t, r.errs[i])
+			require.False(t, r.replies[i].single, "request %d", i)
+			require.True(t, r.res[i].StartedFresh, "request %d", i)
+		}
+		require.True(t, r.res[3].Deduplicated, "a key repeated inside the batch")
+		require.Equal(t, r.res[0].ExecutionID, r.res[3].ExecutionID)
+		require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
+		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency`))
+		require.Equal(t, 3, countRows(t, b, `SELECT count(*) FROM harvest_events WHERE event_type = 'WorkflowStarted'`))
+		got, ok, err := e.LookupStartKey(ctxT(t), "block", "b")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, r.res[1].ExecutionID, got.ExecutionID)
+	})
+
+	t.Run("EventsCarryTheTimeTheFirstTaskSaw", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		r := runBatch(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "c"}, StartRequest{WorkflowName: "nap"})
+		require.Equal(t, [3]int64{1, 0, 0}, trips(e))
+		x := waitClosed(t, e, r.res[0].ExecutionID)
+		var saw time.Time
+		require.NoError(t, json.Unmarshal(x.Output, &saw))
+		at := eventTimes(t, b, r.res[0].ExecutionID)
+		require.Len(t, at, 2)
+		require.True(t, saw.Equal(at[0]) && saw.Equal(at[1]), "the workflow saw %v, its events say %v", saw, at)
+		// Behind the transaction's now() (the run's created_at), never after.
+		require.False(t, saw.After(x.CreatedAt), "saw %v, the run was created at %v", saw, x.CreatedAt)
+		require.Less(t, x.CreatedAt.Sub(saw), maxClockLag)
+		// A timer's fire time is counted from the same time.
+		var fireAt time.Time
+		require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT fire_at FROM harvest_timers WHERE execution_id = $1`,
+			r.res[1].ExecutionID).Scan(&fireAt))
+		started := eventTimes(t, b, r.res[1].ExecutionID)[0]
+		require.True(t, fireAt.Equal(started.Add(time.Hour)), "fire at %v, started %v", fireAt, started)
+	})
+
+	t.Run("ATakenKeyMissesAndTheBatchTakesTwoTrips", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		old := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
+		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "new"},
+			StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
+		require.Equal(t, [3]int64{0, 1, 1}, trips(e), "a miss, then two trips")
+		require.NoError(t, r.errs[0])
+		require.True(t, r.res[0].StartedFresh)
+		require.NoError(t, r.errs[1])
+		require.True(t, r.res[1].Deduplicated)
+		require.Equal(t, old.ExecutionID, r.res[1].ExecutionID)
+		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_executions`), "the miss wrote nothing")
+		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency`))
+
+		// Replays pause the one-trip path for a while.
+		for i := range oneTripPause {
+			runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: uuid.NewString()})
+			require.Equal(t, [3]int64{0, int64(i) + 2, 1}, trips(e), "batch %d after the miss", i)
+		}
+		runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: uuid.NewString()})
+		require.Equal(t, [3]int64{1, oneTripPause + 1, 1}, trips(e), "the pause is over")
+	})
+
+	t.Run("AHeldSlotMisses", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		prior := start(t, e, StartRequest{WorkflowName: "block", WorkflowID: "order-1"})
+		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k1"},
+			StartRequest{WorkflowName: "block", WorkflowID: "order-1", IdempotencyKey: "k2", ReusePolicy: ReuseRejectDuplicate})
+		require.Equal(t, [3]int64{0, 1, 1}, trips(e))
+		require.True(t, r.res[0].StartedFresh)
+		var conflict *ConflictError
+		require.ErrorAs(t, r.errs[1], &conflict)
+		require.Equal(t, prior.ExecutionID.String(), conflict.ExistingExecutionID)
+		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
+		require.Equal(t, int32(oneTripPause), e.oneTripPaused.Load())
+	})
+
+	t.Run("ALostLeaseMissesAndTheFenceReportsIt", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		// An engine that believes it holds an older epoch, with no loops
+		// that could notice before its batch does.
+		stale, err := New(b.pool, b.reg, e.cfg)
+		require.NoError(t, err)
+		stale.epoch.Store(e.Epoch() - 1)
+		stale.owning.Store(true)
+		setClock(t, b, stale, -500*time.Millisecond)
+		r := runBatch(t, stale, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
+		require.Equal(t, [3]int64{0, 1, 1}, trips(stale), "a miss, then the two-trip fence")
+		var lost *OwnershipLostError
+		require.ErrorAs(t, r.errs[0], &lost)
+		require.Equal(t, e.Epoch(), lost.Epoch)
+		require.False(t, stale.Owning())
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency`))
+		require.Zero(t, stale.oneTripPaused.Load(), "a lost lease is no replay")
+	})
+
+	for _, c := range []struct {
+		name string
+		skew time.Duration
+	}{{"AClockAheadMisses", time.Minute}, {"AClockFarBehindMisses", -time.Hour}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, e := oneTripSetup(t)
+			setClock(t, b, e, c.skew)
+			r := runBatch(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "c"})
+			require.Equal(t, [3]int64{0, 1, 1}, trips(e))
+			require.NoError(t, r.errs[0])
+			x := waitClosed(t, e, r.res[0].ExecutionID)
+			var saw time.Time
+			require.NoError(t, json.Unmarshal(x.Output, &saw))
+			require.True(t, saw.Equal(x.CreatedAt), "two trips stamp the transaction's now(): saw %v, created %v", saw, x.CreatedAt)
+			require.True(t, saw.Equal(eventTimes(t, b, x.ExecutionID)[0]))
+			require.Zero(t, e.oneTripPaused.Load(), "a clock off is no replay")
+		})
+	}
+
+	t.Run("TheClockIsMeasuredAgainByTwoTrips", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		setClock(t, b, e, time.Minute)
+		runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
+		require.Equal(t, [3]int64{0, 1, 1}, trips(e))
+		at, ok := e.clock.at(0)
+		require.True(t, ok)
+		var db time.Time
+		require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT now()`).Scan(&db))
+		require.Less(t, at.Sub(db).Abs(), time.Second, "the two-trip batch's sample set the clock right")
+	})
+
+	t.Run("PlacedStartsCommitInOneTrip", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		placed := &Placement{Epoch: 4, RoutingKey: "p"}
+		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "p", Placement: placed})
+		require.Equal(t, [3]int64{1, 0, 0}, trips(e))
+		require.True(t, r.res[0].StartedFresh)
+		require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
+	})
+
+	t.Run("BeforeAnyMeasureTheBatchTakesTwoTrips", func(t *testing.T) {
+		t.Parallel()
+		_, e := oneTripSetup(t)
+		e.clock.mu.Lock()
+		e.clock.n, e.clock.hasPrev = 0, false
+		e.clock.mu.Unlock()
+		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
+		require.Equal(t, [3]int64{0, 1, 0}, trips(e), "not even tried")
+		require.True(t, r.res[0].StartedFresh)
+		require.True(t, e.clock.measured(), "measured by the first batch")
+	})
+}
+
+func TestDBClock(t *testing.T) {
+	t.Parallel()
+	base := time.Now()
+	observe := func(c *dbClock, offsets ...time.Duration) {
+		for _, d := range offsets {
+			c.observe(base, base.Add(d))
+		}
+	}
+	// offset reads the clock's estimate back as an offset to the node's
+	// clock, to the millisecond.
+	offset := func(c *dbClock) (time.Duration, bool) {
+		before := time.Now()
+		at, ok := c.at(0)
+		return at.Sub(before).Round(time.Millisecond), ok
+	}
+	t.Run("NothingBeforeASample", func(t *testing.T) {
+		var c dbClock
+		_, ok := c.at(0)
+		require.False(t, ok)
+	})
+	t.Run("TheLeastSampleWins", func(t *testing.T) {
+		var c dbClock
+		observe(&c, 5*time.Second, 3*time.Second, 4*time.Second)
+		d, ok := offset(&c)
+		require.True(t, ok)
+		require.Equal(t, 3*time.Second, d)
+	})
+	t.Run("LeadIsSubtractedAndMicrosecondsKept", func(t *testing.T) {
+		var c dbClock
+		observe(&c, 0)
+		at, ok := c.at(time.Hour)
+		require.True(t, ok)
+		require.Equal(t, -time.Hour, at.Sub(time.Now()).Round(time.Minute))
+		require.Zero(t, at.Nanosecond()%1000)
+		require.Equal(t, at, at.Round(0), "no monotonic reading")
+	})
+	t.Run("AStepBackIsFollowedAtOnce", func(t *testing.T) {
+		var c dbClock
+		observe(&c, 10*time.Second)
+		observe(&c, -10*time.Second)
+		d, _ := offset(&c)
+		require.Equal(t, -10*time.Second, d)
+	})
+	t.Run("AStepForwardIsFollowedWithinTwoWindows", func(t *testing.T) {
+		var c dbClock
+		observe(&c, 0)
+		for range 2*clockWindow - 2 {
+			observe(&c, time.Minute)
+		}
+		d, _ := offset(&c)
+		require.Equal(t, time.Duration(0), d, "the old sample's window is the previous one")
+		observe(&c, time.Minute)
+		d, _ = offset(&c)
+		require.Equal(t, time.Minute, d)
+	})
+}

@@ -1,0 +1,1 @@
+DROP FUNCTION harvest_expect(boolean, text);
