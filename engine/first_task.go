@@ -50,6 +50,7 @@ type firstTasks struct {
 func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time) (*firstTasks, error) {
 	f := &firstTasks{w: newWriteSet(), fails: &pgx.Batch{}}
 	f.w.at = dbNow
+	f.w.newRuns, f.w.newRunCallbacks = true, runs.callbacks
 	at := make(map[uuid.UUID]int, runs.len())
 	budget, cancel := context.WithTimeout(ctx, firstTaskBudget)
 	defer cancel()

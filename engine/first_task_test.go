@@ -82,6 +82,28 @@ func TestFirstWorkflowTasks(t *testing.T) {
 		require.Len(t, eventTypes(t, b.pool, res.ExecutionID), 2, "a replay appends nothing")
 	})
 
+	t.Run("TheRowsOfARunItsFirstTaskClosesAreCleared", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		rec := harvest.NewActivity("left_behind", func(ctx *harvest.ActivityContext, _ string) (string, error) {
+			return "", nil
+		})
+		require.NoError(t, b.reg.Register(rec, harvest.NewWorkflow("hasty", func(ctx harvest.Context, in string) (string, error) {
+			rec.Execute(ctx, in) // never waited for
+			_ = harvest.NewTimer(ctx, time.Hour)
+			return in, nil
+		})))
+		e := b.engine(t)
+		res := start(t, e, StartRequest{WorkflowName: "hasty", IdempotencyKey: "h", Input: raw(t, "x")})
+		require.Equal(t, StateCompleted, res.State)
+		require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "TimerStarted", "WorkflowCompleted"},
+			eventTypes(t, b.pool, res.ExecutionID))
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_tasks WHERE execution_id = $1`, res.ExecutionID),
+			"the close drops the activity task the same batch wrote")
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_timers WHERE execution_id = $1`, res.ExecutionID),
+			"and the timer")
+	})
+
 	t.Run("FirstActivityIsScheduledByTheStart", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -278,7 +278,7 @@ type planColumns struct {
 	names, keys, routings []string // keyed starts
 	ids                   []uuid.UUID
 	epochs                []int64
-	wnames, wids          []string // every start: its slot
+	wnames, wids          []string // starts whose slot may be held (their ids not minted)
 	placedNames           []string // placed starts
 	placedRoutings        []string
 	placedEpochs          []int64
@@ -301,7 +301,9 @@ func (p *batchPlan) columns() planColumns {
 			c.names, c.keys, c.ids = append(c.names, r.WorkflowName), append(c.keys, r.IdempotencyKey), append(c.ids, p.ids[i])
 			c.routings, c.epochs = append(c.routings, routing), append(c.epochs, epoch)
 		}
-		c.wnames, c.wids = append(c.wnames, r.WorkflowName), append(c.wids, r.WorkflowID)
+		if !r.mintedID {
+			c.wnames, c.wids = append(c.wnames, r.WorkflowName), append(c.wids, r.WorkflowID)
+		}
 	}
 	return c
 }
@@ -542,6 +544,8 @@ type runColumns struct {
 	states        []string
 	outputs, errs []*string
 	holdsSlot     []bool
+	// callbacks: some run has completion callbacks (the batch inserts them).
+	callbacks bool
 }
 
 func (c *runColumns) len() int { return len(c.ids) }
@@ -564,6 +568,7 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest) {
 	c.dueAt = append(c.dueAt, req.dueAt)
 	c.eventType = append(c.eventType, string(started.Type))
 	c.eventData = append(c.eventData, string(started.Data))
+	c.callbacks = c.callbacks || len(req.Callbacks) > 0
 }
 
 // queue queues the inserts of the runs and their WorkflowStarted events,

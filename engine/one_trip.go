@@ -156,7 +156,8 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 // queueAssumptions marks every start that may create a run as claimed and
 // free, and queues the checks of that: the placement locks and the check
 // that no routing key moved, the claims with the check that each was
-// made, and the check that no slot is held.
+// made, and the check that no slot is held (of the starts whose workflow
+// ids were given, not minted).
 func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 	c := p.columns()
 	for i := range p.reqs {
@@ -177,6 +178,9 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 		b.Queue(`WITH c AS (`+claimKeysSQL+`)
 			SELECT harvest_expect(count(*) = $8, $9) FROM c`,
 			c.names, c.keys, c.ids, int(p.shard), window.Milliseconds(), c.routings, c.epochs, len(c.keys), expectFresh)
+	}
+	if len(c.wids) == 0 {
+		return
 	}
 	b.Queue(`
 		SELECT harvest_expect(NOT EXISTS (

@@ -51,6 +51,9 @@ type StartRequest struct {
 	FreshChecks func(ctx context.Context) error
 
 	dueAt *time.Time // resolved from Delay/StartAt by the fresh checks
+	// mintedID: the engine minted WorkflowID (a random UUID), so no run
+	// can hold its slot yet and a start batch does not look for one.
+	mintedID bool
 }
 
 // Callback is a completion callback: url receives a POST of the run's
@@ -185,7 +188,7 @@ func (e *Engine) startWorkflow(ctx context.Context, req StartRequest) (StartResu
 		return StartResult{}, err
 	}
 	if req.WorkflowID == "" {
-		req.WorkflowID = uuid.NewString()
+		req.WorkflowID, req.mintedID = uuid.NewString(), true
 	}
 	return e.groupStart(ctx, req)
 }

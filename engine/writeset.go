@@ -35,6 +35,11 @@ type writeSet struct {
 	// callbacksDue: a close made completion callbacks due; the committer
 	// wakes the callback loop (wakeCallbacks). Set when the statements run.
 	callbacksDue bool
+	// newRuns: the set's runs were created by its own transaction, so the
+	// only activity tasks and timers they have are the set's, and the only
+	// callbacks those the transaction inserted (newRunCallbacks says if
+	// any): closing them need not look for others.
+	newRuns, newRunCallbacks bool
 	// at, when set, stamps the events instead of the transaction's now():
 	// the time the task that made them saw, when the transaction's own is
 	// not known yet (one_trip.go).
@@ -282,8 +287,15 @@ func (w *writeSet) queueCloses(b *pgx.Batch) {
 	if len(w.closed) == 0 {
 		return
 	}
-	b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = ANY($1)`, w.closed)
-	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = ANY($1)`, w.closed)
+	if !w.newRuns || len(w.tasks.ids) > 0 {
+		b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = ANY($1)`, w.closed)
+	}
+	if !w.newRuns || len(w.timers.ids) > 0 {
+		b.Queue(`DELETE FROM harvest_timers WHERE execution_id = ANY($1)`, w.closed)
+	}
+	if w.newRuns && !w.newRunCallbacks {
+		return
+	}
 	b.Queue(`
 		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
 		 WHERE execution_id = ANY($1) AND status = 'pending'`, w.closed).
