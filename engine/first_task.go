@@ -47,24 +47,37 @@ type firstTasks struct {
 // folds each task's effect on its run into runs, and keeps the rest of its
 // writes for queue. dbNow is the transaction's start: the created_at of
 // the events the batch appends.
-func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time) (*firstTasks, error) {
+func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time, early bool) (*firstTasks, error) {
 	f := &firstTasks{w: newWriteSet(), fails: &pgx.Batch{}}
-	f.w.at = dbNow
+	f.w.stamps = make(map[uuid.UUID]time.Time, runs.len())
 	f.w.newRuns, f.w.newRunCallbacks = true, runs.callbacks
 	at := make(map[uuid.UUID]int, runs.len())
 	budget, cancel := context.WithTimeout(ctx, firstTaskBudget)
 	defer cancel()
 	for i, id := range runs.ids {
-		if runs.dueAt[i] != nil || budget.Err() != nil {
+		runs.at[i] = dbNow
+		pre := runs.early[i]
+		if !early {
+			pre = nil
+		}
+		if runs.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {
 			f.left++
 			continue
 		}
 		ex := &execRow{ID: id, WorkflowName: runs.names[i], WorkflowID: runs.wids[i], State: StateRunning,
 			NextEventID: 1, CreatedAt: dbNow}
-		started := harvest.Event{EventID: 0, Type: harvest.EventType(runs.eventType[i]),
-			Data: json.RawMessage(runs.eventData[i]), Timestamp: dbNow}
-		t := claimedWorkflowTask{ex: ex, dbNow: dbNow, history: []harvest.Event{started}}
-		res, runErr := e.runTask(budget, t)
+		var (
+			res    harvest.TaskResult
+			runErr error
+		)
+		if pre.done() {
+			runs.at[i], ex.CreatedAt, res = pre.at, pre.at, pre.res
+		} else {
+			started := harvest.Event{EventID: 0, Type: harvest.EventType(runs.eventType[i]),
+				Data: json.RawMessage(runs.eventData[i]), Timestamp: dbNow}
+			res, runErr = e.runTask(budget, claimedWorkflowTask{ex: ex, dbNow: dbNow, history: []harvest.Event{started}})
+		}
+		f.w.stamps[id] = runs.at[i]
 		switch {
 		case runErr != nil && budget.Err() != nil:
 			f.left++ // cut short by the budget: the workflow loop runs it
@@ -74,7 +87,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 			f.left++
 			continue
 		}
-		if err := queueCommands(f.w, ex, res, dbNow); err != nil {
+		if err := queueCommands(f.w, ex, res, runs.at[i]); err != nil {
 			return nil, err
 		}
 		at[id] = i

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,6 +72,7 @@ func (e *Engine) groupStart(ctx context.Context, req StartRequest) (StartResult,
 	if g == nil {
 		return e.startSingle(ctx, req)
 	}
+	e.prepareEarly(ctx, &req)
 	c := &startCall{req: req, reply: make(chan startReply, 1)}
 	switch err := g.submit(ctx, c); {
 	case errors.Is(err, errBatcherStopped):
@@ -141,11 +143,12 @@ func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send bat
 	// batch's claims get.
 	gen, seen := e.claims.generation(), time.Now()
 	err = send(ctx, p, func(runs *runColumns) (func(*pgx.Batch), error) {
-		f, err := e.runFirstTasks(ctx, runs, p.dbNow)
+		f, err := e.runFirstTasks(ctx, runs, p.dbNow, p.oneTrip)
 		if err != nil {
 			return nil, err
 		}
 		first = f
+		p.stampLo, p.stampHi = slices.MinFunc(runs.at, time.Time.Compare), slices.MaxFunc(runs.at, time.Time.Compare)
 		return f.queue, nil
 	}, func() {
 		// Before the COMMIT: from then on any transaction (a dispatched
@@ -237,7 +240,13 @@ type batchPlan struct {
 	holder  []bool          // the start's workflow id has a slot holder
 	moved   []*MovedError   // a newer epoch redirected the start's routing key
 	fresh   int             // runs created
-	dbNow   time.Time       // the transaction's start
+	dbNow   time.Time       // the transaction's start (a one-trip batch: its estimate)
+	// oneTrip: the batch is sent in one trip, and the early first tasks of
+	// its starts are used (one_trip.go).
+	oneTrip bool
+	// stampLo, stampHi: the earliest and the latest time the batch's
+	// events are stamped with (set by its first tasks).
+	stampLo, stampHi time.Time
 }
 
 // newBatchPlan dedups keys and workflow ids inside the batch: only the
@@ -253,6 +262,9 @@ func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
 	}
 	for i, r := range reqs {
 		p.ids[i] = NewExecutionID(shard)
+		if r.early != nil {
+			p.ids[i] = r.early.id
+		}
 		if r.IdempotencyKey != "" {
 			k := nameKey{r.WorkflowName, r.IdempotencyKey}
 			if j, ok := p.byKey[k]; ok {
@@ -447,7 +459,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 			}
 			continue
 		}
-		runs.add(i, p.ids[i], r)
+		runs.add(i, p.ids[i], r, p.dbNow)
 		for j, cb := range r.Callbacks {
 			headers, err := json.Marshal(cb.Headers)
 			if err != nil {
@@ -511,7 +523,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 			})
 	}
 	if runs.len() > 0 {
-		runs.queue(b, p.dbNow)
+		runs.queue(b)
 	}
 	if len(cbIDs) > 0 {
 		b.Queue(`
@@ -546,12 +558,17 @@ type runColumns struct {
 	holdsSlot     []bool
 	// callbacks: some run has completion callbacks (the batch inserts them).
 	callbacks bool
+	// at stamps each run's events: the batch's time, or the time its early
+	// first task saw (runFirstTasks).
+	at    []time.Time
+	early []*earlyStart
 }
 
 func (c *runColumns) len() int { return len(c.ids) }
 
-func (c *runColumns) add(i int, id uuid.UUID, req StartRequest) {
-	started := startedCommand(req)
+func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
+	started := req.early.startedOr(req)
+	c.at, c.early = append(c.at, at), append(c.early, req.early)
 	c.reqIdx = append(c.reqIdx, i)
 	c.ran = append(c.ran, false)
 	c.next = append(c.next, 1)
@@ -572,9 +589,9 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest) {
 }
 
 // queue queues the inserts of the runs and their WorkflowStarted events,
-// stamped at (the time their first tasks saw): what createRun does for one
-// run.
-func (c *runColumns) queue(b *pgx.Batch, at time.Time) {
+// stamped with the times their first tasks saw: what createRun does for
+// one run.
+func (c *runColumns) queue(b *pgx.Batch) {
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
 		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
@@ -589,8 +606,8 @@ func (c *runColumns) queue(b *pgx.Batch, at time.Time) {
 		c.ran, c.next, c.states, c.outputs, c.errs, c.holdsSlot)
 	b.Queue(`
 		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		SELECT id, 0, t, d::jsonb, $4 FROM unnest($1::uuid[], $2::text[], $3::text[]) AS r(id, t, d)`,
-		c.ids, c.eventType, c.eventData, at)
+		SELECT id, 0, t, d::jsonb, at FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS r(id, t, d, at)`,
+		c.ids, c.eventType, c.eventData, c.at)
 }
 
 func textOrNil(s string) *string {

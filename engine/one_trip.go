@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
 
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -135,17 +138,20 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
 	b.Queue(`SELECT harvest_expect(coalesce((SELECT epoch FROM harvest_shard_lease) = $1, false), $2)`,
 		e.epoch.Load(), expectFence)
-	var dbNow time.Time
-	b.Queue(`SELECT now(), harvest_expect($1 <= now() AND $1 >= now() - $2 * interval '1 millisecond', $3)`,
-		at, maxClockLag.Milliseconds(), expectTime).QueryRow(func(row pgx.Row) error {
-		var ok bool
-		return row.Scan(&dbNow, &ok)
-	})
 	p.queueAssumptions(b, e.cfg.IdempotencyWindow)
-	var sent time.Time
+	var (
+		dbNow, sent time.Time
+	)
+	p.oneTrip, p.stampLo, p.stampHi = true, at, at
 	err = p.write(ctx, b, tx.commitWith, e.cfg.IdempotencyWindow, first, func() {
 		beforeCommit()
-		sent = time.Now() // the first tasks ran: the batch goes out next
+		// Last before the COMMIT: the first tasks have stamped the events.
+		b.Queue(`SELECT now(), harvest_expect($1 <= now() AND $2 >= now() - $3 * interval '1 millisecond', $4)`,
+			p.stampHi, p.stampLo, maxClockLag.Milliseconds(), expectTime).QueryRow(func(row pgx.Row) error {
+			var ok bool
+			return row.Scan(&dbNow, &ok)
+		})
+		sent = time.Now() // the batch goes out next
 	})
 	if !dbNow.IsZero() && !sent.IsZero() {
 		e.clock.observe(sent, dbNow)
@@ -201,4 +207,52 @@ func (e *Engine) sampleClock(ctx context.Context) {
 		return
 	}
 	e.clock.observe(sent, db)
+}
+
+// earlyStart is what a start's own goroutine prepares while the batch
+// before its own is in flight (prepareEarly): its execution id, its
+// WorkflowStarted event, and its first task run at at, the time its events
+// get if a one-trip batch commits them. A two-trip batch keeps the id and
+// the event and runs the task again at its transaction's now().
+type earlyStart struct {
+	id      uuid.UUID
+	at      time.Time
+	started harvest.Command
+	res     harvest.TaskResult
+	ran     bool // the task ran to a result (res)
+}
+
+func (s *earlyStart) done() bool { return s != nil && s.ran }
+
+// startedOr is the start's WorkflowStarted event, made early or now.
+func (s *earlyStart) startedOr(req StartRequest) harvest.Command {
+	if s != nil {
+		return s.started
+	}
+	return startedCommand(req)
+}
+
+// prepareEarly runs the first task of a start headed for a batch in the
+// start's own goroutine, when the batch is likely to go in one trip: off
+// the batcher, whose one goroutine every start of the shard waits for. A
+// task that fails or runs out of time is left to the batch.
+func (e *Engine) prepareEarly(ctx context.Context, req *StartRequest) {
+	if req.dueAt != nil || e.oneTripPaused.Load() > 0 {
+		return
+	}
+	at, ok := e.clock.at(clockLead)
+	if !ok {
+		return
+	}
+	s := &earlyStart{id: NewExecutionID(e.cfg.ShardID), at: at, started: startedCommand(*req)}
+	req.early = s
+	ex := &execRow{ID: s.id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning,
+		NextEventID: 1, CreatedAt: at}
+	started := harvest.Event{EventID: 0, Type: s.started.Type, Data: s.started.Data, Timestamp: at}
+	ctx, cancel := context.WithTimeout(ctx, firstTaskBudget)
+	defer cancel()
+	res, err := e.runTask(ctx, claimedWorkflowTask{ex: ex, dbNow: at, history: []harvest.Event{started}})
+	if err == nil {
+		s.res, s.ran = res, true
+	}
 }

@@ -201,6 +201,62 @@ func TestOneTripStartBatch(t *testing.T) {
 		require.Less(t, at.Sub(db).Abs(), time.Second, "the two-trip batch's sample set the clock right")
 	})
 
+	// A start's first task runs in its own goroutine before the batch
+	// (prepareEarly); a one-trip batch keeps each task's result and time.
+	saw := func(t *testing.T, e *Engine, id uuid.UUID) (time.Time, Execution) {
+		t.Helper()
+		x := waitClosed(t, e, id)
+		var at time.Time
+		require.NoError(t, json.Unmarshal(x.Output, &at))
+		return at, x
+	}
+	t.Run("EarlyFirstTasksKeepTheirTimes", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		reqs := prepare(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "x"},
+			StartRequest{WorkflowName: "clock", IdempotencyKey: "y"})
+		// Two clocks a second apart: each start's time is its own, and
+		// neither is the batch's.
+		setClock(t, b, e, -1500*time.Millisecond)
+		e.prepareEarly(ctxT(t), &reqs[0])
+		setClock(t, b, e, -500*time.Millisecond)
+		e.prepareEarly(ctxT(t), &reqs[1])
+		setClock(t, b, e, -100*time.Millisecond)
+		for i := range reqs {
+			require.True(t, reqs[i].early.done(), "request %d", i)
+		}
+		require.Greater(t, reqs[1].early.at.Sub(reqs[0].early.at), 500*time.Millisecond)
+		replies := e.startBatch(ctxT(t), reqs)
+		require.Equal(t, [3]int64{1, 0, 0}, trips(e))
+		for i, r := range replies {
+			require.NoError(t, r.err)
+			require.Equal(t, reqs[i].early.id, r.res.ExecutionID, "request %d keeps its early id", i)
+			at, x := saw(t, e, r.res.ExecutionID)
+			require.True(t, at.Equal(reqs[i].early.at), "request %d saw %v, prepared at %v", i, at, reqs[i].early.at)
+			for _, ev := range eventTimes(t, b, x.ExecutionID) {
+				require.True(t, ev.Equal(at), "request %d: event at %v, task saw %v", i, ev, at)
+			}
+		}
+	})
+
+	t.Run("TwoTripsRunEarlyTasksAgain", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
+		reqs := prepare(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "z"},
+			StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
+		e.prepareEarly(ctxT(t), &reqs[0])
+		require.True(t, reqs[0].early.done())
+		replies := e.startBatch(ctxT(t), reqs)
+		require.Equal(t, [3]int64{0, 1, 1}, trips(e), "the taken key made it miss")
+		require.NoError(t, replies[0].err)
+		require.Equal(t, reqs[0].early.id, replies[0].res.ExecutionID)
+		at, x := saw(t, e, replies[0].res.ExecutionID)
+		require.True(t, at.Equal(x.CreatedAt), "stamped with the transaction's now(): saw %v, created %v", at, x.CreatedAt)
+		require.False(t, at.Equal(reqs[0].early.at))
+		require.True(t, eventTimes(t, b, x.ExecutionID)[0].Equal(at))
+	})
+
 	t.Run("PlacedStartsCommitInOneTrip", func(t *testing.T) {
 		t.Parallel()
 		b, e := oneTripSetup(t)

@@ -54,6 +54,9 @@ type StartRequest struct {
 	// mintedID: the engine minted WorkflowID (a random UUID), so no run
 	// can hold its slot yet and a start batch does not look for one.
 	mintedID bool
+	// early is what the start's own goroutine prepared for a one-trip
+	// batch (nil: nothing).
+	early *earlyStart
 }
 
 // Callback is a completion callback: url receives a POST of the run's

@@ -40,10 +40,10 @@ type writeSet struct {
 	// callbacks those the transaction inserted (newRunCallbacks says if
 	// any): closing them need not look for others.
 	newRuns, newRunCallbacks bool
-	// at, when set, stamps the events instead of the transaction's now():
-	// the time the task that made them saw, when the transaction's own is
-	// not known yet (one_trip.go).
-	at time.Time
+	// stamps, when set, stamps each run's events with its time instead of
+	// the transaction's now(): the time the task that made them saw, when
+	// the transaction's own is not known yet (one_trip.go).
+	stamps map[uuid.UUID]time.Time
 }
 
 // execUpdate is what the batch does to one execution.
@@ -180,11 +180,16 @@ func (w *writeSet) queueEvents(b *pgx.Batch) {
 	if len(w.events.ids) == 0 {
 		return
 	}
-	if !w.at.IsZero() {
+	if w.stamps != nil {
+		at := make([]time.Time, len(w.events.ids))
+		for i, id := range w.events.ids {
+			at[i] = w.stamps[id]
+		}
 		b.Queue(`
 			INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-			SELECT id, n, t, d::jsonb, $5 FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
-			w.events.ids, w.events.nums, w.events.types, w.events.data, w.at)
+			SELECT id, n, t, d::jsonb, at
+			  FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS u(id, n, t, d, at)`,
+			w.events.ids, w.events.nums, w.events.types, w.events.data, at)
 		return
 	}
 	b.Queue(`
