@@ -140,22 +140,15 @@ func (e *Engine) withTx(ctx context.Context, fn func(tx *fencedTx) error) error 
 // queued after the fence are rolled back with the transaction when the
 // fence fails.
 func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx *fencedTx) error) error {
-	if err := e.checkOwning(); err != nil {
+	tx, batch, err := e.beginFenced(ctx)
+	if err != nil {
 		return err
 	}
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", translate(err))
-	}
-	tx := &fencedTx{conn: conn}
 	defer tx.release(context.WithoutCancel(ctx))
 	var (
 		epoch int64
 		owner *string
 	)
-	batch := &pgx.Batch{}
-	batch.Queue(`BEGIN`)
-	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
 	batch.Queue(`SELECT epoch, owner_node FROM harvest_shard_lease`).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&epoch, &owner)
 	})
@@ -177,6 +170,23 @@ func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), 
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
+}
+
+// beginFenced takes a connection for a fenced transaction while the
+// engine holds the lease, and starts its first batch: BEGIN and the fence
+// lock. The caller queues the epoch check next, and releases tx.
+func (e *Engine) beginFenced(ctx context.Context) (*fencedTx, *pgx.Batch, error) {
+	if err := e.checkOwning(); err != nil {
+		return nil, nil, err
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("begin: %w", translate(err))
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
+	return &fencedTx{conn: conn}, b, nil
 }
 
 func deref[T any](p *T) T {

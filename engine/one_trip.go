@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -123,19 +122,12 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 	if !ok {
 		return &assumptionError{what: "a measured database clock"}
 	}
-	if err := e.checkOwning(); err != nil {
+	tx, b, err := e.beginFenced(ctx)
+	if err != nil {
 		return err
 	}
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", translate(err))
-	}
-	tx := &fencedTx{conn: conn}
 	defer tx.release(context.WithoutCancel(ctx))
 	p.dbNow = at
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
 	b.Queue(`SELECT harvest_expect(coalesce((SELECT epoch FROM harvest_shard_lease) = $1, false), $2)`,
 		e.epoch.Load(), expectFence)
 	p.queueAssumptions(b, e.cfg.IdempotencyWindow)

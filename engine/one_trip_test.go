@@ -34,15 +34,17 @@ func eventTimes(t *testing.T, b *testBundle, id uuid.UUID) []time.Time {
 }
 
 // setClock replaces the engine's measure of the database clock with one
-// that is off by skew.
+// that is off by skew. It counts from the time the answer came back, not
+// from the time the query went out as the engine does: however slow the
+// query, the measure is never later than the database's clock plus skew.
 func setClock(t *testing.T, b *testBundle, e *Engine, skew time.Duration) {
 	t.Helper()
 	var db time.Time
-	sent := time.Now()
 	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT now()`).Scan(&db))
+	got := time.Now()
 	e.clock.mu.Lock()
 	defer e.clock.mu.Unlock()
-	e.clock.cur, e.clock.n, e.clock.hasPrev = db.Add(skew).Sub(sent.Round(0)), 1, false
+	e.clock.cur, e.clock.n, e.clock.hasPrev = db.Add(skew).Sub(got.Round(0)), 1, false
 }
 
 func TestOneTripStartBatch(t *testing.T) {
