@@ -387,8 +387,9 @@ func (a *Admin) Servers() ([]Server, error) {
 // may come back). If the server was a voter and a non-voter is alive, one
 // is promoted before RemovePeer returns. A removed node that comes back
 // alive in gossip is added again. Leader only (*NotLeaderError otherwise);
-// the leader cannot remove itself (stop it instead). Errors:
-// ErrUnknownPeer for an id not in the configuration.
+// the leader cannot remove itself (ErrRemoveLeader: stop it instead).
+// Errors: ErrUnknownPeer for an id not in the configuration,
+// ErrOutcomeUnknown when the change may or may not have been applied.
 func (a *Admin) RemovePeer(ctx context.Context, id string) error {
 	rn, err := a.running()
 	if err != nil {
@@ -398,7 +399,7 @@ func (a *Admin) RemovePeer(ctx context.Context, id string) error {
 		return a.notLeader(rn)
 	}
 	if id == a.cfg.NodeID {
-		return fmt.Errorf("remove peer %s: the leader cannot remove itself", id)
+		return fmt.Errorf("remove peer %s: %w", id, ErrRemoveLeader)
 	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
@@ -472,7 +473,7 @@ func (a *Admin) raftError(rn *raftNode, op string, err error) error {
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return fmt.Errorf("%s: %w", op, ErrStopped)
 	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return fmt.Errorf("%s: outcome unknown: %w", op, err)
+		return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -146,7 +146,7 @@ func TestClusterJoinAsNonVoters(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
 		require.ErrorIs(t, l.RemovePeer(ctx, "nobody"), ErrUnknownPeer)
-		require.Error(t, l.RemovePeer(ctx, lid), "the leader cannot remove itself")
+		require.ErrorIs(t, l.RemovePeer(ctx, lid), ErrRemoveLeader)
 		require.NoError(t, l.RemovePeer(ctx, dead))
 
 		servers, err := l.Servers()

@@ -25,6 +25,12 @@ var (
 	// ErrUnknownPeer: RemovePeer names a server that is not in the raft
 	// configuration.
 	ErrUnknownPeer = errors.New("unknown raft peer")
+	// ErrRemoveLeader: RemovePeer names the leader itself (stop it
+	// instead: the others elect a new leader, which can remove it).
+	ErrRemoveLeader = errors.New("the leader cannot remove itself")
+	// ErrOutcomeUnknown: a raft change was in flight when leadership was
+	// lost or the deadline passed; it may or may not have been applied.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrAlreadyStarted is returned by Start on an Admin that is running.
 	ErrAlreadyStarted = errors.New("admin already started")
 	// ErrNotStarted is returned by calls that need raft before Start.

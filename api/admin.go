@@ -88,6 +88,12 @@ var (
 	ErrInvalidTransition = errors.New("invalid shard state transition")
 	// ErrShardUnreachable: the shard database to add cannot be used.
 	ErrShardUnreachable = errors.New("shard database unreachable")
+	// ErrPeerIsLeader: the peer to remove is the raft leader.
+	ErrPeerIsLeader = errors.New("the peer to remove is the raft leader")
+	// ErrOutcomeUnknown: a catalog change may or may not have been
+	// applied (the leader changed or the deadline passed while it was in
+	// flight).
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
 
 // LeaderError sends a catalog write to the raft leader's API.
@@ -148,6 +154,12 @@ func (s *Server) adminError(err error) error {
 		return &apiError{status: http.StatusConflict, code: codeConflict, msg: err.Error()}
 	case errors.Is(err, ErrShardUnreachable):
 		return &apiError{status: http.StatusUnprocessableEntity, code: "shard_unreachable", msg: err.Error()}
+	case errors.Is(err, ErrPeerIsLeader):
+		return &apiError{status: http.StatusConflict, code: codeConflict,
+			msg: err.Error() + ": stop that node instead, then remove it through the new leader"}
+	case errors.Is(err, ErrOutcomeUnknown):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg: err.Error() + ": read the catalog or the peers, then retry"}
 	}
 	return err
 }

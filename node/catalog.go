@@ -239,6 +239,10 @@ func (c catalogAdmin) leaderErr(err error) error {
 		return fmt.Errorf("%w: %v", api.ErrUnknownPeer, err)
 	case errors.Is(err, admin.ErrInvalidTransition), errors.Is(err, admin.ErrShardExists):
 		return fmt.Errorf("%w: %v", api.ErrInvalidTransition, err)
+	case errors.Is(err, admin.ErrRemoveLeader):
+		return fmt.Errorf("%w: %v", api.ErrPeerIsLeader, err)
+	case errors.Is(err, admin.ErrOutcomeUnknown):
+		return fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
 	}
 	return err
 }

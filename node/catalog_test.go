@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/internal/pgtest"
@@ -371,4 +372,24 @@ func TestDrainSafety(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, forced.Status, "%v", forced.Body)
 		require.Contains(t, forced.Body["risk"], "unreachable")
 	})
+}
+
+// The admin package's errors become the API's, so each gets its status.
+func TestCatalogAdminErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ from, to error }{
+		{admin.ErrUnknownShard, api.ErrUnknownShard},
+		{admin.ErrUnknownPeer, api.ErrUnknownPeer},
+		{admin.ErrInvalidTransition, api.ErrInvalidTransition},
+		{admin.ErrShardExists, api.ErrInvalidTransition},
+		{admin.ErrRemoveLeader, api.ErrPeerIsLeader},
+		{admin.ErrOutcomeUnknown, api.ErrOutcomeUnknown},
+	} {
+		t.Run(c.from.Error(), func(t *testing.T) {
+			require.ErrorIs(t, catalogAdmin{}.leaderErr(fmt.Errorf("op: %w", c.from)), c.to)
+		})
+	}
+	var le *api.LeaderError
+	require.ErrorAs(t, catalogAdmin{}.leaderErr(&admin.NotLeaderError{LeaderID: "n2", LeaderAPIAddr: "127.0.0.1:1"}), &le)
+	require.Equal(t, "http://127.0.0.1:1", le.URL)
 }
