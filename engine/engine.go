@@ -53,9 +53,9 @@ type Engine struct {
 	// oneTripPaused counts the start batches still to take two trips
 	// after a one-trip batch missed (one_trip.go).
 	oneTripPaused atomic.Int32
-	// batchTrips counts start batches: one trip, two trips, one-trip
-	// misses.
-	batchTrips [3]atomic.Int64
+	// batchTrips counts start batches: committed in one trip, two trips,
+	// one-trip misses, one-trip batches that failed as a whole.
+	batchTrips [4]atomic.Int64
 
 	mu      sync.Mutex
 	running bool

@@ -57,7 +57,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 	for i, id := range runs.ids {
 		runs.at[i] = dbNow
 		pre := runs.early[i]
-		if !early {
+		if !early || (pre != nil && pre.at.Before(dbNow.Add(-earlyStale))) {
 			pre = nil
 		}
 		if runs.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {

@@ -112,9 +112,14 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 	defer cancel()
 	if p := newBatchPlan(reqs, e.cfg.ShardID); e.oneTripFits(p) {
 		out, err := e.commitBatch(runCtx, ctx, p, e.sendOneTrip)
-		if !errors.Is(err, errAssumption) {
+		switch {
+		case err == nil:
 			e.batchTrips[0].Add(1)
 			metrics.StartBatches.WithLabelValues("one_trip").Inc()
+			return out
+		case !errors.Is(err, errAssumption):
+			e.batchTrips[3].Add(1)
+			metrics.StartBatches.WithLabelValues("one_trip_failed").Inc()
 			return out
 		}
 		e.oneTripMissed(err)

@@ -81,6 +81,10 @@ const (
 	maxClockLag = firstTaskBudget + 2*time.Second
 	// oneTripPause is how many batches after a miss take two trips.
 	oneTripPause = 32
+	// earlyStale is how much older than its batch's time an early first
+	// task may be and still be used (a batch stuck behind a slow one runs
+	// the task again rather than fail its time check).
+	earlyStale = maxClockLag - firstTaskBudget - 500*time.Millisecond
 )
 
 // oneTripFits says whether p may be sent in one trip: it creates runs,
@@ -118,15 +122,16 @@ func (e *Engine) oneTripMissed(err error) {
 // key fresh, its slot free, its routing key not moved), runs the first
 // tasks at the estimated time, and sends the whole transaction at once.
 func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error {
-	at, ok := e.clock.at(clockLead)
-	if !ok {
-		return &assumptionError{what: "a measured database clock"}
-	}
 	tx, b, err := e.beginFenced(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.release(context.WithoutCancel(ctx))
+	// Taken once the connection is ours: waiting for it uses no margin.
+	at, ok := e.clock.at(clockLead)
+	if !ok {
+		return &assumptionError{what: "a measured database clock"}
+	}
 	p.dbNow = at
 	b.Queue(`SELECT harvest_expect(coalesce((SELECT epoch FROM harvest_shard_lease) = $1, false), $2)`,
 		e.epoch.Load(), expectFence)

@@ -11,10 +11,10 @@ import (
 	"github.com/harvestd/harvest"
 )
 
-// trips is how the engine's start batches committed so far: one trip, two
-// trips, one-trip misses.
-func trips(e *Engine) [3]int64 {
-	return [3]int64{e.batchTrips[0].Load(), e.batchTrips[1].Load(), e.batchTrips[2].Load()}
+// trips is how the engine's start batches ended so far: committed in one
+// trip, in two trips, one-trip misses, one-trip batches failed as a whole.
+func trips(e *Engine) [4]int64 {
+	return [4]int64{e.batchTrips[0].Load(), e.batchTrips[1].Load(), e.batchTrips[2].Load(), e.batchTrips[3].Load()}
 }
 
 // eventTimes lists the created_at of the run's events, in event order.
@@ -72,7 +72,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"},
 			StartRequest{WorkflowName: "block", IdempotencyKey: "b", WorkflowID: "order-b"},
 			StartRequest{WorkflowName: "block"}, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
-		require.Equal(t, [3]int64{1, 0, 0}, trips(e), "one batch, one trip, no miss")
+		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e), "one batch, one trip, no miss")
 		for i := range 3 {
 			require.NoError(t, r.errs[i])
 			require.False(t, r.replies[i].single, "request %d", i)
@@ -93,7 +93,8 @@ func TestOneTripStartBatch(t *testing.T) {
 		t.Parallel()
 		b, e := oneTripSetup(t)
 		r := runBatch(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "c"}, StartRequest{WorkflowName: "nap"})
-		require.Equal(t, [3]int64{1, 0, 0}, trips(e))
+		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e))
+		require.False(t, r.replies[0].single || r.replies[1].single, "committed by the one-trip batch")
 		x := waitClosed(t, e, r.res[0].ExecutionID)
 		var saw time.Time
 		require.NoError(t, json.Unmarshal(x.Output, &saw))
@@ -117,7 +118,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		old := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "new"},
 			StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
-		require.Equal(t, [3]int64{0, 1, 1}, trips(e), "a miss, then two trips")
+		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e), "a miss, then two trips")
 		require.NoError(t, r.errs[0])
 		require.True(t, r.res[0].StartedFresh)
 		require.NoError(t, r.errs[1])
@@ -129,10 +130,10 @@ func TestOneTripStartBatch(t *testing.T) {
 		// Replays pause the one-trip path for a while.
 		for i := range oneTripPause {
 			runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: uuid.NewString()})
-			require.Equal(t, [3]int64{0, int64(i) + 2, 1}, trips(e), "batch %d after the miss", i)
+			require.Equal(t, [4]int64{0, int64(i) + 2, 1, 0}, trips(e), "batch %d after the miss", i)
 		}
 		runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: uuid.NewString()})
-		require.Equal(t, [3]int64{1, oneTripPause + 1, 1}, trips(e), "the pause is over")
+		require.Equal(t, [4]int64{1, oneTripPause + 1, 1, 0}, trips(e), "the pause is over")
 	})
 
 	t.Run("AHeldSlotMisses", func(t *testing.T) {
@@ -141,7 +142,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		prior := start(t, e, StartRequest{WorkflowName: "block", WorkflowID: "order-1"})
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k1"},
 			StartRequest{WorkflowName: "block", WorkflowID: "order-1", IdempotencyKey: "k2", ReusePolicy: ReuseRejectDuplicate})
-		require.Equal(t, [3]int64{0, 1, 1}, trips(e))
+		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e))
 		require.True(t, r.res[0].StartedFresh)
 		var conflict *ConflictError
 		require.ErrorAs(t, r.errs[1], &conflict)
@@ -161,7 +162,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		stale.owning.Store(true)
 		setClock(t, b, stale, -500*time.Millisecond)
 		r := runBatch(t, stale, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
-		require.Equal(t, [3]int64{0, 1, 1}, trips(stale), "a miss, then the two-trip fence")
+		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(stale), "a miss, then the two-trip fence")
 		var lost *OwnershipLostError
 		require.ErrorAs(t, r.errs[0], &lost)
 		require.Equal(t, e.Epoch(), lost.Epoch)
@@ -179,7 +180,7 @@ func TestOneTripStartBatch(t *testing.T) {
 			b, e := oneTripSetup(t)
 			setClock(t, b, e, c.skew)
 			r := runBatch(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "c"})
-			require.Equal(t, [3]int64{0, 1, 1}, trips(e))
+			require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e))
 			require.NoError(t, r.errs[0])
 			x := waitClosed(t, e, r.res[0].ExecutionID)
 			var saw time.Time
@@ -195,7 +196,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		b, e := oneTripSetup(t)
 		setClock(t, b, e, time.Minute)
 		runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
-		require.Equal(t, [3]int64{0, 1, 1}, trips(e))
+		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e))
 		at, ok := e.clock.at(0)
 		require.True(t, ok)
 		var db time.Time
@@ -217,21 +218,22 @@ func TestOneTripStartBatch(t *testing.T) {
 		b, e := oneTripSetup(t)
 		reqs := prepare(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "x"},
 			StartRequest{WorkflowName: "clock", IdempotencyKey: "y"})
-		// Two clocks a second apart: each start's time is its own, and
-		// neither is the batch's.
-		setClock(t, b, e, -1500*time.Millisecond)
+		// Clocks half a second apart: each start's time is its own, and
+		// neither is the batch's (all well inside earlyStale).
+		setClock(t, b, e, -800*time.Millisecond)
 		e.prepareEarly(ctxT(t), &reqs[0])
-		setClock(t, b, e, -500*time.Millisecond)
+		setClock(t, b, e, -300*time.Millisecond)
 		e.prepareEarly(ctxT(t), &reqs[1])
 		setClock(t, b, e, -100*time.Millisecond)
 		for i := range reqs {
 			require.True(t, reqs[i].early.done(), "request %d", i)
 		}
-		require.Greater(t, reqs[1].early.at.Sub(reqs[0].early.at), 500*time.Millisecond)
+		require.Greater(t, reqs[1].early.at.Sub(reqs[0].early.at), 300*time.Millisecond)
 		replies := e.startBatch(ctxT(t), reqs)
-		require.Equal(t, [3]int64{1, 0, 0}, trips(e))
+		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e))
 		for i, r := range replies {
 			require.NoError(t, r.err)
+			require.False(t, r.single, "request %d", i)
 			require.Equal(t, reqs[i].early.id, r.res.ExecutionID, "request %d keeps its early id", i)
 			at, x := saw(t, e, r.res.ExecutionID)
 			require.True(t, at.Equal(reqs[i].early.at), "request %d saw %v, prepared at %v", i, at, reqs[i].early.at)
@@ -239,6 +241,24 @@ func TestOneTripStartBatch(t *testing.T) {
 				require.True(t, ev.Equal(at), "request %d: event at %v, task saw %v", i, ev, at)
 			}
 		}
+	})
+
+	t.Run("AStaleEarlyTaskRunsAgain", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		reqs := prepare(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "s"})
+		setClock(t, b, e, -earlyStale-200*time.Millisecond)
+		e.prepareEarly(ctxT(t), &reqs[0])
+		require.True(t, reqs[0].early.done())
+		setClock(t, b, e, -100*time.Millisecond)
+		replies := e.startBatch(ctxT(t), reqs)
+		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e), "one trip, no miss on the time")
+		require.False(t, replies[0].single)
+		require.Equal(t, reqs[0].early.id, replies[0].res.ExecutionID)
+		at, x := saw(t, e, replies[0].res.ExecutionID)
+		require.Greater(t, at.Sub(reqs[0].early.at), earlyStale, "the batch ran the task again at its own time")
+		require.False(t, at.After(x.CreatedAt))
+		require.True(t, eventTimes(t, b, x.ExecutionID)[0].Equal(at))
 	})
 
 	t.Run("TwoTripsRunEarlyTasksAgain", func(t *testing.T) {
@@ -250,7 +270,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		e.prepareEarly(ctxT(t), &reqs[0])
 		require.True(t, reqs[0].early.done())
 		replies := e.startBatch(ctxT(t), reqs)
-		require.Equal(t, [3]int64{0, 1, 1}, trips(e), "the taken key made it miss")
+		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e), "the taken key made it miss")
 		require.NoError(t, replies[0].err)
 		require.Equal(t, reqs[0].early.id, replies[0].res.ExecutionID)
 		at, x := saw(t, e, replies[0].res.ExecutionID)
@@ -264,7 +284,8 @@ func TestOneTripStartBatch(t *testing.T) {
 		b, e := oneTripSetup(t)
 		placed := &Placement{Epoch: 4, RoutingKey: "p"}
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "p", Placement: placed})
-		require.Equal(t, [3]int64{1, 0, 0}, trips(e))
+		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e))
+		require.False(t, r.replies[0].single)
 		require.True(t, r.res[0].StartedFresh)
 		require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
 	})
@@ -276,7 +297,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		e.clock.n, e.clock.hasPrev = 0, false
 		e.clock.mu.Unlock()
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
-		require.Equal(t, [3]int64{0, 1, 0}, trips(e), "not even tried")
+		require.Equal(t, [4]int64{0, 1, 0, 0}, trips(e), "not even tried")
 		require.True(t, r.res[0].StartedFresh)
 		require.True(t, e.clock.measured(), "measured by the first batch")
 	})
@@ -291,11 +312,11 @@ func TestDBClock(t *testing.T) {
 		}
 	}
 	// offset reads the clock's estimate back as an offset to the node's
-	// clock, to the millisecond.
+	// clock, to 10 ms (a busy machine may pause between the two reads).
 	offset := func(c *dbClock) (time.Duration, bool) {
 		before := time.Now()
 		at, ok := c.at(0)
-		return at.Sub(before).Round(time.Millisecond), ok
+		return at.Sub(before).Round(10 * time.Millisecond), ok
 	}
 	t.Run("NothingBeforeASample", func(t *testing.T) {
 		var c dbClock

@@ -30,7 +30,8 @@ var (
 	})
 	// StartBatches counts start batches by how they committed: "one_trip"
 	// (every key assumed fresh, one round trip), "two_trips", and
-	// "one_trip_missed" (an assumption did not hold; the batch then took two).
+	// "one_trip_missed" (an assumption did not hold; the batch then took two),
+	// "one_trip_failed" (failed as a whole: its starts took the single path).
 	StartBatches = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harvest_start_batches_total", Help: "Start batches by how they committed.",
 	}, []string{"path"})
