@@ -345,6 +345,25 @@ const placementLocksSQL = `
 	  FROM (SELECT DISTINCT hashtext(n || '/' || rk) AS h
 	          FROM unnest($1::text[], $2::text[]) AS u(n, rk) ORDER BY h) s`
 
+// slotHoldersSQL returns the workflow ids whose slot a run holds: lateral
+// lookups with LIMIT, one index probe per id (see probeGroup), never a
+// hash join over every run.
+const slotHoldersSQL = `
+	SELECT x.workflow_name, x.workflow_id
+	  FROM unnest($1::text[], $2::text[]) AS r(n, w)
+	 CROSS JOIN LATERAL (
+	       SELECT workflow_name, workflow_id FROM harvest_executions
+	        WHERE workflow_name = r.n AND workflow_id = r.w AND holds_slot
+	        LIMIT 1) x`
+
+// movedKeysSQL returns the placed starts (by index) whose routing key a
+// newer catalog epoch redirected, with the redirect.
+const movedKeysSQL = `
+	SELECT r.i, d.epoch, d.target_shard
+	  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS r(n, rk, ep, i)
+	  JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
+	 WHERE d.epoch > r.ep`
+
 // queueClaimsAndHolders queues, behind the fence, the claim of every key
 // the batch may create a run for (the takeover of an expired claim
 // included), then the lookup of the slot holders of their workflow ids.
@@ -370,16 +389,7 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 			})
 	}
 	if len(c.wids) > 0 {
-		// Lateral lookups with LIMIT: one index probe per id (see
-		// probeGroup), never a hash join over every run.
-		b.Queue(`
-			SELECT x.workflow_name, x.workflow_id
-			  FROM unnest($1::text[], $2::text[]) AS r(n, w)
-			 CROSS JOIN LATERAL (
-			       SELECT workflow_name, workflow_id FROM harvest_executions
-			        WHERE workflow_name = r.n AND workflow_id = r.w AND holds_slot
-			        LIMIT 1) x`,
-			c.wnames, c.wids).
+		b.Queue(slotHoldersSQL, c.wnames, c.wids).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var s nameKey
@@ -403,11 +413,7 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
 		return
 	}
 	b.Queue(placementLocksSQL, c.placedNames, c.placedRoutings, placementLockClass)
-	b.Queue(`
-		SELECT r.i, d.epoch, d.target_shard
-		  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS r(n, rk, ep, i)
-		  JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
-		 WHERE d.epoch > r.ep`, c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx).
+	b.Queue(movedKeysSQL, c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var (

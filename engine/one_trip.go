@@ -170,12 +170,8 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 	}
 	if len(c.placedNames) > 0 {
 		b.Queue(placementLocksSQL, c.placedNames, c.placedRoutings, placementLockClass)
-		b.Queue(`
-			SELECT harvest_expect(NOT EXISTS (
-			       SELECT 1 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(n, rk, ep)
-			         JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
-			        WHERE d.epoch > r.ep), $4)`,
-			c.placedNames, c.placedRoutings, c.placedEpochs, expectPlaced)
+		b.Queue(`SELECT harvest_expect(NOT EXISTS (`+movedKeysSQL+`), $5)`,
+			c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx, expectPlaced)
 	}
 	if len(c.keys) > 0 {
 		b.Queue(`WITH c AS (`+claimKeysSQL+`)
@@ -185,14 +181,7 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 	if len(c.wids) == 0 {
 		return
 	}
-	b.Queue(`
-		SELECT harvest_expect(NOT EXISTS (
-		       SELECT 1 FROM unnest($1::text[], $2::text[]) AS r(n, w)
-		        CROSS JOIN LATERAL (
-		              SELECT 1 FROM harvest_executions
-		               WHERE workflow_name = r.n AND workflow_id = r.w AND holds_slot
-		               LIMIT 1) x), $3)`,
-		c.wnames, c.wids, expectNoSlots)
+	b.Queue(`SELECT harvest_expect(NOT EXISTS (`+slotHoldersSQL+`), $3)`, c.wnames, c.wids, expectNoSlots)
 }
 
 // sampleClock measures the database's clock once (see dbClock).
