@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -220,18 +221,29 @@ func (n *Nemesis) inject(ctx context.Context, f *Fault) error {
 	return fmt.Errorf("unknown fault %q", f.Type)
 }
 
-// retryAdmin retries an admin call on 5xx and transport errors (leader
-// changes) for up to 30 s.
+// retryAdmin retries an admin call on transient refusals (transientAdmin)
+// for up to 30 s.
 func retryAdmin(ctx context.Context, call func() error) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := call()
-		var se *StatusError
-		if err == nil || time.Now().After(deadline) || (errors.As(err, &se) && se.Code < 500) {
+		if err == nil || time.Now().After(deadline) || !transientAdmin(err) {
 			return err
 		}
 		sleepCtx(ctx, 500*time.Millisecond)
 	}
+}
+
+// transientAdmin says an admin call may succeed if sent again: a transport
+// error or a 5xx (a leader change), or a drain refused because a shard's
+// database could not be read just then (one an earlier fault restarted).
+func transientAdmin(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return true
+	}
+	return se.Code >= 500 ||
+		(se.Code == http.StatusConflict && strings.Contains(se.Body, `"unsafe_drain"`) && strings.Contains(se.Body, "unreachable"))
 }
 
 // probe sends a fresh keyed start through node (0: random nodes) until it
