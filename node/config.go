@@ -15,6 +15,7 @@ import (
 
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/clusterkey"
 	"github.com/harvestd/harvest/membership"
 )
 
@@ -92,6 +93,13 @@ type Config struct {
 	// AdvertiseHTTP is the host:port other nodes forward requests to.
 	// Default: the bound HTTP address.
 	AdvertiseHTTP string
+	// ClusterKey is the cluster credential (harvestd --cluster-key-file),
+	// the same on every node. It authenticates every node-to-node request
+	// and connection: gossip (its encryption key is derived from it when
+	// Gossip.GossipKey is unset), a member's gossip metadata, the raft
+	// transport and forwarded HTTP requests. Required with Gossip; unused
+	// standalone.
+	ClusterKey clusterkey.Key
 	// CallbackAllowCIDRs exempts address ranges from the completion
 	// callback SSRF block list (loopback, private, link-local, metadata).
 	CallbackAllowCIDRs []netip.Prefix
