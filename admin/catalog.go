@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"github.com/harvestd/harvest/auth"
 	"maps"
 	"slices"
 	"time"
@@ -127,6 +128,9 @@ type Catalog struct {
 	Epochs []Epoch `json:"epochs"`
 	// Settings are the cluster settings.
 	Settings Settings `json:"settings"`
+	// Tokens are the API's bearer tokens by id: hashes only, never
+	// secrets (see package auth).
+	Tokens map[string]auth.Token `json:"tokens,omitempty"`
 	// Index is the raft log index of the last applied command.
 	Index uint64 `json:"index"`
 }
@@ -185,6 +189,7 @@ func (c Catalog) WithinWindow(now time.Time) []ring.Catalog {
 func (c Catalog) Clone() Catalog {
 	out := c
 	out.Shards = maps.Clone(c.Shards)
+	out.Tokens = maps.Clone(c.Tokens)
 	if c.Epochs != nil {
 		out.Epochs = make([]Epoch, len(c.Epochs))
 		for i, e := range c.Epochs {

@@ -25,6 +25,10 @@ const (
 	CmdSetShardState
 	// CmdSetSettings replaces the cluster settings (SetSettings).
 	CmdSetSettings
+	// CmdPutToken adds an API token (PutToken).
+	CmdPutToken
+	// CmdRevokeToken revokes an API token (RevokeToken).
+	CmdRevokeToken
 )
 
 func (t CommandType) String() string {
@@ -37,6 +41,10 @@ func (t CommandType) String() string {
 		return "set_shard_state"
 	case CmdSetSettings:
 		return "set_settings"
+	case CmdPutToken:
+		return "put_token"
+	case CmdRevokeToken:
+		return "revoke_token"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -241,6 +249,10 @@ func decodeCommand(data []byte) (Command, error) {
 		cmd, err = decodeBody[SetShardState](body)
 	case CmdSetSettings:
 		cmd, err = decodeBody[SetSettings](body)
+	case CmdPutToken:
+		cmd, err = decodeBody[PutToken](body)
+	case CmdRevokeToken:
+		cmd, err = decodeBody[RevokeToken](body)
 	default:
 		return nil, fmt.Errorf("unknown command type %d", uint8(typ))
 	}

@@ -31,6 +31,11 @@ var (
 	// ErrOutcomeUnknown: a raft change was in flight when leadership was
 	// lost or the deadline passed; it may or may not have been applied.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrTokenExists: PutToken names a token id the catalog holds with
+	// another secret.
+	ErrTokenExists = errors.New("a token with that id exists")
+	// ErrUnknownToken: RevokeToken names a token the catalog does not have.
+	ErrUnknownToken = errors.New("unknown token")
 	// ErrAlreadyStarted is returned by Start on an Admin that is running.
 	ErrAlreadyStarted = errors.New("admin already started")
 	// ErrNotStarted is returned by calls that need raft before Start.

@@ -110,13 +110,13 @@ func (e *LeaderError) Error() string {
 }
 
 func (s *Server) adminRoutes(g *gin.RouterGroup) {
-	g.GET("/admin/shards", s.adminCatalog)
-	g.POST("/admin/shards", s.adminAddShard)
-	g.GET("/admin/shards/:shard", s.adminShard)
-	g.POST("/admin/shards/:shard/drain", s.adminDrain)
-	g.POST("/admin/shards/:shard/undrain", s.adminUndrain)
-	g.GET("/admin/raft/peers", s.adminPeers)
-	g.DELETE("/admin/raft/peers/:peer", s.adminRemovePeer)
+	s.handle(g, http.MethodGet, "/admin/shards", needAdmin, s.adminCatalog)
+	s.handle(g, http.MethodPost, "/admin/shards", needAdmin, s.adminAddShard)
+	s.handle(g, http.MethodGet, "/admin/shards/:shard", needAdmin, s.adminShard)
+	s.handle(g, http.MethodPost, "/admin/shards/:shard/drain", needAdmin, s.adminDrain)
+	s.handle(g, http.MethodPost, "/admin/shards/:shard/undrain", needAdmin, s.adminUndrain)
+	s.handle(g, http.MethodGet, "/admin/raft/peers", needAdmin, s.adminPeers)
+	s.handle(g, http.MethodDelete, "/admin/raft/peers/:peer", needAdmin, s.adminRemovePeer)
 }
 
 // adminCall runs fn against the node's Admin; a *LeaderError forwards the
@@ -126,7 +126,13 @@ func (s *Server) adminCall(c *gin.Context, body []byte, fn func(a Admin) (int, a
 		s.fail(c, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: ErrNoAdmin.Error()})
 		return
 	}
-	status, out, err := fn(s.cfg.Admin)
+	s.leaderCall(c, body, func() (int, any, error) { return fn(s.cfg.Admin) })
+}
+
+// leaderCall answers fn's result; a *LeaderError forwards the request
+// (with body) to the raft leader, once.
+func (s *Server) leaderCall(c *gin.Context, body []byte, fn func() (int, any, error)) {
+	status, out, err := fn()
 	var leader *LeaderError
 	if errors.As(err, &leader) {
 		if leader.URL == "" || c.GetHeader(ForwardedHeader) != "" {
@@ -148,7 +154,7 @@ func (s *Server) adminError(err error) error {
 	switch {
 	case errors.Is(err, ErrUnsafeDrain):
 		return &apiError{status: http.StatusConflict, code: "unsafe_drain", msg: err.Error()}
-	case errors.Is(err, ErrUnknownShard), errors.Is(err, ErrUnknownPeer):
+	case errors.Is(err, ErrUnknownShard), errors.Is(err, ErrUnknownPeer), errors.Is(err, ErrUnknownToken):
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: err.Error()}
 	case errors.Is(err, ErrInvalidTransition):
 		return &apiError{status: http.StatusConflict, code: codeConflict, msg: err.Error()}

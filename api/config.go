@@ -34,6 +34,15 @@ type Config struct {
 	// Admin serves the /admin routes (shard catalog, raft peers); nil
 	// answers them with 404 (a node on static shards).
 	Admin Admin
+	// Verifier checks clients' bearer tokens; nil turns authentication
+	// off: every client may do everything (a dev node on loopback).
+	Verifier Verifier
+	// Tokens serves the /admin/tokens routes; nil answers them with 404.
+	Tokens TokenAdmin
+	// NodeKey signs and verifies requests between nodes (derived from the
+	// cluster key, clusterkey.LabelHTTP). Nil: this node neither forwards
+	// with a credential nor accepts node requests (a standalone node).
+	NodeKey []byte
 	// Logger logs server faults (5xx), never requests at info level.
 	Logger zerolog.Logger
 }

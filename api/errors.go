@@ -23,6 +23,8 @@ const (
 	codeConflict        = "conflict"
 	codeTerminal        = "execution_terminal"
 	codeForbidden       = "forbidden"
+	codeUnauthenticated = "unauthenticated"
+	codeForgedHeader    = "forged_header"
 	codeTooLarge        = "payload_too_large"
 	codeUnavailable     = "unavailable"
 	codeInternal        = "internal"

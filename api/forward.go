@@ -25,9 +25,11 @@ const ShardHeader = "X-Harvest-Shard"
 // forwardTimeout bounds one forwarded request (result long-polls included).
 const forwardTimeout = 60 * time.Second
 
-// headers copied onto a forwarded request and back from its answer.
+// headers copied onto a forwarded request and back from its answer. The
+// caller's Authorization is not among them: the forwarding node sends
+// the identity it verified, signed with the cluster key (signNode).
 var (
-	forwardRequestHeaders  = []string{"Content-Type", "Idempotency-Key", "Authorization", "Accept"}
+	forwardRequestHeaders  = []string{"Content-Type", "Idempotency-Key", "Accept"}
 	forwardResponseHeaders = []string{"Content-Type", "Retry-After"}
 )
 
@@ -68,11 +70,11 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 			req.Header[h] = v
 		}
 	}
-	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
 	req.Header.Set(ShardHeader, strconv.Itoa(int(t.ShardID)))
 	if epoch, ok := c.Get(epochKey); ok {
 		req.Header.Set(EpochHeader, strconv.FormatUint(epoch.(uint64), 10))
 	}
+	s.signNode(req, identity(c))
 	res, err := s.client.Do(req)
 	if err != nil {
 		abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,

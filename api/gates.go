@@ -20,9 +20,9 @@ type Gates interface {
 }
 
 func (s *Server) gateRoutes(g *gin.RouterGroup) {
-	g.GET("/admin/gates", s.listGates)
-	g.POST("/admin/gates", s.closeGate)
-	g.DELETE("/admin/gates/:gate", s.openGate)
+	s.handle(g, http.MethodGet, "/admin/gates", needAdmin, s.listGates)
+	s.handle(g, http.MethodPost, "/admin/gates", needAdmin, s.closeGate)
+	s.handle(g, http.MethodDelete, "/admin/gates/:gate", needAdmin, s.openGate)
 }
 
 type gateBody struct {

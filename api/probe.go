@@ -217,10 +217,7 @@ func (s *Server) askShard(c *gin.Context, shard uint16, req engine.ClaimRequest,
 }
 
 func (s *Server) askRemote(c *gin.Context, req *http.Request, shard uint16) (probeResult, error) {
-	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
-	if auth := c.GetHeader("Authorization"); auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
+	s.signNode(req, identity(c))
 	res, err := s.client.Do(req)
 	if err != nil {
 		return probeResult{}, err

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -22,6 +23,9 @@ type Server struct {
 	log    zerolog.Logger
 	gin    *gin.Engine
 	client *http.Client
+	// access is what each "METHOD /path" route demands (see handle).
+	access map[string]access
+	now    func() time.Time
 }
 
 // New builds the API over router.
@@ -31,7 +35,8 @@ func New(cfg Config, router Router) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient()}
+	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(),
+		access: map[string]access{}, now: time.Now}
 	s.gin.HandleMethodNotAllowed = true
 	s.gin.Use(s.recoverJSON)
 	s.gin.NoRoute(func(c *gin.Context) {
@@ -44,29 +49,34 @@ func New(cfg Config, router Router) (*Server, error) {
 	return s, nil
 }
 
+// routes registers every route with its access (see handle).
 func (s *Server) routes() {
-	s.gin.GET("/healthz", s.healthz)
-	s.gin.GET("/readyz", s.readyz)
-	s.gin.GET("/metrics", gin.WrapH(metrics.Handler()))
+	top := &s.gin.RouterGroup
+	s.handle(top, http.MethodGet, "/healthz", open, s.healthz)
+	s.handle(top, http.MethodGet, "/readyz", open, s.readyz)
+	s.handle(top, http.MethodGet, "/metrics", needRead, gin.WrapH(metrics.Handler()))
 
 	g := s.gin.Group(BasePath)
-	g.GET("/openapi.json", s.openAPI)
-	g.GET("/cluster/members", s.members)
-	g.GET("/internal/shards/:shard/probe", s.internalProbe)
-	g.POST("/internal/shards/:shard/claim", s.internalClaim)
+	s.handle(g, http.MethodGet, "/openapi.json", open, s.openAPI)
+	s.handle(g, http.MethodGet, "/cluster/members", needRead, s.members)
+	s.handle(g, http.MethodGet, "/cluster/routing", needRead, s.routing)
+	s.handle(g, http.MethodGet, "/internal/shards/:shard/probe", nodeOnly, s.internalProbe)
+	s.handle(g, http.MethodPost, "/internal/shards/:shard/claim", nodeOnly, s.internalClaim)
 	s.adminRoutes(g)
 	s.gateRoutes(g)
-	g.GET("/workflows", s.list)
+	s.tokenRoutes(g)
+	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)
 	// Gin needs one wildcard name per path position: :id is the workflow
-	// name on start routes and the execution id everywhere else.
-	g.POST("/workflows/:id/start", s.start)
-	g.POST("/workflows/:id/signal-with-start", s.signalWithStart)
-	g.POST("/workflows/:id/signal/:signal", s.signal)
-	g.GET("/workflows/:id", s.describe)
-	g.GET("/workflows/:id/result", s.result)
-	g.GET("/workflows/:id/history", s.history)
-	g.POST("/workflows/:id/cancel", s.cancel)
-	g.POST("/workflows/:id/terminate", s.terminate)
+	// name on start routes and the execution id everywhere else. A start
+	// whose policy terminates a running run needs admin (mayTerminate).
+	s.handle(g, http.MethodPost, "/workflows/:id/start", needWrite, s.start)
+	s.handle(g, http.MethodPost, "/workflows/:id/signal-with-start", needWrite, s.signalWithStart)
+	s.handle(g, http.MethodPost, "/workflows/:id/signal/:signal", needWrite, s.signal)
+	s.handle(g, http.MethodGet, "/workflows/:id", needRead, s.describe)
+	s.handle(g, http.MethodGet, "/workflows/:id/result", needRead, s.result)
+	s.handle(g, http.MethodGet, "/workflows/:id/history", needRead, s.history)
+	s.handle(g, http.MethodPost, "/workflows/:id/cancel", needWrite, s.cancel)
+	s.handle(g, http.MethodPost, "/workflows/:id/terminate", needAdmin, s.terminate)
 }
 
 // ServeHTTP implements http.Handler.

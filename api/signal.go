@@ -149,7 +149,7 @@ func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartR
 	}
 	return engine.SignalWithStartRequest{
 		Start: engine.StartRequest{WorkflowName: name, WorkflowID: b.WorkflowID, Input: input, Queue: b.Queue,
-			Memo: b.Memo, ReusePolicy: reuse, AllowTerminate: true},
+			Memo: b.Memo, ReusePolicy: reuse, AllowTerminate: mayTerminate(c)},
 		SignalName: b.SignalName, SignalPayload: b.SignalPayload, IdempotencyKey: key,
 	}, raw, nil
 }

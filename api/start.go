@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -115,7 +116,7 @@ func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name
 		s.failStart(c, t.Shard, name, key, probed, err)
 		return
 	}
-	req.Placement = pl
+	req.Placement, req.AllowTerminate = pl, mayTerminate(c)
 	req.Probed = key != "" // probed above, or probed below if the start fails
 	if req.WorkflowID == "" {
 		if req.WorkflowID, err = s.router.MintWorkflowID(name, t.ShardID); err != nil {
@@ -267,13 +268,15 @@ func (s *Server) startRequest(name, key string, b *startBody) (engine.StartReque
 		WorkflowName: name, WorkflowID: b.WorkflowID, Input: b.Input, Queue: b.Queue, Memo: b.Memo,
 		IdempotencyKey: key, ReusePolicy: reuse, ConflictPolicy: conflict,
 		Delay: delay, StartAt: b.StartAt, Callbacks: b.CompletionCallbacks,
-		// No auth scopes yet: every caller may use terminating policies.
-		AllowTerminate: true,
 	}, nil
 }
 
 // parseDelay reads "delay": a Go duration string ("90s") or seconds.
-func parseDelay(raw json.RawMessage) (*time.Duration, error) {
+func parseDelay(raw json.RawMessage) (*time.Duration, error) { return parseDuration("delay", raw) }
+
+// parseDuration reads a duration field: a Go duration string ("90s") or
+// a number of seconds; nil when absent or null.
+func parseDuration(field string, raw json.RawMessage) (*time.Duration, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -281,17 +284,21 @@ func parseDelay(raw json.RawMessage) (*time.Duration, error) {
 	if err := json.Unmarshal(raw, &text); err == nil {
 		d, err := time.ParseDuration(text)
 		if err != nil {
-			return nil, badRequest(codeInvalidArgument, fmt.Sprintf("delay %q is not a duration like \"90s\"", text))
+			return nil, badRequest(codeInvalidArgument, fmt.Sprintf("%s %q is not a duration like \"90s\"", field, text))
 		}
 		return &d, nil
 	}
 	var secs float64
-	if err := json.Unmarshal(raw, &secs); err != nil {
-		return nil, badRequest(codeInvalidArgument, "delay must be a duration string like \"90s\" or a number of seconds")
+	if err := json.Unmarshal(raw, &secs); err != nil || math.Abs(secs) > maxDurationSeconds {
+		return nil, badRequest(codeInvalidArgument, field+" must be a duration string like \"90s\" or a number of seconds")
 	}
 	d := time.Duration(secs * float64(time.Second))
 	return &d, nil
 }
+
+// maxDurationSeconds is the largest duration in seconds a time.Duration
+// holds (about 292 years).
+const maxDurationSeconds = float64(math.MaxInt64 / int64(time.Second))
 
 // startAnswer is the body of a start's answer. Its fields are in the
 // order of their names, as a map would encode them.

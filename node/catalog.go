@@ -128,6 +128,7 @@ func (n *Node) syncLoop(ctx context.Context, done chan struct{}) {
 	for {
 		n.syncPools(ctx)
 		n.finishDrains(ctx)
+		n.ensureTokens(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -226,11 +227,7 @@ var _ api.Admin = catalogAdmin{}
 func (c catalogAdmin) leaderErr(err error) error {
 	var nl *admin.NotLeaderError
 	if errors.As(err, &nl) {
-		le := &api.LeaderError{LeaderID: nl.LeaderID}
-		if nl.LeaderAPIAddr != "" {
-			le.URL = "http://" + nl.LeaderAPIAddr
-		}
-		return le
+		return leaderError(nl)
 	}
 	switch {
 	case errors.Is(err, admin.ErrUnknownShard):
@@ -245,6 +242,15 @@ func (c catalogAdmin) leaderErr(err error) error {
 		return fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
 	}
 	return err
+}
+
+// leaderError sends a write refused by a follower to the leader's API.
+func leaderError(nl *admin.NotLeaderError) *api.LeaderError {
+	le := &api.LeaderError{LeaderID: nl.LeaderID}
+	if nl.LeaderAPIAddr != "" {
+		le.URL = "http://" + nl.LeaderAPIAddr
+	}
+	return le
 }
 
 // requireLeader sends a write to the leader before its checks run here.

@@ -261,3 +261,40 @@ func (c clusterInfo) Members() []api.MemberInfo {
 	}
 	return out
 }
+
+// Routing answers GET /cluster/routing: every readable shard with its
+// state and owner, and the placement epochs inside the window.
+func (c clusterInfo) Routing() api.RoutingView {
+	cur := c.r.src.Current()
+	v := api.RoutingView{Shards: []api.ShardRoute{}, Placements: []api.PlacementView{}}
+	for _, id := range cur.Readable {
+		v.Shards = append(v.Shards, c.shardRoute(id, slices.Contains(cur.Writable, id)))
+	}
+	number, placements := c.r.src.Epochs(time.Now())
+	v.PlacementEpoch = number
+	for _, p := range placements {
+		v.Placements = append(v.Placements, api.PlacementView{Readable: nonNil(p.Readable), Writable: nonNil(p.Writable)})
+	}
+	return v
+}
+
+func (c clusterInfo) shardRoute(id uint16, writable bool) api.ShardRoute {
+	sr := api.ShardRoute{ShardID: id, State: "readable"}
+	if writable {
+		sr.State = "writable"
+	}
+	if t, err := c.r.ForShard(id); err == nil {
+		sr.Owner, sr.OwnerAPI, sr.Self = t.Owner, t.URL, t.Shard != nil
+		if sr.Self {
+			sr.Owner = c.r.self
+		}
+	}
+	return sr
+}
+
+func nonNil(ids []uint16) []uint16 {
+	if ids == nil {
+		return []uint16{}
+	}
+	return ids
+}

@@ -100,6 +100,8 @@ type Config struct {
 	// transport and forwarded HTTP requests. Required with Gossip; unused
 	// standalone.
 	ClusterKey clusterkey.Key
+	// Auth configures how clients authenticate (default: off).
+	Auth AuthConfig
 	// CallbackAllowCIDRs exempts address ranges from the completion
 	// callback SSRF block list (loopback, private, link-local, metadata).
 	CallbackAllowCIDRs []netip.Prefix
@@ -120,6 +122,7 @@ func (c Config) withDefaults() Config {
 	c.HTTPAddr = cmp.Or(c.HTTPAddr, HTTPAddrDefault)
 	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, IdempotencyWindowDefault)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
+	c.Auth = c.Auth.withDefaults()
 	return c
 }
 
@@ -159,6 +162,9 @@ func (c Config) Validate() error {
 		if _, err := pgxpool.ParseConfig(dsn); err != nil {
 			errs = append(errs, fmt.Errorf("dsn of shard %d: %w", id, err))
 		}
+	}
+	if err := c.Auth.validate(c.Gossip != nil, c.Raft != nil); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Raft != nil && c.Gossip == nil {
 		errs = append(errs, errors.New("the raft catalog needs gossip"))

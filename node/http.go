@@ -42,6 +42,7 @@ func (n *Node) serve() error {
 	if n.admin != nil {
 		cfg.Admin = catalogAdmin{n}
 	}
+	n.apiAuth(&cfg)
 	handler, err := api.New(cfg, r)
 	if err != nil {
 		return fmt.Errorf("build http api: %w", err)

@@ -36,6 +36,7 @@ type Node struct {
 	poolsMu sync.Mutex
 	pools   map[uint16]*pgxpool.Pool
 	admin   *admin.Admin // nil on static shards
+	tokens  tokenBackend // nil with authentication off
 	router  *router
 	syncEnd context.CancelFunc
 	syncOut chan struct{}
@@ -111,6 +112,9 @@ func (n *Node) start(ctx context.Context) error {
 		if err := n.admin.Start(ctx); err != nil {
 			return fmt.Errorf("start raft catalog: %w", err)
 		}
+	}
+	if err := n.startTokens(ctx); err != nil {
+		return err
 	}
 	if err := n.joinCluster(ctx); err != nil {
 		return err
