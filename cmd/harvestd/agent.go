@@ -28,7 +28,7 @@ const (
 var gossipAddrDefault = net.JoinHostPort(membership.BindAddrDefault, strconv.Itoa(membership.BindPortDefault))
 
 func agentFlags() []cli.Flag {
-	flags := append(nodeFlags(),
+	flags := append(append(nodeFlags(), authFlags(node.AuthTokens)...), clusterKeyFlag(),
 		&cli.StringSliceFlag{Name: flagShard, EnvVars: []string{"HARVEST_SHARD"},
 			Usage: "shard of the catalog as id=DSN (id 0..65534); repeat it or separate entries with commas. " +
 				"Without the raft catalog it is required and every node must list the same shards; with it, " +
@@ -66,6 +66,16 @@ func runAgent(c *cli.Context) error {
 	}
 	if cfg.Gossip, err = gossipConfig(c); err != nil {
 		return err
+	}
+	if cfg.ClusterKey, err = clusterKey(c); err != nil {
+		return err
+	}
+	if err := authConfig(c, &cfg); err != nil {
+		return err
+	}
+	if cfg.Auth.Mode == node.AuthTokens && cfg.Raft == nil {
+		return fmt.Errorf("--%s %s keeps tokens in the raft catalog, and this agent has static --%s lists: start a raft catalog (--%s) or, on a private network only, use --%s %s",
+			flagAuth, node.AuthTokens, flagShard, flagBootstrapExpect, flagAuth, node.AuthOff)
 	}
 	cfg.AdvertiseHTTP = c.String(flagAdvertiseHTTP)
 	if err := checkAdvertiseHTTP(cfg); err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/urfave/cli/v2"
+
+	"github.com/harvestd/harvest/node"
 )
 
 // Names of the flags of dev only.
@@ -11,7 +13,7 @@ const (
 )
 
 func devFlags() []cli.Flag {
-	return append(nodeFlags(),
+	return append(append(nodeFlags(), authFlags(node.AuthOff)...),
 		&cli.StringFlag{Name: flagPostgres, EnvVars: []string{"HARVEST_POSTGRES"},
 			Usage: "DSN of an existing PostgreSQL database to use instead of the managed server"},
 		&cli.StringFlag{Name: flagPGBinDir, EnvVars: []string{"HARVEST_PG_BIN_DIR"},
@@ -27,5 +29,11 @@ func runDev(c *cli.Context) error {
 	}
 	cfg.PostgresDSN = c.String(flagPostgres)
 	cfg.PGBinDir = c.String(flagPGBinDir)
+	if err := authConfig(c, &cfg); err != nil {
+		return err
+	}
+	if err := requireLoopbackWithoutAuth(cfg); err != nil {
+		return err
+	}
 	return serveDemo(c, cfg)
 }

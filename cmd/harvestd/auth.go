@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/node"
+)
+
+// Names of the authentication flags.
+const (
+	flagAuth             = "auth"
+	flagInitialTokenFile = "initial-token-file"
+	flagClusterKeyFile   = "cluster-key-file"
+)
+
+// authFlags are the client authentication flags; mode is the command's
+// default (off for dev, tokens for agent).
+func authFlags(mode string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagAuth, Value: mode, EnvVars: []string{"HARVEST_AUTH"},
+			Usage: "client authentication: tokens (every route but /healthz, /readyz and the OpenAPI document needs a bearer token) or off (anyone may do anything: loopback only for dev)"},
+		&cli.StringFlag{Name: flagInitialTokenFile, EnvVars: []string{"HARVEST_INITIAL_TOKEN_FILE"},
+			Usage: "file holding an admin token you chose (hvt_<16 hex>_<64 hex>) that the node adds when missing; without it the first start with tokens writes a generated one to <data-dir>/bootstrap-token"},
+	}
+}
+
+// clusterKeyFlag is the cluster credential flag of agent.
+func clusterKeyFlag() cli.Flag {
+	return &cli.StringFlag{Name: flagClusterKeyFile, EnvVars: []string{"HARVEST_CLUSTER_KEY_FILE"},
+		Usage: "file holding the cluster key, base64 of 32 or more random bytes (openssl rand -base64 32), the same on every node: it authenticates every request and connection between nodes and, without --gossip-key, encrypts gossip (required)"}
+}
+
+// authConfig reads the authentication flags into cfg.
+func authConfig(c *cli.Context, cfg *node.Config) error {
+	cfg.Auth = node.AuthConfig{Mode: c.String(flagAuth), InitialTokenFile: c.String(flagInitialTokenFile)}
+	switch cfg.Auth.Mode {
+	case node.AuthOff, node.AuthTokens:
+		return nil
+	}
+	return fmt.Errorf("--%s %q: want %s or %s", flagAuth, cfg.Auth.Mode, node.AuthTokens, node.AuthOff)
+}
+
+// requireLoopbackWithoutAuth refuses --auth off on an address other
+// nodes or users can reach.
+func requireLoopbackWithoutAuth(cfg node.Config) error {
+	if cfg.Auth.Mode != node.AuthOff || isLoopback(cfg.HTTPAddr) {
+		return nil
+	}
+	return fmt.Errorf("--%s off lets anyone who reaches %s do anything: use it on a loopback --http-addr only, or run with --%s tokens",
+		flagAuth, cfg.HTTPAddr, flagAuth)
+}
+
+func isLoopback(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// clusterKey reads --cluster-key-file.
+func clusterKey(c *cli.Context) (clusterkey.Key, error) {
+	path := c.String(flagClusterKeyFile)
+	if path == "" {
+		return clusterkey.Key{}, fmt.Errorf("--%s is required: every node of a cluster needs the same cluster key (create one with: openssl rand -base64 32 > cluster.key)", flagClusterKeyFile)
+	}
+	return clusterkey.Load(path)
+}
