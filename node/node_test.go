@@ -18,6 +18,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/internal/pgtest"
+	"github.com/harvestd/harvest/membership"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -241,6 +242,9 @@ func TestConfig(t *testing.T) {
 			{"NegativeWindow", Config{IdempotencyWindow: -time.Second}, "idempotency window"},
 			{"NegativeBody", Config{MaxBodyBytes: -1}, "max body bytes"},
 			{"ReservedShard", Config{ShardID: 0xFFFF}, "reserved"},
+			{"UnknownAuthMode", Config{Auth: AuthConfig{Mode: "sometimes"}}, "auth mode"},
+			{"TokensOnStaticShards", Config{Auth: AuthConfig{Mode: AuthTokens}, Gossip: &membership.Config{}}, "raft catalog"},
+			{"TokensStandalone", Config{Auth: AuthConfig{Mode: AuthTokens}}, ""},
 		} {
 			err := tc.cfg.Validate()
 			if tc.want == "" {
