@@ -112,10 +112,7 @@ func (s *Server) remoteList(c *gin.Context, t Target, q engine.ListQuery) (engin
 	if err != nil {
 		return engine.ListPage{}, err
 	}
-	if auth := c.GetHeader("Authorization"); auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
+	s.signNode(req, identity(c))
 	res, err := s.client.Do(req)
 	if err != nil {
 		return engine.ListPage{}, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "list shard: " + err.Error()}

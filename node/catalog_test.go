@@ -45,7 +45,7 @@ func newRaftCluster(t *testing.T, size, initial int, window time.Duration) *clus
 
 // newRaftClusterWindows is newRaftCluster with each node's own
 // --idempotency-window.
-func newRaftClusterWindows(t *testing.T, initial int, windows []time.Duration) *cluster {
+func newRaftClusterWindows(t *testing.T, initial int, windows []time.Duration, opts ...func(*Config)) *cluster {
 	t.Helper()
 	size := len(windows)
 	c := &cluster{t: t, dsns: map[uint16]string{}, reg: harvest.NewRegistry(), svc: demo.NewServices(), ttl: 5 * time.Second}
@@ -58,12 +58,17 @@ func newRaftClusterWindows(t *testing.T, initial int, windows []time.Duration) *
 		if i > 0 {
 			join = []string{c.nodes[0].GossipAddr()}
 		}
-		n, err := New(Config{
+		cfg := Config{
 			NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
 			Gossip:            &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
 			Raft:              &RaftConfig{BindAddr: "127.0.0.1:0", BootstrapExpect: size, DrainCheckInterval: 200 * time.Millisecond, Raft: fastRaft()},
 			IdempotencyWindow: windows[i], PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
-		}, c.reg)
+			ClusterKey: testClusterKey,
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		n, err := New(cfg, c.reg)
 		require.NoError(t, err)
 		require.NoError(t, n.Start(ctxT(t)))
 		t.Cleanup(func() { _ = n.Stop(context.Background()) })

@@ -63,7 +63,7 @@ func (c *cluster) add(t *testing.T, i int) *Node {
 	cfg := Config{
 		NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
 		Gossip:       &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
-		PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
+		PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(), ClusterKey: testClusterKey,
 	}
 	n, err := New(cfg, c.reg)
 	require.NoError(t, err)
