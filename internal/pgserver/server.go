@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/rs/zerolog"
 )
 
@@ -58,6 +59,7 @@ type Server struct {
 	acct         account
 	port         int
 	tcp          bool
+	password     string // the superuser's, from the password file
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the postgres process has exited
@@ -67,8 +69,9 @@ type Server struct {
 	stopErr  error
 }
 
-// Start initialises cfg.DataDir if it holds no cluster yet, starts postgres
-// on it and returns once the server accepts connections. It returns an error
+// Start initialises cfg.DataDir if it holds no cluster yet, makes sure only
+// the holder of its password file can connect (see the package doc), starts
+// postgres on it and returns once the server accepts connections. It returns an error
 // wrapping ErrNoBinaries when initdb or postgres cannot be found, and a
 // *StartError carrying the log tail when initdb fails or the server exits or
 // times out during start-up. The server keeps running after ctx ends; call
@@ -85,6 +88,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.initDataDir(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.secureDataDir(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.prepareSocketDir(); err != nil {
@@ -132,7 +138,9 @@ func (s *Server) initDataDir(ctx context.Context) error {
 	if err := s.acct.checkReachable(s.dataDir); err != nil {
 		return err
 	}
-	args := []string{"-D", s.dataDir, "-U", superuser, "--auth=trust", "-E", "UTF8", "--no-locale"}
+	// Nobody can connect until secureDataDir sets the password and
+	// replaces pg_hba.conf.
+	args := []string{"-D", s.dataDir, "-U", superuser, "--auth=reject", "-E", "UTF8", "--no-locale"}
 	if !s.cfg.Fsync {
 		args = append(args, "--no-sync")
 	}
@@ -169,6 +177,12 @@ func (s *Server) prepareSocketDir() error {
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)
+	}
+	if s.cfg.SocketDir == "" {
+		// Ours: keep other users out even if its mode was changed.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("make socket dir private: %w", err)
+		}
 	}
 	s.socketDir = dir
 	if err := s.acct.chown(dir); err != nil {
@@ -218,7 +232,7 @@ func (s *Server) choosePort() error {
 // launch starts the postgres process and waits until it accepts connections.
 func (s *Server) launch(ctx context.Context) error {
 	logPath := s.LogPath()
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("open postgres log: %w", err)
 	}
@@ -274,8 +288,12 @@ func (s *Server) waitReady(ctx context.Context) error {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
-		if s.ping(ctx) == nil {
+		err := s.ping(ctx)
+		if err == nil {
 			return nil
+		}
+		if isAuthFailure(err) {
+			return fmt.Errorf("postgres refused the password in %s: %w", s.PasswordFile(), err)
 		}
 		select {
 		case <-s.done:
@@ -295,6 +313,13 @@ func (s *Server) ping(ctx context.Context) error {
 		return err
 	}
 	return conn.Close(ctx)
+}
+
+// isAuthFailure reports an error of SQLSTATE class 28 (invalid
+// authorization): polling longer would not help.
+func isAuthFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "28")
 }
 
 // exitErr is the process's exit error; call only after done is closed.
@@ -354,12 +379,16 @@ func (s *Server) removeOwnSocketDir() {
 }
 
 // DSN returns a keyword/value connection string for database dbname over
-// the server's unix socket, as the superuser "postgres"; pgx and libpq
-// accept it.
+// the server's unix socket, as the superuser "postgres" with its password;
+// pgx and libpq accept it. It is a secret: log it only through a redactor.
 func (s *Server) DSN(dbname string) string {
-	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable",
-		quoteDSN(s.socketDir), s.port, superuser, quoteDSN(dbname))
+	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable",
+		quoteDSN(s.socketDir), s.port, superuser, quoteDSN(s.password), quoteDSN(dbname))
 }
+
+// PasswordFile returns the file holding the superuser's password,
+// DataDir/PasswordFileName.
+func (s *Server) PasswordFile() string { return filepath.Join(s.dataDir, PasswordFileName) }
 
 // TCPAddr returns the server's "127.0.0.1:port" address, or "" when it
 // listens on its unix socket only (Config.Port < 0).

@@ -1,0 +1,13 @@
+package pgserver
+
+import "errors"
+
+var (
+	// ErrNoBinaries reports that initdb or postgres could not be found.
+	ErrNoBinaries = errors.New("no PostgreSQL binaries found: install postgresql " +
+		"(apt-get install postgresql) or set pgserver.Config.BinDir to the directory holding initdb and postgres")
+
+	// ErrBadPasswordFile reports a password file that is empty, not a
+	// regular file, owned by another user, or readable by others.
+	ErrBadPasswordFile = errors.New("unusable postgres password file")
+)
