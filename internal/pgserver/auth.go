@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -154,12 +153,8 @@ func (s *Server) setPassword(ctx context.Context, pw string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(s.binDir, "postgres"),
-		"--single", "-D", s.dataDir, "-c", "exit_on_error=on", superuser)
-	cmd.Dir = "/"
-	cmd.Env = cleanEnv()
+	cmd := s.command(ctx, syscall.SIGKILL, "postgres", "--single", "-D", s.pgDataDir, "-c", "exit_on_error=on", superuser)
 	cmd.Stdin = strings.NewReader("ALTER ROLE " + superuser + " PASSWORD '" + verifier + "'\n")
-	cmd.SysProcAttr = s.acct.sysProcAttr(syscall.SIGKILL)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return &StartError{Err: fmt.Errorf("set postgres password (single-user mode): %w", err), LogTail: tail(out)}
 	}

@@ -7,6 +7,9 @@
 // down. The server runs as a child process in its own process group and is
 // told to shut down if this process dies. When this process runs as root the
 // server runs as Config.RunAsUser, because PostgreSQL refuses to run as root.
+// When that user cannot reach DataDir by its path (it lies under root's 0700
+// home, say), the server gets the directory as an inherited open descriptor
+// and names it /proc/self/fd/3; no directory's mode is changed.
 //
 // # Authentication
 //

@@ -10,4 +10,8 @@ var (
 	// ErrBadPasswordFile reports a password file that is empty, not a
 	// regular file, owned by another user, or readable by others.
 	ErrBadPasswordFile = errors.New("unusable postgres password file")
+
+	// errUnreachable reports that the run-as account cannot search a
+	// directory on the way to the data or socket directory.
+	errUnreachable = errors.New("directory not searchable by the postgres user")
 )

@@ -59,7 +59,9 @@ type Server struct {
 	acct         account
 	port         int
 	tcp          bool
-	password     string // the superuser's, from the password file
+	password     string   // the superuser's, from the password file
+	pgDataDir    string   // dataDir as postgres names it (see reachDataDir)
+	dirFile      *os.File // dataDir open for postgres, during Start only
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the postgres process has exited
@@ -85,6 +87,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	defer cancel()
 	s, err := newServer(cfg)
 	if err != nil {
+		return nil, err
+	}
+	defer s.closeDataDir()
+	if err := s.createDataDir(); err != nil {
+		return nil, err
+	}
+	if err := s.reachDataDir(); err != nil {
 		return nil, err
 	}
 	if err := s.initDataDir(ctx); err != nil {
@@ -119,9 +128,10 @@ func newServer(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, log: cfg.Logger, binDir: binDir, dataDir: dataDir, acct: acct}, nil
 }
 
-// initDataDir runs initdb unless dataDir already holds a cluster.
-func (s *Server) initDataDir(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); err == nil {
+// createDataDir creates dataDir, owned by the account, unless it already
+// holds a cluster.
+func (s *Server) createDataDir() error {
+	if s.hasCluster() {
 		return nil
 	}
 	// Parents we create stay searchable so a run-as user can reach the
@@ -132,23 +142,27 @@ func (s *Server) initDataDir(ctx context.Context) error {
 	if err := os.Mkdir(s.dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	if err := s.acct.chown(s.dataDir); err != nil {
-		return err
-	}
-	if err := s.acct.checkReachable(s.dataDir); err != nil {
-		return err
+	return s.acct.chown(s.dataDir)
+}
+
+func (s *Server) hasCluster() bool {
+	_, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION"))
+	return err == nil
+}
+
+// initDataDir runs initdb unless dataDir already holds a cluster.
+func (s *Server) initDataDir(ctx context.Context) error {
+	if s.hasCluster() {
+		return nil
 	}
 	// Nobody can connect until secureDataDir sets the password and
 	// replaces pg_hba.conf.
-	args := []string{"-D", s.dataDir, "-U", superuser, "--auth=reject", "-E", "UTF8", "--no-locale"}
+	args := []string{"-D", s.pgDataDir, "-U", superuser, "--auth=reject", "-E", "UTF8", "--no-locale"}
 	if !s.cfg.Fsync {
 		args = append(args, "--no-sync")
 	}
 	s.log.Info().Str("data_dir", s.dataDir).Msg("initialising postgres data directory")
-	cmd := exec.CommandContext(ctx, filepath.Join(s.binDir, "initdb"), args...)
-	cmd.Dir = "/"
-	cmd.Env = cleanEnv()
-	cmd.SysProcAttr = s.acct.sysProcAttr(syscall.SIGKILL)
+	cmd := s.command(ctx, syscall.SIGKILL, "initdb", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return &StartError{Err: fmt.Errorf("initdb: %w", err), LogTail: tail(out)}
 	}
@@ -187,6 +201,9 @@ func (s *Server) prepareSocketDir() error {
 	s.socketDir = dir
 	if err := s.acct.chown(dir); err != nil {
 		return err
+	}
+	if s.pgPath(dir) != dir {
+		return nil // inside the data dir, which postgres reaches by descriptor
 	}
 	return s.acct.checkReachable(dir)
 }
@@ -238,12 +255,10 @@ func (s *Server) launch(ctx context.Context) error {
 	}
 	defer logFile.Close() // the child keeps its own copy
 	logStart, _ := logFile.Seek(0, io.SeekEnd)
-	cmd := exec.Command(filepath.Join(s.binDir, "postgres"), s.serverArgs()...)
-	cmd.Dir = s.dataDir
-	cmd.Env = cleanEnv()
+	// The server outlives ctx. SIGINT is a fast shutdown: if this process
+	// dies, so does the server.
+	cmd := s.command(context.WithoutCancel(ctx), syscall.SIGINT, "postgres", s.serverArgs()...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// SIGINT is a fast shutdown: if this process dies, so does the server.
-	cmd.SysProcAttr = s.acct.sysProcAttr(syscall.SIGINT)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run postgres: %w", err)
 	}
@@ -267,8 +282,8 @@ func (s *Server) serverArgs() []string {
 		listen = "127.0.0.1"
 	}
 	args := []string{
-		"-D", s.dataDir,
-		"-k", s.socketDir,
+		"-D", s.pgDataDir,
+		"-k", s.pgPath(s.socketDir),
 		"-p", strconv.Itoa(s.port),
 		"-c", "listen_addresses=" + listen,
 		"-c", "max_connections=" + strconv.Itoa(s.cfg.MaxConnections),
