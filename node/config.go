@@ -63,7 +63,8 @@ type Config struct {
 	// schema it migrates. Default empty: run a managed server under
 	// DataDir/postgres with fsync on, listening on a unix socket and on
 	// 127.0.0.1 with a free port, and use its database DatabaseName,
-	// created when missing. The pool holds up to 32 connections unless the
+	// created when missing. Only this process's OS user can connect to it:
+	// the password is in DataDir/postgres/harvest-password. The pool holds up to 32 connections unless the
 	// DSN sets pool_max_conns.
 	PostgresDSN string
 	// PGBinDir is the directory holding initdb and postgres for the managed

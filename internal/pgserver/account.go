@@ -56,9 +56,9 @@ func (a account) sysProcAttr(sig syscall.Signal) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sig, Credential: a.cred}
 }
 
-// checkReachable fails with a clear message when the account cannot search
-// every ancestor of dir: a root-owned 0700 temp directory is the usual
-// culprit. It checks nothing when not root. The account runs without
+// checkReachable fails with a clear message wrapping errUnreachable when the
+// account cannot search every ancestor of dir: a root-owned 0700 home or
+// temp directory is the usual culprit. It checks nothing when not root. The account runs without
 // supplementary groups, so only its primary group counts.
 func (a account) checkReachable(dir string) error {
 	if a.cred == nil {
@@ -70,8 +70,8 @@ func (a account) checkReachable(dir string) error {
 			return fmt.Errorf("check access to %s: %w", dir, err)
 		}
 		if !a.canSearch(fi) {
-			return fmt.Errorf("user %s cannot reach %s: directory %s has mode %v (make it searchable, e.g. chmod o+x, or use another directory)",
-				a.name, dir, d, fi.Mode().Perm())
+			return fmt.Errorf("user %s cannot reach %s: directory %s has mode %v (make it searchable, e.g. chmod o+x, or use another directory): %w",
+				a.name, dir, d, fi.Mode().Perm(), errUnreachable)
 		}
 		if d == filepath.Dir(d) {
 			return nil

@@ -1,7 +1,6 @@
 package pgserver
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,10 +9,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// ErrNoBinaries reports that initdb or postgres could not be found.
-var ErrNoBinaries = errors.New("no PostgreSQL binaries found: install postgresql " +
-	"(apt-get install postgresql) or set pgserver.Config.BinDir to the directory holding initdb and postgres")
 
 // debianBinGlob is where Debian and Ubuntu install each PostgreSQL version.
 const debianBinGlob = "/usr/lib/postgresql/*/bin"

@@ -47,6 +47,9 @@ type Config struct {
 	// SocketDir is the directory of the server's unix socket. Default:
 	// DataDir/sock, or a fresh directory under os.TempDir() when that path
 	// would make the socket path too long for the kernel (>= 100 bytes).
+	// Start makes a default directory mode 0700; a directory named here is
+	// created 0700 when missing and otherwise left as it is, so it should
+	// be private too (the socket demands the password either way).
 	SocketDir string
 
 	// Port is the TCP port on 127.0.0.1. Default 0 picks a free port; a

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/rs/zerolog"
 )
 
@@ -58,6 +59,9 @@ type Server struct {
 	acct         account
 	port         int
 	tcp          bool
+	password     string   // the superuser's, from the password file
+	pgDataDir    string   // dataDir as postgres names it (see reachDataDir)
+	dirFile      *os.File // dataDir open for postgres, during Start only
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the postgres process has exited
@@ -67,8 +71,9 @@ type Server struct {
 	stopErr  error
 }
 
-// Start initialises cfg.DataDir if it holds no cluster yet, starts postgres
-// on it and returns once the server accepts connections. It returns an error
+// Start initialises cfg.DataDir if it holds no cluster yet, makes sure only
+// the holder of its password file can connect (see the package doc), starts
+// postgres on it and returns once the server accepts connections. It returns an error
 // wrapping ErrNoBinaries when initdb or postgres cannot be found, and a
 // *StartError carrying the log tail when initdb fails or the server exits or
 // times out during start-up. The server keeps running after ctx ends; call
@@ -84,7 +89,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.closeDataDir()
+	if err := s.createDataDir(); err != nil {
+		return nil, err
+	}
+	if err := s.reachDataDir(); err != nil {
+		return nil, err
+	}
 	if err := s.initDataDir(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.secureDataDir(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.prepareSocketDir(); err != nil {
@@ -113,9 +128,10 @@ func newServer(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, log: cfg.Logger, binDir: binDir, dataDir: dataDir, acct: acct}, nil
 }
 
-// initDataDir runs initdb unless dataDir already holds a cluster.
-func (s *Server) initDataDir(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); err == nil {
+// createDataDir creates dataDir, owned by the account, unless it already
+// holds a cluster.
+func (s *Server) createDataDir() error {
+	if s.hasCluster() {
 		return nil
 	}
 	// Parents we create stay searchable so a run-as user can reach the
@@ -126,21 +142,27 @@ func (s *Server) initDataDir(ctx context.Context) error {
 	if err := os.Mkdir(s.dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	if err := s.acct.chown(s.dataDir); err != nil {
-		return err
+	return s.acct.chown(s.dataDir)
+}
+
+func (s *Server) hasCluster() bool {
+	_, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION"))
+	return err == nil
+}
+
+// initDataDir runs initdb unless dataDir already holds a cluster.
+func (s *Server) initDataDir(ctx context.Context) error {
+	if s.hasCluster() {
+		return nil
 	}
-	if err := s.acct.checkReachable(s.dataDir); err != nil {
-		return err
-	}
-	args := []string{"-D", s.dataDir, "-U", superuser, "--auth=trust", "-E", "UTF8", "--no-locale"}
+	// Nobody can connect until secureDataDir sets the password and
+	// replaces pg_hba.conf.
+	args := []string{"-D", s.pgDataDir, "-U", superuser, "--auth=reject", "-E", "UTF8", "--no-locale"}
 	if !s.cfg.Fsync {
 		args = append(args, "--no-sync")
 	}
 	s.log.Info().Str("data_dir", s.dataDir).Msg("initialising postgres data directory")
-	cmd := exec.CommandContext(ctx, filepath.Join(s.binDir, "initdb"), args...)
-	cmd.Dir = "/"
-	cmd.Env = cleanEnv()
-	cmd.SysProcAttr = s.acct.sysProcAttr(syscall.SIGKILL)
+	cmd := s.command(ctx, syscall.SIGKILL, "initdb", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return &StartError{Err: fmt.Errorf("initdb: %w", err), LogTail: tail(out)}
 	}
@@ -170,9 +192,18 @@ func (s *Server) prepareSocketDir() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)
 	}
+	if s.cfg.SocketDir == "" {
+		// Ours: keep other users out even if its mode was changed.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("make socket dir private: %w", err)
+		}
+	}
 	s.socketDir = dir
 	if err := s.acct.chown(dir); err != nil {
 		return err
+	}
+	if s.pgPath(dir) != dir {
+		return nil // inside the data dir, which postgres reaches by descriptor
 	}
 	return s.acct.checkReachable(dir)
 }
@@ -218,18 +249,16 @@ func (s *Server) choosePort() error {
 // launch starts the postgres process and waits until it accepts connections.
 func (s *Server) launch(ctx context.Context) error {
 	logPath := s.LogPath()
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("open postgres log: %w", err)
 	}
 	defer logFile.Close() // the child keeps its own copy
 	logStart, _ := logFile.Seek(0, io.SeekEnd)
-	cmd := exec.Command(filepath.Join(s.binDir, "postgres"), s.serverArgs()...)
-	cmd.Dir = s.dataDir
-	cmd.Env = cleanEnv()
+	// The server outlives ctx. SIGINT is a fast shutdown: if this process
+	// dies, so does the server.
+	cmd := s.command(context.WithoutCancel(ctx), syscall.SIGINT, "postgres", s.serverArgs()...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// SIGINT is a fast shutdown: if this process dies, so does the server.
-	cmd.SysProcAttr = s.acct.sysProcAttr(syscall.SIGINT)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run postgres: %w", err)
 	}
@@ -253,8 +282,8 @@ func (s *Server) serverArgs() []string {
 		listen = "127.0.0.1"
 	}
 	args := []string{
-		"-D", s.dataDir,
-		"-k", s.socketDir,
+		"-D", s.pgDataDir,
+		"-k", s.pgPath(s.socketDir),
 		"-p", strconv.Itoa(s.port),
 		"-c", "listen_addresses=" + listen,
 		"-c", "max_connections=" + strconv.Itoa(s.cfg.MaxConnections),
@@ -274,8 +303,12 @@ func (s *Server) waitReady(ctx context.Context) error {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
-		if s.ping(ctx) == nil {
+		err := s.ping(ctx)
+		if err == nil {
 			return nil
+		}
+		if isAuthFailure(err) {
+			return fmt.Errorf("postgres refused the password in %s: %w", s.PasswordFile(), err)
 		}
 		select {
 		case <-s.done:
@@ -295,6 +328,13 @@ func (s *Server) ping(ctx context.Context) error {
 		return err
 	}
 	return conn.Close(ctx)
+}
+
+// isAuthFailure reports an error of SQLSTATE class 28 (invalid
+// authorization): polling longer would not help.
+func isAuthFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "28")
 }
 
 // exitErr is the process's exit error; call only after done is closed.
@@ -354,12 +394,16 @@ func (s *Server) removeOwnSocketDir() {
 }
 
 // DSN returns a keyword/value connection string for database dbname over
-// the server's unix socket, as the superuser "postgres"; pgx and libpq
-// accept it.
+// the server's unix socket, as the superuser "postgres" with its password;
+// pgx and libpq accept it. It is a secret: log it only through a redactor.
 func (s *Server) DSN(dbname string) string {
-	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable",
-		quoteDSN(s.socketDir), s.port, superuser, quoteDSN(dbname))
+	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable",
+		quoteDSN(s.socketDir), s.port, superuser, quoteDSN(s.password), quoteDSN(dbname))
 }
+
+// PasswordFile returns the file holding the superuser's password,
+// DataDir/PasswordFileName.
+func (s *Server) PasswordFile() string { return filepath.Join(s.dataDir, PasswordFileName) }
 
 // TCPAddr returns the server's "127.0.0.1:port" address, or "" when it
 // listens on its unix socket only (Config.Port < 0).

@@ -58,7 +58,9 @@ func TestStartStopRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, conn.Close(ctx))
 
-	tcp := connect(t, "postgres://postgres@"+s.TCPAddr()+"/postgres?sslmode=disable")
+	pw, err := os.ReadFile(s.PasswordFile())
+	require.NoError(t, err)
+	tcp := connect(t, "postgres://postgres:"+strings.TrimSpace(string(pw))+"@"+s.TCPAddr()+"/postgres?sslmode=disable")
 	require.NoError(t, tcp.QueryRow(ctx, "SELECT 1").Scan(&one))
 	require.NoError(t, tcp.Close(ctx))
 

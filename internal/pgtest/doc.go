@@ -6,7 +6,8 @@
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
 // Main starts one private server per test binary (internal/pgserver, unix
-// socket only, in a temporary directory), or uses the server named by the
+// socket only, in a temporary directory, with the password pgserver
+// generates; the DSNs the harness returns carry it), or uses the server named by the
 // HARVEST_TEST_DSN environment variable, which must allow CREATE DATABASE.
 // It then builds a template database migrated with migrations.Apply. Each
 // test takes its own database cloned from that template with NewDB or

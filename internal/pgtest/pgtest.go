@@ -60,8 +60,9 @@ func run(m *testing.M) int {
 	var err error
 	h, err = setup()
 	if err != nil {
-		if dsn := os.Getenv(EnvDSN); dsn != "" {
-			err = fmt.Errorf("using %s=%q: %w", EnvDSN, dsn, err)
+		if os.Getenv(EnvDSN) != "" {
+			// Not the DSN itself: it may hold a password.
+			err = fmt.Errorf("using %s: %w", EnvDSN, err)
 		}
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		return 1
