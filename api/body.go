@@ -46,7 +46,7 @@ func decodeObject(body []byte, dst any) error {
 	if body[0] != '{' {
 		return badRequest(codeInvalidJSON, "request body must be a JSON object")
 	}
-	if err := checkJSONText(body); err != nil {
+	if err := checkUTF8(body); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -57,11 +57,12 @@ func decodeObject(body []byte, dst any) error {
 	if dec.More() {
 		return badRequest(codeInvalidJSON, "malformed JSON: data after the object")
 	}
-	return nil
+	return checkJSONValues(body, "")
 }
 
-// decodePayload accepts any JSON value; an empty body is null.
-func decodePayload(body []byte) (json.RawMessage, error) {
+// decodePayload accepts any JSON value, named field in errors; an empty
+// body is null.
+func decodePayload(body []byte, field string) (json.RawMessage, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return json.RawMessage("null"), nil
@@ -70,7 +71,10 @@ func decodePayload(body []byte) (json.RawMessage, error) {
 		var v any
 		return nil, badRequest(codeInvalidJSON, describeJSONError(json.Unmarshal(body, &v)))
 	}
-	if err := checkJSONText(body); err != nil {
+	if err := checkUTF8(body); err != nil {
+		return nil, err
+	}
+	if err := checkJSONValues(body, field); err != nil {
 		return nil, err
 	}
 	return body, nil
@@ -98,25 +102,10 @@ func describeJSONError(err error) string {
 	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// checkJSONText refuses what PostgreSQL's jsonb cannot store: invalid
-// UTF-8 and the \u0000 escape.
-func checkJSONText(b []byte) error {
+// checkUTF8 refuses what PostgreSQL cannot store at all: invalid UTF-8.
+func checkUTF8(b []byte) error {
 	if !utf8.Valid(b) {
 		return badRequest(codeInvalidJSON, "JSON must be valid UTF-8")
-	}
-	for i := bytes.Index(b, []byte(`\u0000`)); i >= 0; {
-		backslashes := 0
-		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			return badRequest(codeInvalidJSON, `JSON strings must not contain \u0000`)
-		}
-		next := bytes.Index(b[i+1:], []byte(`\u0000`))
-		if next < 0 {
-			break
-		}
-		i += 1 + next
 	}
 	return nil
 }
@@ -133,6 +122,22 @@ func checkText(field, v string, maxLen int, required bool) error {
 		return badRequest(codeInvalidArgument, field+" must be valid UTF-8")
 	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return badRequest(codeInvalidArgument, field+" must not contain control characters")
+	}
+	return nil
+}
+
+// textParam is an optional identifier to check with checkText.
+type textParam struct {
+	field, v string
+	maxLen   int
+}
+
+// checkTexts checks optional identifiers in order; the first bad one fails.
+func checkTexts(params ...textParam) error {
+	for _, p := range params {
+		if err := checkText(p.field, p.v, p.maxLen, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }
