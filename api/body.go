@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -20,18 +22,35 @@ const (
 	maxKeyLen  = 1024
 )
 
-// readBody reads the whole body under the size limit.
+// bodyDeadline bounds reading a request's body by BodyReadTimeout. A
+// request without a body gets no deadline: the server's background read
+// of an idle connection must not fail while a long-poll holds the answer.
+func (s *Server) bodyDeadline(c *gin.Context) {
+	if c.Request.Body != nil && c.Request.Body != http.NoBody {
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+	}
+	c.Next()
+}
+
+// readBody reads the whole body under the size limit and the read
+// deadline, which it lifts once the body is read (net/http lifts it too
+// when the body hits EOF): the answer may be held (?wait=) longer.
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 	r := http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
 	b, err := io.ReadAll(r)
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	switch {
+	case errors.As(err, &tooBig):
 		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
 			msg: fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes)}
-	}
-	if err != nil {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.Header("Connection", "close")
+		return nil, &apiError{status: http.StatusRequestTimeout, code: codeBodyTimeout,
+			msg: fmt.Sprintf("request body not received within %s", s.cfg.BodyReadTimeout)}
+	case err != nil:
 		return nil, badRequest(codeInvalidJSON, "read request body: "+err.Error())
 	}
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
 	return b, nil
 }
 

@@ -24,6 +24,7 @@ const (
 	codeTerminal        = "execution_terminal"
 	codeForbidden       = "forbidden"
 	codeTooLarge        = "payload_too_large"
+	codeBodyTimeout     = "request_timeout"
 	codeUnavailable     = "unavailable"
 	codeInternal        = "internal"
 )
