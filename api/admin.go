@@ -159,7 +159,8 @@ func (s *Server) adminError(err error) error {
 	case errors.Is(err, ErrInvalidTransition):
 		return &apiError{status: http.StatusConflict, code: codeConflict, msg: err.Error()}
 	case errors.Is(err, ErrShardUnreachable):
-		return &apiError{status: http.StatusUnprocessableEntity, code: "shard_unreachable", msg: err.Error()}
+		return &apiError{status: http.StatusUnprocessableEntity, code: "shard_unreachable",
+			msg: err.Error() + " or refused the connection (the server log has the details)"}
 	case errors.Is(err, ErrPeerIsLeader):
 		return &apiError{status: http.StatusConflict, code: codeConflict,
 			msg: err.Error() + ": stop that node instead, then remove it through the new leader"}

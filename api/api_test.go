@@ -272,3 +272,65 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	sort.Strings(served)
 	require.Equal(t, served, documented)
 }
+
+// TestHostileInput: values PostgreSQL cannot store are a 400 naming the
+// field, never a 500, and change nothing.
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	run := b.do(t, "POST", "/workflows/block/start", map[string]any{"workflow_id": "hostile"})
+	require.Equal(t, http.StatusCreated, run.Status, "%s", run.Raw)
+	id := run.Body["execution_id"].(string)
+	digits := "0." + strings.Repeat("1", 20_000) // more than numeric's 16383 digits after the point
+
+	for _, c := range []struct {
+		name, method, path, body, field string
+		code                            string
+	}{
+		{"StartInputHugeExponent", "POST", "/workflows/block/start", `{"input": 1e999999}`, "input", codeInvalidJSON},
+		{"StartInputTooManyDigits", "POST", "/workflows/block/start", `{"input": ` + digits + `}`, "input", codeInvalidJSON},
+		{"StartInputLoneSurrogate", "POST", "/workflows/block/start", `{"input": {"a": "\ud800"}}`, "input.a", codeInvalidJSON},
+		{"StartMemoU0000", "POST", "/workflows/block/start", `{"memo": {"note": "a\u0000"}}`, "memo.note", codeInvalidJSON},
+		{"StartMemoHugeExponent", "POST", "/workflows/block/start", `{"memo": [1e-999999]}`, "memo[0]", codeInvalidJSON},
+		{"StartCallbackHeaderU0000", "POST", "/workflows/block/start",
+			`{"completion_callbacks": [{"url": "https://example.com/", "headers": {"X": "\u0000"}}]}`, "completion_callbacks[0].headers.X", codeInvalidJSON},
+		{"SignalPayloadLoneSurrogate", "POST", "/workflows/" + id + "/signal/s", `{"by": "\udfff"}`, "body.by", codeInvalidJSON},
+		{"SignalPayloadHugeNumber", "POST", "/workflows/" + id + "/signal/s", `1e999999`, "body", codeInvalidJSON},
+		{"SignalPayloadU0000", "POST", "/workflows/" + id + "/signal/s", `"\u0000"`, "body", codeInvalidJSON},
+		{"SignalWithStartPayloadLoneSurrogate", "POST", "/workflows/block/signal-with-start",
+			`{"workflow_id": "sws-h", "signal_name": "go", "signal_payload": "\ud800"}`, "signal_payload", codeInvalidJSON},
+		{"SignalWithStartPayloadHugeNumber", "POST", "/workflows/block/signal-with-start",
+			`{"workflow_id": "sws-h", "signal_name": "go", "signal_payload": ` + digits + `}`, "signal_payload", codeInvalidJSON},
+		{"SignalWithStartInputU0000", "POST", "/workflows/block/signal-with-start",
+			`{"workflow_id": "sws-h", "signal_name": "go", "input": "\u0000"}`, "input", codeInvalidJSON},
+		{"ListWorkflowNameNUL", "GET", "/workflows?workflow_name=%00", "", "workflow_name", codeInvalidArgument},
+		{"ListWorkflowIDInvalidUTF8", "GET", "/workflows?workflow_id=%ff", "", "workflow_id", codeInvalidArgument},
+		{"ListWorkflowNameTooLong", "GET", "/workflows?workflow_name=" + strings.Repeat("n", 10_000), "", "workflow_name", codeInvalidArgument},
+		{"HistoryEventTypeNUL", "GET", "/workflows/" + id + "/history?event_type=%00", "", "event_type", codeInvalidArgument},
+		{"HistoryEventTypeInvalidUTF8", "GET", "/workflows/" + id + "/history?event_type=WorkflowStarted&event_type=%ff", "", "event_type", codeInvalidArgument},
+		{"OpenGateNUL", "DELETE", "/admin/gates/%00", "", "gate_id", codeInvalidArgument},
+		{"OpenGateInvalidUTF8", "DELETE", "/admin/gates/%ff", "", "gate_id", codeInvalidArgument},
+		{"ProbeWorkflowNameNUL", "GET", "/internal/shards/3/probe?workflow_name=%00&idempotency_key=k", "", "workflow_name", codeInvalidArgument},
+		{"ProbeKeyInvalidUTF8", "GET", "/internal/shards/3/probe?workflow_name=w&idempotency_key=%ff", "", "idempotency_key", codeInvalidArgument},
+		{"ClaimEpochOverBigint", "POST", "/internal/shards/3/claim",
+			`{"workflow_name": "w", "idempotency_key": "k", "epoch": 18446744073709551615, "target_shard": 1}`, "epoch", codeInvalidArgument},
+		{"ClaimNameTooLong", "POST", "/internal/shards/3/claim",
+			`{"workflow_name": "` + strings.Repeat("w", 30_000) + `", "idempotency_key": "k", "epoch": 1, "target_shard": 1}`, "workflow_name", codeInvalidArgument},
+		{"ClaimKeyNUL", "POST", "/internal/shards/3/claim",
+			`{"workflow_name": "w", "idempotency_key": "\u0000", "epoch": 1, "target_shard": 1}`, "idempotency_key", codeInvalidJSON},
+		{"StartNameInvalidUTF8", "POST", "/workflows/%ff/start", "{}", "workflow name", codeInvalidArgument},
+		{"SignalNameNUL", "POST", "/workflows/" + id + "/signal/%00", "{}", "signal name", codeInvalidArgument},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := b.counts(t)
+			var body any
+			if c.body != "" {
+				body = c.body
+			}
+			r := b.do(t, c.method, c.path, body)
+			requireError(t, r, http.StatusBadRequest, c.code)
+			require.Contains(t, r.Body["error"], c.field)
+			require.Equal(t, before, b.counts(t), "a rejected request changed data")
+		})
+	}
+}

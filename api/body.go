@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -20,18 +22,35 @@ const (
 	maxKeyLen  = 1024
 )
 
-// readBody reads the whole body under the size limit.
+// bodyDeadline bounds reading a request's body by BodyReadTimeout. A
+// request without a body gets no deadline: the server's background read
+// of an idle connection must not fail while a long-poll holds the answer.
+func (s *Server) bodyDeadline(c *gin.Context) {
+	if c.Request.Body != nil && c.Request.Body != http.NoBody {
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+	}
+	c.Next()
+}
+
+// readBody reads the whole body under the size limit and the read
+// deadline, which it lifts once the body is read (net/http lifts it too
+// when the body hits EOF): the answer may be held (?wait=) longer.
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 	r := http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
 	b, err := io.ReadAll(r)
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	switch {
+	case errors.As(err, &tooBig):
 		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
 			msg: fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes)}
-	}
-	if err != nil {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.Header("Connection", "close")
+		return nil, &apiError{status: http.StatusRequestTimeout, code: codeBodyTimeout,
+			msg: fmt.Sprintf("request body not received within %s", s.cfg.BodyReadTimeout)}
+	case err != nil:
 		return nil, badRequest(codeInvalidJSON, "read request body: "+err.Error())
 	}
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
 	return b, nil
 }
 
@@ -46,7 +65,7 @@ func decodeObject(body []byte, dst any) error {
 	if body[0] != '{' {
 		return badRequest(codeInvalidJSON, "request body must be a JSON object")
 	}
-	if err := checkJSONText(body); err != nil {
+	if err := checkUTF8(body); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -57,11 +76,12 @@ func decodeObject(body []byte, dst any) error {
 	if dec.More() {
 		return badRequest(codeInvalidJSON, "malformed JSON: data after the object")
 	}
-	return nil
+	return checkJSONValues(body, "")
 }
 
-// decodePayload accepts any JSON value; an empty body is null.
-func decodePayload(body []byte) (json.RawMessage, error) {
+// decodePayload accepts any JSON value, named field in errors; an empty
+// body is null.
+func decodePayload(body []byte, field string) (json.RawMessage, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return json.RawMessage("null"), nil
@@ -70,7 +90,10 @@ func decodePayload(body []byte) (json.RawMessage, error) {
 		var v any
 		return nil, badRequest(codeInvalidJSON, describeJSONError(json.Unmarshal(body, &v)))
 	}
-	if err := checkJSONText(body); err != nil {
+	if err := checkUTF8(body); err != nil {
+		return nil, err
+	}
+	if err := checkJSONValues(body, field); err != nil {
 		return nil, err
 	}
 	return body, nil
@@ -98,25 +121,10 @@ func describeJSONError(err error) string {
 	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// checkJSONText refuses what PostgreSQL's jsonb cannot store: invalid
-// UTF-8 and the \u0000 escape.
-func checkJSONText(b []byte) error {
+// checkUTF8 refuses what PostgreSQL cannot store at all: invalid UTF-8.
+func checkUTF8(b []byte) error {
 	if !utf8.Valid(b) {
 		return badRequest(codeInvalidJSON, "JSON must be valid UTF-8")
-	}
-	for i := bytes.Index(b, []byte(`\u0000`)); i >= 0; {
-		backslashes := 0
-		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			return badRequest(codeInvalidJSON, `JSON strings must not contain \u0000`)
-		}
-		next := bytes.Index(b[i+1:], []byte(`\u0000`))
-		if next < 0 {
-			break
-		}
-		i += 1 + next
 	}
 	return nil
 }
@@ -133,6 +141,22 @@ func checkText(field, v string, maxLen int, required bool) error {
 		return badRequest(codeInvalidArgument, field+" must be valid UTF-8")
 	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return badRequest(codeInvalidArgument, field+" must not contain control characters")
+	}
+	return nil
+}
+
+// textParam is an optional identifier to check with checkText.
+type textParam struct {
+	field, v string
+	maxLen   int
+}
+
+// checkTexts checks optional identifiers in order; the first bad one fails.
+func checkTexts(params ...textParam) error {
+	for _, p := range params {
+		if err := checkText(p.field, p.v, p.maxLen, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }

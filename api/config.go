@@ -15,6 +15,8 @@ const (
 	MaxBodyBytesDefault = 1 << 20
 	// ResultWaitMaxDefault caps the result long-poll.
 	ResultWaitMaxDefault = 30 * time.Second
+	// BodyReadTimeoutDefault bounds reading a request body.
+	BodyReadTimeoutDefault = 30 * time.Second
 )
 
 // Config configures the HTTP API. Zero fields take the defaults above.
@@ -25,6 +27,10 @@ type Config struct {
 	// most half of forwardTimeout (60 s): a forwarded start that waits
 	// must be answered before the forwarding node gives up on it.
 	ResultWaitMax time.Duration
+	// BodyReadTimeout bounds reading a request body, from the end of its
+	// headers: a body not fully read by then is answered 408 and its
+	// connection closed. Responses are not bounded (long-polls hold them).
+	BodyReadTimeout time.Duration
 	// NodeID names this node in the forwarding header.
 	NodeID string
 	// Cluster answers GET /cluster/members; nil lists no members.
@@ -50,12 +56,13 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
 	c.ResultWaitMax = cmp.Or(c.ResultWaitMax, ResultWaitMaxDefault)
+	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, BodyReadTimeoutDefault)
 	return c
 }
 
 // Validate reports invalid fields.
 func (c Config) Validate() error {
-	if c.MaxBodyBytes < 0 || c.ResultWaitMax < 0 {
+	if c.MaxBodyBytes < 0 || c.ResultWaitMax < 0 || c.BodyReadTimeout < 0 {
 		return errors.New("api config: limits must not be negative")
 	}
 	if c.ResultWaitMax > forwardTimeout/2 {

@@ -26,6 +26,7 @@ const (
 	codeUnauthenticated = "unauthenticated"
 	codeForgedHeader    = "forged_header"
 	codeTooLarge        = "payload_too_large"
+	codeBodyTimeout     = "request_timeout"
 	codeUnavailable     = "unavailable"
 	codeInternal        = "internal"
 )

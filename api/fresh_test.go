@@ -49,6 +49,15 @@ func TestFreshStartChecks(t *testing.T) {
 		{"CallbackMetadata", cb("http://169.254.169.254/latest/meta-data"), http.StatusUnprocessableEntity, "callback_refused"},
 		{"CallbackHostnameToLoopback", cb("http://localhost:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
 		{"CallbackScheme", cb("ftp://example.com/x"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackZonedLoopbackName", cb("http://[::1%25lo]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackZonedLoopbackIndex", cb("http://[::1%251]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackZonedLoopbackBogus", cb("http://[::1%25bogus]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackIPv4Compatible", cb("http://[::127.0.0.1]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackIPv4Mapped", cb("http://[::ffff:127.0.0.1]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackIPv4Translated", cb("http://[::ffff:0:127.0.0.1]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackNAT64", cb("http://[64:ff9b::127.0.0.1]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"Callback6to4Private", cb("http://[2002:a00:1::1]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
+		{"CallbackTeredo", cb("http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]:9/hook"), http.StatusUnprocessableEntity, "callback_refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := b.counts(t)

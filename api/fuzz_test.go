@@ -41,7 +41,8 @@ func checkFuzzed(t *testing.T, b *testBundle, before [4]int, r response) {
 func addBodySeeds(f *testing.F, extra ...string) {
 	for _, s := range append([]string{"", "{}", `{"input": {"user_id": 42}}`, `{"input": `, "[]", "null", `"x"`,
 		`{"input": "\u0000"}`, `{"workflow_id": 1}`, `{"unknown": true}`, `{"idempotency_key": ""}`, `{"throttle": "1/s"}`,
-		"\xff\xfe", `{"reuse_policy": "reject_duplicate", "workflow_id": "fuzz-target"}`, `{"memo": {"a": [1, 2]}}`}, extra...) {
+		"\xff\xfe", `{"reuse_policy": "reject_duplicate", "workflow_id": "fuzz-target"}`, `{"memo": {"a": [1, 2]}}`,
+		`{"input": 1e999999}`, `{"input": "\ud800"}`, `{"memo": {"k": "\u0000"}}`, `{"signal_payload": -1e-999999}`, `"\udc00"`}, extra...) {
 		f.Add([]byte(s), "k")
 	}
 }

@@ -89,6 +89,10 @@ func (s *Server) openGate(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if err := checkText("gate_id", c.Param("gate"), maxNameLen, true); err != nil {
+		s.fail(c, err)
+		return
+	}
 	lifted, err := gates.OpenGate(c.Request.Context(), c.Param("gate"))
 	if err != nil {
 		s.fail(c, err)

@@ -71,6 +71,10 @@ func listQuery(c *gin.Context) (engine.ListQuery, error) {
 	for i, st := range q.States {
 		q.States[i] = strings.ToUpper(st)
 	}
+	if err := checkTexts(textParam{"workflow_name", q.WorkflowName, maxNameLen}, textParam{"workflow_id", q.WorkflowID, maxIDLen},
+		textParam{"cursor", q.Cursor, maxIDLen}); err != nil {
+		return q, err
+	}
 	var err error
 	if q.PageSize, err = intParam(c, "page_size", engine.ListPageMax); err != nil {
 		return q, err

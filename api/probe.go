@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -103,11 +104,12 @@ func (s *Server) routeStart(c *gin.Context, name, workflowID, key string, body [
 
 // forwardedPlacement is the placement a forwarding node sent along.
 func forwardedPlacement(c *gin.Context, routing string) *engine.Placement {
-	epoch, err := strconv.ParseUint(c.GetHeader(EpochHeader), 10, 64)
-	if err != nil || epoch == 0 || routing == "" {
+	// Epochs are stored as bigint: one over its range is no epoch.
+	epoch, err := strconv.ParseInt(c.GetHeader(EpochHeader), 10, 64)
+	if err != nil || epoch <= 0 || routing == "" {
 		return nil
 	}
-	return &engine.Placement{Epoch: epoch, RoutingKey: routing}
+	return &engine.Placement{Epoch: uint64(epoch), RoutingKey: routing}
 }
 
 // checkEarlier looks for the key's live claim and the workflow id's
@@ -299,7 +301,12 @@ func (s *Server) internalProbe(c *gin.Context) {
 	if sh == nil {
 		return
 	}
-	r, err := probeLocal(c.Request.Context(), sh, shard, c.Query("workflow_name"), c.Query("workflow_id"), c.Query("idempotency_key"))
+	name, id, key := c.Query("workflow_name"), c.Query("workflow_id"), c.Query("idempotency_key")
+	if err := checkRoutingKey(name, id, key); err != nil {
+		s.fail(c, err)
+		return
+	}
+	r, err := probeLocal(c.Request.Context(), sh, shard, name, id, key)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -319,6 +326,10 @@ func (s *Server) internalClaim(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if err := b.check(); err != nil {
+		s.fail(c, err)
+		return
+	}
 	shard, sh := s.internalShard(c)
 	if sh == nil {
 		return
@@ -330,6 +341,21 @@ func (s *Server) internalClaim(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, r)
+}
+
+// checkRoutingKey checks the identifiers of an internal probe or claim.
+func checkRoutingKey(name, workflowID, key string) error {
+	return checkTexts(textParam{"workflow_name", name, maxNameLen}, textParam{"workflow_id", workflowID, maxIDLen},
+		textParam{"idempotency_key", key, maxKeyLen})
+}
+
+// check refuses a claim PostgreSQL could not store: bad identifiers and
+// an epoch over bigint's range.
+func (b internalClaimBody) check() error {
+	if b.Epoch > math.MaxInt64 {
+		return badRequest(codeInvalidArgument, fmt.Sprintf("epoch %d is over %d", b.Epoch, int64(math.MaxInt64)))
+	}
+	return checkRoutingKey(b.WorkflowName, b.WorkflowID, b.IdempotencyKey)
 }
 
 // internalShard is the shard an internal route names, if served here

@@ -96,15 +96,8 @@ func (s *Server) history(c *gin.Context) {
 	if shard == nil {
 		return
 	}
-	var err error
-	q := engine.HistoryQuery{After: -1, Types: c.QueryArray("event_type")}
-	if v := c.Query("after"); v != "" {
-		if q.After, err = strconv.ParseInt(v, 10, 64); err != nil || q.After < 0 {
-			s.fail(c, badRequest(codeInvalidArgument, fmt.Sprintf("after %q must be an event_id (integer >= 0)", v)))
-			return
-		}
-	}
-	if q.Limit, err = intParam(c, "limit", engine.HistoryPageMax); err != nil {
+	q, err := historyQuery(c)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -115,6 +108,30 @@ func (s *Server) history(c *gin.Context) {
 	}
 	page.Events = nonNil(page.Events)
 	c.JSON(http.StatusOK, page)
+}
+
+// maxEventTypes bounds ?event_type= filters of one history request.
+const maxEventTypes = 64
+
+// historyQuery reads ?after=, ?limit= and ?event_type= of a history page.
+func historyQuery(c *gin.Context) (engine.HistoryQuery, error) {
+	var err error
+	q := engine.HistoryQuery{After: -1, Types: c.QueryArray("event_type")}
+	if len(q.Types) > maxEventTypes {
+		return q, badRequest(codeInvalidArgument, fmt.Sprintf("event_type is given more than %d times", maxEventTypes))
+	}
+	for _, t := range q.Types {
+		if err := checkText("event_type", t, maxNameLen, true); err != nil {
+			return q, err
+		}
+	}
+	if v := c.Query("after"); v != "" {
+		if q.After, err = strconv.ParseInt(v, 10, 64); err != nil || q.After < 0 {
+			return q, badRequest(codeInvalidArgument, fmt.Sprintf("after %q must be an event_id (integer >= 0)", v))
+		}
+	}
+	q.Limit, err = intParam(c, "limit", engine.HistoryPageMax)
+	return q, err
 }
 
 // intParam reads an optional integer query parameter in 1..max.

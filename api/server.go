@@ -38,7 +38,7 @@ func New(cfg Config, router Router) (*Server, error) {
 	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(),
 		access: map[string]access{}, now: time.Now}
 	s.gin.HandleMethodNotAllowed = true
-	s.gin.Use(s.recoverJSON)
+	s.gin.Use(s.recoverJSON, s.bodyDeadline)
 	s.gin.NoRoute(func(c *gin.Context) {
 		abort(c, &apiError{status: http.StatusNotFound, code: codeNoRoute, msg: "no route " + c.Request.Method + " " + c.Request.URL.Path})
 	})

@@ -35,7 +35,7 @@ func (s *Server) signal(c *gin.Context) {
 	if shard == nil {
 		return
 	}
-	payload, err := decodePayload(raw)
+	payload, err := decodePayload(raw, "body")
 	if err != nil {
 		s.fail(c, err)
 		return

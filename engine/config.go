@@ -80,6 +80,10 @@ type Config struct {
 	// 1 turns group commit off (every start commits alone); at most
 	// StartBatchMaxLimit.
 	StartBatchMax int
+	// HistoryPageBytes bounds the event data, as JSON text, of one
+	// History page and of Describe's events (default
+	// HistoryPageBytesDefault); a page always has at least one event.
+	HistoryPageBytes int64
 	// CallbackPolicy decides which addresses completion callbacks may
 	// reach (default: no loopback, private, link-local or metadata).
 	CallbackPolicy CallbackPolicy
@@ -99,6 +103,7 @@ func (c Config) withDefaults() Config {
 	c.WorkflowTaskTimeout = cmp.Or(c.WorkflowTaskTimeout, WorkflowTaskTimeoutDefault)
 	c.TaskRetryMax = cmp.Or(c.TaskRetryMax, TaskRetryMaxDefault)
 	c.StartBatchMax = cmp.Or(c.StartBatchMax, StartBatchMaxDefault)
+	c.HistoryPageBytes = cmp.Or(c.HistoryPageBytes, HistoryPageBytesDefault)
 	return c
 }
 
@@ -121,6 +126,9 @@ func (c Config) Validate() error {
 	}
 	if c.WorkflowWorkers < 0 || c.ActivityWorkers < 0 || c.SweepBatch < 0 || c.WorkflowTaskBatch < 0 {
 		errs = append(errs, errors.New("worker counts, workflow task batch and sweep batch must not be negative"))
+	}
+	if c.HistoryPageBytes < 0 {
+		errs = append(errs, errors.New("history page bytes must not be negative"))
 	}
 	if c.StartBatchMax < 0 || c.StartBatchMax > StartBatchMaxLimit {
 		errs = append(errs, fmt.Errorf("start batch max %d is outside 0..%d", c.StartBatchMax, StartBatchMaxLimit))

@@ -22,6 +22,10 @@ const (
 	// HistoryPageDefault and HistoryPageMax bound History pages.
 	HistoryPageDefault = 100
 	HistoryPageMax     = 1000
+	// HistoryPageBytesDefault bounds the event data (as JSON text) of one
+	// History page and of Describe's events: a page stops before the
+	// event that would cross it, but always holds at least one event.
+	HistoryPageBytesDefault = 4 << 20
 	// ListPageDefault and ListPageMax bound List pages.
 	ListPageDefault = 50
 	ListPageMax     = 200
@@ -108,10 +112,11 @@ func (e *Engine) Describe(ctx context.Context, id uuid.UUID) (Description, error
 	if d.PendingTimers, err = e.pendingTimers(ctx, id); err != nil {
 		return Description{}, err
 	}
-	if d.History, err = loadHistory(ctx, e.pool, &execRow{ID: id}, 0, DescribeHistoryLimit); err != nil {
+	more := false
+	if d.History, more, err = e.historyPage(ctx, id, HistoryQuery{After: -1, Limit: DescribeHistoryLimit}); err != nil {
 		return Description{}, err
 	}
-	d.HistoryTruncated = x.EventCount > DescribeHistoryLimit
+	d.HistoryTruncated = more
 	return d, nil
 }
 
@@ -227,37 +232,81 @@ type HistoryPage struct {
 	LastEventID int64           `json:"last_event_id"`
 }
 
-// History pages through a run's events in event_id order.
+// History pages through a run's events in event_id order: a page holds
+// at most q.Limit events and HistoryPageBytes of their data, and
+// NextCursor, set when events follow, continues after its last event.
 func (e *Engine) History(ctx context.Context, id uuid.UUID, q HistoryQuery) (HistoryPage, error) {
 	x, err := e.GetExecution(ctx, id)
 	if err != nil {
 		return HistoryPage{}, err
 	}
-	limit := clamp(q.Limit, HistoryPageDefault, HistoryPageMax)
-	rows, err := e.pool.Query(ctx, `
-		SELECT event_id, event_type, data, created_at FROM harvest_events
-		 WHERE execution_id = $1 AND event_id > $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR event_type = ANY($3))
-		 ORDER BY event_id LIMIT $4`, id, q.After, q.Types, limit+1)
+	events, more, err := e.historyPage(ctx, id, q)
 	if err != nil {
-		return HistoryPage{}, fmt.Errorf("history of %s: %w", id, err)
-	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (harvest.Event, error) {
-		var ev harvest.Event
-		var t string
-		err := row.Scan(&ev.EventID, &t, &ev.Data, &ev.Timestamp)
-		ev.Type = harvest.EventType(t)
-		return ev, err
-	})
-	if err != nil {
-		return HistoryPage{}, fmt.Errorf("history of %s: %w", id, err)
+		return HistoryPage{}, err
 	}
 	page := HistoryPage{Events: events, TotalEvents: x.EventCount, LastEventID: x.EventCount - 1}
-	if len(events) > limit {
-		page.Events = events[:limit]
-		next := page.Events[limit-1].EventID
+	if more {
+		next := events[len(events)-1].EventID
 		page.NextCursor = &next
 	}
 	return page, nil
+}
+
+// historyPageSQL walks a run's events after $2 (of the types $3, if any)
+// in event_id order, one index probe a step, adding up their data's JSON
+// text size: it stops after the event that exceeds the limit $4 or the
+// byte bound $5 (but never after the first event alone), so the database
+// reads and sends at most one event beyond the page.
+const historyPageSQL = `
+	WITH RECURSIVE page AS (
+		(SELECT e.event_id, e.event_type, e.data, e.created_at, octet_length(e.data::text)::bigint AS total, 1 AS n
+		   FROM harvest_events e
+		  WHERE e.execution_id = $1 AND e.event_id > $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR e.event_type = ANY($3))
+		  ORDER BY e.event_id LIMIT 1)
+		UNION ALL
+		SELECT e.event_id, e.event_type, e.data, e.created_at, p.total + octet_length(e.data::text), p.n + 1
+		  FROM page p, LATERAL (
+			SELECT * FROM harvest_events e
+			 WHERE e.execution_id = $1 AND e.event_id > p.event_id AND (coalesce(cardinality($3::text[]), 0) = 0 OR e.event_type = ANY($3))
+			 ORDER BY e.event_id LIMIT 1) e
+		 WHERE p.n <= $4::int AND (p.total <= $5::bigint OR p.n = 1)
+	)
+	SELECT event_id, event_type, data, created_at, total FROM page ORDER BY event_id`
+
+// historyPage reads the events of one page of q: at most its limit, and
+// no more data than the engine's byte bound unless one event alone has
+// more. more reports that events follow the page.
+func (e *Engine) historyPage(ctx context.Context, id uuid.UUID, q HistoryQuery) (events []harvest.Event, more bool, err error) {
+	limit := clamp(q.Limit, HistoryPageDefault, HistoryPageMax)
+	rows, err := e.pool.Query(ctx, historyPageSQL, id, q.After, q.Types, limit, e.cfg.HistoryPageBytes)
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", id, err)
+	}
+	var totals []int64
+	events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (harvest.Event, error) {
+		var ev harvest.Event
+		var t string
+		var total int64
+		err := row.Scan(&ev.EventID, &t, &ev.Data, &ev.Timestamp, &total)
+		ev.Type = harvest.EventType(t)
+		totals = append(totals, total)
+		return ev, err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", id, err)
+	}
+	n := pageLength(totals, limit, e.cfg.HistoryPageBytes)
+	return events[:n], n < len(events), nil
+}
+
+// pageLength is how many of the events read, with running data sizes
+// totals, fit a page of limit events and maxBytes: at least one.
+func pageLength(totals []int64, limit int, maxBytes int64) int {
+	n := 0
+	for n < len(totals) && n < limit && (n == 0 || totals[n] <= maxBytes) {
+		n++
+	}
+	return n
 }
 
 // ListQuery filters and pages List.

@@ -8,11 +8,13 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/api"
@@ -315,11 +317,14 @@ func (c catalogAdmin) AddShard(ctx context.Context, id uint16, dsn string) (api.
 	if err := c.requireLeader(); err != nil {
 		return api.ShardView{}, err // the leader health-checks and adds it
 	}
+	if _, err := pgxpool.ParseConfig(dsn); err != nil {
+		return api.ShardView{}, fmt.Errorf("dsn is not a PostgreSQL connection string: %w", engine.ErrInvalidArgument)
+	}
 	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	pool, err := openPool(hctx, dsn)
 	cancel()
 	if err != nil {
-		return api.ShardView{}, fmt.Errorf("%w: shard %d: %v", api.ErrShardUnreachable, id, err)
+		return api.ShardView{}, shardUnreachable(c.n.log, id, dsn, err)
 	}
 	pool.Close()
 	if err := c.n.admin.Apply(ctx, admin.AddShard{ID: id, DSN: dsn}); err != nil {
@@ -402,6 +407,20 @@ func joinRisks(r []string) string {
 		out += "; " + s
 	}
 	return out
+}
+
+// shardUnreachable logs why a shard database to add could not be used and
+// returns an error that does not say: a caller's dial errors would make
+// the admin route an oracle for probing hosts and ports. The log line
+// names the DSN without its password.
+func shardUnreachable(log zerolog.Logger, id uint16, dsn string, err error) error {
+	detail := err.Error()
+	if cfg, perr := pgxpool.ParseConfig(dsn); perr == nil && cfg.ConnConfig.Password != "" {
+		detail = strings.ReplaceAll(detail, cfg.ConnConfig.Password, "xxxxx")
+	}
+	log.Warn().Uint16("shard_id", id).Str("database", redactDSN(dsn)).Str("error", detail).
+		Msg("shard database to add is unreachable or refused")
+	return fmt.Errorf("shard %d: %w", id, api.ErrShardUnreachable)
 }
 
 // redactDSN hides the password of a DSN (URL or keyword form).

@@ -1,9 +1,11 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"testing"
@@ -397,4 +399,68 @@ func TestCatalogAdminErrors(t *testing.T) {
 	var le *api.LeaderError
 	require.ErrorAs(t, catalogAdmin{}.leaderErr(&admin.NotLeaderError{LeaderID: "n2", LeaderAPIAddr: "127.0.0.1:1"}), &le)
 	require.Equal(t, "http://127.0.0.1:1", le.URL)
+}
+
+// TestAddShardUnreachableIsNoOracle: adding a shard whose database cannot
+// be used answers the same 422 whatever the dial error was, so the route
+// cannot probe hosts and ports.
+func TestAddShardUnreachableIsNoOracle(t *testing.T) {
+	c := newRaftCluster(t, 1, 1, time.Hour)
+	entry := c.nodes[0]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go hangUpOnAccept(ln) // an open port that speaks no PostgreSQL
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedAddr := closed.Addr().String()
+	require.NoError(t, closed.Close()) // a port that refuses
+
+	var answers []string
+	for _, addr := range []string{closedAddr, ln.Addr().String()} {
+		r := call(t, entry, "POST", "/admin/shards", map[string]any{"shard_id": 7,
+			"dsn": "postgres://u:sekret@" + addr + "/db?connect_timeout=5"})
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, "%v", r.Body)
+		require.Equal(t, "shard_unreachable", r.Body["code"])
+		msg := r.Body["error"].(string)
+		for _, leak := range []string{"dial", "connection refused", "EOF", "sekret", addr, "failed to connect"} {
+			require.NotContains(t, msg, leak)
+		}
+		answers = append(answers, msg)
+	}
+	require.Equal(t, answers[0], answers[1], "a refused port and an open one answer alike")
+
+	r := call(t, entry, "POST", "/admin/shards", map[string]any{"shard_id": 7, "dsn": "postgres://u@[bad"})
+	require.Equal(t, http.StatusBadRequest, r.Status, "%v", r.Body)
+	require.Equal(t, "invalid_argument", r.Body["code"])
+	require.Contains(t, r.Body["error"], "dsn")
+}
+
+func hangUpOnAccept(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_ = conn.Close()
+	}
+}
+
+// TestShardUnreachableLogsTheDetail: the dial error goes to the log at
+// warn, without the DSN's password, and not into the returned error.
+func TestShardUnreachableLogsTheDetail(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := zerolog.New(&buf)
+	dialErr := errors.New("failed to connect to `host=10.9.8.7 user=u`: dial tcp 10.9.8.7:5433: connect: connection refused (sekret)")
+	err := shardUnreachable(log, 7, "postgres://u:sekret@10.9.8.7:5433/db", dialErr)
+	require.ErrorIs(t, err, api.ErrShardUnreachable)
+	for _, leak := range []string{"10.9.8.7", "5433", "refused", "sekret"} {
+		require.NotContains(t, err.Error(), leak)
+	}
+	line := buf.String()
+	require.Contains(t, line, `"level":"warn"`)
+	require.Contains(t, line, "connection refused")
+	require.Contains(t, line, "10.9.8.7:5433")
+	require.NotContains(t, line, "sekret")
 }
