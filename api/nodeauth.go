@@ -40,13 +40,21 @@ var signedHeaders = []string{ForwardedHeader, ShardHeader, EpochHeader, Identity
 
 // signNode makes req a node request of this node acting for id.
 func (s *Server) signNode(req *http.Request, id auth.Identity) {
-	req.Header.Set(ForwardedHeader, s.cfg.NodeID)
+	SignNode(req, s.cfg.NodeKey, s.cfg.NodeID, id, s.now())
+}
+
+// SignNode makes req a request of node nodeID acting for id, signed at
+// now with key (the cluster key's clusterkey.LabelHTTP key). Set every
+// other X-Harvest-* header first: the signature covers them. With no key
+// the request goes unsigned, and a receiver refuses it.
+func SignNode(req *http.Request, key []byte, nodeID string, id auth.Identity, now time.Time) {
+	req.Header.Set(ForwardedHeader, nodeID)
 	req.Header.Set(IdentityHeader, formatIdentity(id))
-	if len(s.cfg.NodeKey) == 0 {
-		return // no cluster key: the receiver refuses the request
+	if len(key) == 0 {
+		return
 	}
-	ms := strconv.FormatInt(s.now().UnixMilli(), 10)
-	req.Header.Set(NodeAuthHeader, "v1 "+ms+" "+s.nodeMAC(req.Method, req.URL.RequestURI(), ms, req.Header))
+	ms := strconv.FormatInt(now.UnixMilli(), 10)
+	req.Header.Set(NodeAuthHeader, "v1 "+ms+" "+nodeMAC(key, req.Method, req.URL.RequestURI(), ms, req.Header))
 }
 
 // nodeCaller authenticates a node request: the identity it acts for, nil
@@ -82,15 +90,15 @@ func (s *Server) verifyNode(r *http.Request, proof string) error {
 	if skew := s.now().Sub(time.UnixMilli(ms)); skew > nodeAuthSkew || skew < -nodeAuthSkew {
 		return fmt.Errorf("signed %s away from this node's clock (at most %s)", skew.Round(time.Second), nodeAuthSkew)
 	}
-	if !hmac.Equal([]byte(f[2]), []byte(s.nodeMAC(r.Method, r.RequestURI, f[1], r.Header))) {
+	if !hmac.Equal([]byte(f[2]), []byte(nodeMAC(s.cfg.NodeKey, r.Method, r.RequestURI, f[1], r.Header))) {
 		return fmt.Errorf("bad signature (is the cluster key the same on every node?)")
 	}
 	return nil
 }
 
 // nodeMAC signs one request.
-func (s *Server) nodeMAC(method, uri, ms string, h http.Header) string {
-	m := hmac.New(sha256.New, s.cfg.NodeKey)
+func nodeMAC(key []byte, method, uri, ms string, h http.Header) string {
+	m := hmac.New(sha256.New, key)
 	fmt.Fprintf(m, "%s\n%s\n%s\n", method, uri, ms)
 	for _, name := range signedHeaders {
 		fmt.Fprintf(m, "%s\n", h.Get(name))

@@ -42,16 +42,7 @@ func authed(t *testing.T, n *Node, token, method, path string, body any) reply {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	out := reply{Status: res.StatusCode}
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	if len(raw) > 0 {
-		require.NoError(t, json.Unmarshal(raw, &out.Body), "%s", raw)
-	}
-	return out
+	return send(t, req)
 }
 
 // writeToken writes a fresh admin token to a file and returns both.

@@ -253,7 +253,7 @@ func TestDedupSurvivesDrainAndAdd(t *testing.T) {
 		owner0 := c.owner(0)
 		require.NotNil(t, owner0)
 		stale := func(key string) reply {
-			return call(t, owner0, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 4}},
+			return callAsNode(t, owner0, "POST", "/workflows/onboarding/start", map[string]any{"input": map[string]any{"user_id": 4}},
 				"Idempotency-Key", key, api.ForwardedHeader, "stale-node", api.ShardHeader, "0",
 				api.EpochHeader, fmt.Sprint(old.Number))
 		}

@@ -19,8 +19,10 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/clusterkey"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
 	"github.com/harvestd/harvest/ring"
@@ -166,6 +168,31 @@ func call(t *testing.T, n *Node, method, path string, body any, headers ...strin
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return send(t, req)
+}
+
+// callAsNode is call as another node of the cluster would send it:
+// headers (X-Harvest-Forwarded among them) signed with the cluster key,
+// acting for an admin.
+func callAsNode(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctxT(t), method, "http://"+n.Addr()+api.BasePath+path, rd)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	api.SignNode(req, testClusterKey.Derive(clusterkey.LabelHTTP), req.Header.Get(api.ForwardedHeader), auth.Anonymous, time.Now())
+	return send(t, req)
+}
+
+func send(t *testing.T, req *http.Request) reply {
+	t.Helper()
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
@@ -405,7 +432,7 @@ func TestClusterFailover(t *testing.T) {
 		require.NoError(t, err)
 		_, err = stale.Signal(context.Background(), engine.SignalRequest{ExecutionID: id, SignalName: demo.ApprovedSignal, Payload: json.RawMessage(`{}`)})
 		require.Error(t, err)
-		r := call(t, victim, "POST", "/workflows/"+ids[0]+"/signal/approved", map[string]any{"by": "stale"}, api.ForwardedHeader, "test")
+		r := callAsNode(t, victim, "POST", "/workflows/"+ids[0]+"/signal/approved", map[string]any{"by": "stale"}, api.ForwardedHeader, "test")
 		require.Equal(t, http.StatusServiceUnavailable, r.Status, "%v", r.Body)
 		require.Equal(t, before, c.eventTypes(t, ids[0]), "the stale owner committed nothing")
 	})
