@@ -6,7 +6,8 @@
 # fsync on) on a temporary data directory, runs `harvestctl bench --mode MODE` for WARM seconds
 # (default 10: plans and caches settle) and then for DURATION (default 10s) at CONC clients
 # (default 32), and prints the measured run's summary and the CPU per operation of harvestd, of its
-# PostgreSQL (every process under it) and of harvestctl.
+# PostgreSQL (every process under it) and of harvestctl. AUTH=tokens runs the node with
+# --auth tokens and an initial admin token, which harvestctl then sends (default AUTH=off).
 set -euo pipefail
 bin=${1:?usage: bench-node.sh BIN_DIR MODE [flags]}
 mode=${2:?usage: bench-node.sh BIN_DIR MODE [flags]}
@@ -19,7 +20,13 @@ chmod 755 "$work"
 if [[ "$(id -u)" -eq 0 ]]; then chown postgres "$work" 2>/dev/null || true; fi
 port=$((30000 + RANDOM % 20000))
 addr=http://127.0.0.1:$port
-"$bin/harvestd" dev --data-dir "$work/data" --http-addr "127.0.0.1:$port" >"$work/node.log" 2>&1 &
+auth=()
+if [[ "${AUTH:-off}" == tokens ]]; then
+  export HARVEST_TOKEN="hvt_$(openssl rand -hex 8)_$(openssl rand -hex 32)"
+  (umask 077 && echo "$HARVEST_TOKEN" >"$work/token")
+  auth=(--auth tokens --initial-token-file "$work/token")
+fi
+"$bin/harvestd" dev --data-dir "$work/data" --http-addr "127.0.0.1:$port" "${auth[@]}" >"$work/node.log" 2>&1 &
 node=$!
 cleanup() { kill -INT "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
