@@ -189,7 +189,8 @@ func indexKey(i uint64) []byte { return binary.BigEndian.AppendUint64(make([]byt
 // of go-msgpack v0.5 (TimeNotBuiltin), which every decoder reads.
 func encodeLog(l *raft.Log) ([]byte, error) {
 	var out []byte
-	h := &codec.MsgpackHandle{BasicHandle: codec.BasicHandle{TimeNotBuiltin: true}}
+	h := &codec.MsgpackHandle{}
+	h.TimeNotBuiltin = true
 	err := codec.NewEncoderBytes(&out, h).Encode(l)
 	return out, err
 }

@@ -40,7 +40,6 @@ type Cluster struct {
 type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
-	stop bool // SIGSTOPped
 }
 
 // NodeID is host i's node id.

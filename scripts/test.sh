@@ -5,6 +5,8 @@
 # local server binaries, so this script only makes sure those binaries are
 # installed. Set HARVEST_TEST_DSN to use an existing server instead.
 #
+# Before the tests it runs go vet, staticcheck and go mod tidy -diff.
+#
 # Run as root, it ends with the short profile of the fault-injection suite
 # (e2e/, scripts/chaos.sh --short: network namespaces, so root only; about
 # three minutes). HARVEST_CHAOS=0 leaves it out.
@@ -19,6 +21,10 @@ if [[ -z "${HARVEST_TEST_DSN:-}" ]]; then
 fi
 
 go vet ./...
+# staticcheck at a pinned version (from the Go module proxy), and a go.mod
+# that `go mod tidy` would not change.
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+go mod tidy -diff
 go test -race -count=1 -timeout 30m "$@" ./...
 
 # Each mutating HTTP route has a fuzz target; run each briefly (CI-sized).
