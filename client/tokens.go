@@ -72,10 +72,12 @@ type tokenBody struct {
 // token of scope admin. A node with authentication off answers
 // ErrNotFound.
 //
-// A creation is not idempotent: it is not retried once its request may
-// have reached the node, so that a lost answer cannot mint a second
-// token. On a transport error, list the tokens and revoke any the
-// failed call may have made.
+// A creation is not idempotent: it is retried only when the connection
+// could not be made, never once its request may have reached a node (not
+// even after a 503, which a node forwarding to the raft leader also
+// answers when the leader's answer is lost), so that a retry cannot mint
+// a second token. After such a failure, list the tokens: the failed call
+// may have made one, which nobody holds and which can be revoked.
 func (c *Client) CreateToken(ctx context.Context, req CreateTokenRequest) (*Token, error) {
 	if req.ExpiresIn < 0 {
 		return nil, fmt.Errorf("token expires in %s: must not be negative: %w", req.ExpiresIn, ErrInvalid)
@@ -88,7 +90,7 @@ func (c *Client) CreateToken(ctx context.Context, req CreateTokenRequest) (*Toke
 	if err != nil {
 		return nil, err
 	}
-	return c.tokenCall(ctx, call{method: http.MethodPost, path: "/admin/tokens", body: enc})
+	return c.tokenCall(ctx, call{method: http.MethodPost, path: "/admin/tokens", body: enc, once: true})
 }
 
 // Tokens lists every token, expired and revoked ones included, oldest

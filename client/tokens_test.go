@@ -191,37 +191,53 @@ func TestTokens(t *testing.T) {
 	})
 }
 
-// TestTokenRetries: a lost answer (a proxy's 502) may hide a minted token,
-// so a creation is sent once; a revocation is safe to resend.
+// TestTokenRetries: a lost answer (a proxy's 502, or the 503 of a node
+// whose forward to the raft leader failed) may hide a minted token, so a
+// creation is sent once; a revocation is safe to resend.
 func TestTokenRetries(t *testing.T) {
 	t.Parallel()
 	fast := client.WithRetryPolicy(client.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
-	badGateway := answer{status: http.StatusBadGateway, body: "bad gateway"}
+	lost := []answer{{status: http.StatusBadGateway, body: "bad gateway"}, unavailable}
 
 	t.Run("CreateIsSentOnce", func(t *testing.T) {
 		t.Parallel()
-		s := script(t, badGateway, answer{status: http.StatusCreated, body: `{"id":"0123456789abcdef","token":"hvt_x"}`})
-		_, err := client.New(s.srv.URL, fast).CreateToken(ctxT(t), client.CreateTokenRequest{Scope: client.ScopeRead, Name: "ci",
-			ExpiresIn: 24 * time.Hour})
-		require.ErrorIs(t, err, client.ErrUnavailable)
-		reqs, _ := s.received()
-		require.Len(t, reqs, 1)
-		require.Equal(t, http.MethodPost, reqs[0].method)
-		require.Equal(t, "/api/harvest/admin/tokens", reqs[0].path)
-		require.JSONEq(t, `{"scope":"read","name":"ci","expires_in":"24h0m0s"}`, string(reqs[0].body))
-		require.Empty(t, reqs[0].header.Get("Idempotency-Key"))
+		for _, a := range lost {
+			s := script(t, a, answer{status: http.StatusCreated, body: `{"id":"0123456789abcdef","token":"hvt_x"}`})
+			_, err := client.New(s.srv.URL, fast).CreateToken(ctxT(t), client.CreateTokenRequest{Scope: client.ScopeRead, Name: "ci",
+				ExpiresIn: 24 * time.Hour})
+			require.ErrorIs(t, err, client.ErrUnavailable)
+			reqs, _ := s.received()
+			require.Len(t, reqs, 1, "%d", a.status)
+			require.Equal(t, http.MethodPost, reqs[0].method)
+			require.Equal(t, "/api/harvest/admin/tokens", reqs[0].path)
+			require.JSONEq(t, `{"scope":"read","name":"ci","expires_in":"24h0m0s"}`, string(reqs[0].body))
+			require.Empty(t, reqs[0].header.Get("Idempotency-Key"))
+		}
+	})
+
+	t.Run("CreateIsRetriedWhenNothingWasSent", func(t *testing.T) {
+		t.Parallel()
+		s := script(t, unavailable)
+		s.srv.Close()
+		begin := time.Now()
+		_, err := client.New(s.srv.URL, client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2, InitialBackoff: 100 * time.Millisecond,
+			MaxBackoff: 100 * time.Millisecond})).CreateToken(ctxT(t), client.CreateTokenRequest{Scope: client.ScopeRead})
+		require.ErrorContains(t, err, s.srv.URL)
+		require.GreaterOrEqual(t, time.Since(begin), 100*time.Millisecond, "one wait: a refused connection sent nothing")
 	})
 
 	t.Run("RevokeIsRetried", func(t *testing.T) {
 		t.Parallel()
-		s := script(t, badGateway, answer{status: http.StatusOK, body: `{"id":"0123456789abcdef","state":"revoked"}`})
-		tok, err := client.New(s.srv.URL, fast).RevokeToken(ctxT(t), "0123456789abcdef")
-		require.NoError(t, err)
-		require.Equal(t, client.TokenRevoked, tok.State)
-		reqs, _ := s.received()
-		require.Len(t, reqs, 2)
-		require.Equal(t, http.MethodDelete, reqs[1].method)
-		require.Equal(t, "/api/harvest/admin/tokens/0123456789abcdef", reqs[1].path)
+		for _, a := range lost {
+			s := script(t, a, answer{status: http.StatusOK, body: `{"id":"0123456789abcdef","state":"revoked"}`})
+			tok, err := client.New(s.srv.URL, fast).RevokeToken(ctxT(t), "0123456789abcdef")
+			require.NoError(t, err, "%d", a.status)
+			require.Equal(t, client.TokenRevoked, tok.State)
+			reqs, _ := s.received()
+			require.Len(t, reqs, 2)
+			require.Equal(t, http.MethodDelete, reqs[1].method)
+			require.Equal(t, "/api/harvest/admin/tokens/0123456789abcdef", reqs[1].path)
+		}
 	})
 
 	t.Run("RefusalsAreNotRetried", func(t *testing.T) {
