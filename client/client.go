@@ -87,6 +87,11 @@ type call struct {
 	// one (terminate, a gate with its id): safe to retry after any
 	// transport error.
 	idempotent bool
+	// once marks a request that must not be resent once it may have
+	// reached a node, not even after a 503 (a token creation): a node
+	// that forwards a write to the raft leader answers 503 also when the
+	// leader's answer is lost.
+	once bool
 }
 
 // reply is a 2xx answer.

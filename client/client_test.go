@@ -236,7 +236,8 @@ func TestSignalWithStart(t *testing.T) {
 
 func TestErrorDecoding(t *testing.T) {
 	t.Parallel()
-	sentinels := []error{client.ErrNotFound, client.ErrConflict, client.ErrTerminal, client.ErrInvalid, client.ErrUnavailable, client.ErrTooLarge}
+	sentinels := []error{client.ErrNotFound, client.ErrConflict, client.ErrTerminal, client.ErrInvalid, client.ErrUnavailable, client.ErrTooLarge,
+		client.ErrUnauthenticated, client.ErrForbidden}
 	tests := []struct {
 		name      string
 		status    int
@@ -261,7 +262,15 @@ func TestErrorDecoding(t *testing.T) {
 			"too big (payload_too_large, HTTP 413)"},
 		{"Unavailable", 503, `{"error":"shard moved","code":"unavailable"}`, "unavailable", "shard moved", client.ErrUnavailable,
 			"shard moved (unavailable, HTTP 503)"},
-		{"ForbiddenHasNoSentinel", 403, `{"error":"no","code":"forbidden"}`, "forbidden", "no", nil, "no (forbidden, HTTP 403)"},
+		{"Forbidden", 403, `{"error":"needs admin","code":"forbidden"}`, "forbidden", "needs admin", client.ErrForbidden,
+			"needs admin (forbidden, HTTP 403)"},
+		{"Unauthenticated", 401, `{"error":"no bearer token","code":"unauthenticated"}`, "unauthenticated", "no bearer token",
+			client.ErrUnauthenticated, "no bearer token (unauthenticated, HTTP 401)"},
+		{"ForgedHeaderIsInvalid", 400, `{"error":"X-Harvest-Shard","code":"forged_header"}`, "forged_header", "X-Harvest-Shard",
+			client.ErrInvalid, "X-Harvest-Shard (forged_header, HTTP 400)"},
+		{"ProxyUnauthorizedFallsBackToStatus", 401, "login required\n", "", "login required", client.ErrUnauthenticated,
+			"login required (HTTP 401)"},
+		{"ProxyForbiddenFallsBackToStatus", 403, "", "", "Forbidden", client.ErrForbidden, "Forbidden (HTTP 403)"},
 		{"InternalHasNoSentinel", 500, `{"error":"internal error","code":"internal"}`, "internal", "internal error", nil,
 			"internal error (internal, HTTP 500)"},
 		{"ProxyTextFallsBackToStatus", 502, "bad gateway\n", "", "bad gateway", client.ErrUnavailable, "bad gateway (HTTP 502)"},

@@ -85,3 +85,51 @@ func (c *Client) RemovePeer(ctx context.Context, id string) error {
 	_, err := c.do(ctx, call{method: http.MethodDelete, path: "/admin/raft/peers/" + seg(id)}, nil)
 	return err
 }
+
+// Routing is where the answering node sends requests: every readable
+// shard with its owner, and the placements a keyed start checks. It names
+// no database.
+type Routing struct {
+	// PlacementEpoch is the catalog's placement epoch (0 for a catalog
+	// that never changes).
+	PlacementEpoch uint64       `json:"placement_epoch"`
+	Shards         []ShardRoute `json:"shards"`
+	// Placements are the distinct placements inside the idempotency
+	// window, current first.
+	Placements []Placement `json:"placements"`
+	// Raw is the answer's JSON as the server sent it.
+	Raw json.RawMessage `json:"-"`
+}
+
+// ShardRoute is one shard's routing.
+type ShardRoute struct {
+	ShardID uint16 `json:"shard_id"`
+	// State is "writable" (takes new placements) or "readable" (serves
+	// its runs only: draining or read-only).
+	State string `json:"state"`
+	// Owner is the node serving the shard as the answering node believes
+	// ("": unknown); OwnerAPI is its API base URL.
+	Owner    string `json:"owner,omitempty"`
+	OwnerAPI string `json:"owner_api,omitempty"`
+	// Self marks shards the answering node serves.
+	Self bool `json:"self"`
+}
+
+// Placement is one placement of the shard catalog: the shards reads and
+// new runs go to.
+type Placement struct {
+	Readable []uint16 `json:"readable"`
+	Writable []uint16 `json:"writable"`
+}
+
+// Routing reads the answering node's routing (GET /cluster/routing). A
+// standalone node lists its own shards, all writable and served by it.
+func (c *Client) Routing(ctx context.Context) (*Routing, error) {
+	var r Routing
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/cluster/routing"}, &r)
+	if err != nil {
+		return nil, err
+	}
+	r.Raw = rep.body
+	return &r, nil
+}

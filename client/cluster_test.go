@@ -47,3 +47,38 @@ func TestMembers(t *testing.T) {
 		require.ErrorIs(t, err, client.ErrUnavailable)
 	})
 }
+
+func TestRouting(t *testing.T) {
+	t.Parallel()
+
+	t.Run("StandaloneNodeServesItsShard", func(t *testing.T) {
+		t.Parallel()
+		b := setupServer(t)
+		r, err := b.api.Routing(ctxT(t))
+		require.NoError(t, err)
+		require.Equal(t, uint64(0), r.PlacementEpoch)
+		require.Equal(t, []client.ShardRoute{{ShardID: 0, State: "writable", Self: true}}, r.Shards)
+		require.Equal(t, []client.Placement{{Readable: []uint16{0}, Writable: []uint16{0}}}, r.Placements)
+		require.Contains(t, string(r.Raw), `"placement_epoch":0`)
+	})
+
+	t.Run("DecodesAClusterAnswer", func(t *testing.T) {
+		t.Parallel()
+		c, b := fake(t, http.StatusOK, `{"placement_epoch":7,"shards":[
+			{"shard_id":0,"state":"writable","owner":"n1","owner_api":"http://10.0.0.1:7233","self":true},
+			{"shard_id":1,"state":"readable","self":false}],
+			"placements":[{"readable":[0,1],"writable":[0]},{"readable":[0,1],"writable":[0,1]}]}`)
+		r, err := c.Routing(ctxT(t))
+		require.NoError(t, err)
+		req := b.next(t)
+		require.Equal(t, http.MethodGet, req.method)
+		require.Equal(t, "/api/harvest/cluster/routing", req.path)
+		require.Equal(t, uint64(7), r.PlacementEpoch)
+		require.Equal(t, []client.ShardRoute{
+			{ShardID: 0, State: "writable", Owner: "n1", OwnerAPI: "http://10.0.0.1:7233", Self: true},
+			{ShardID: 1, State: "readable"},
+		}, r.Shards)
+		require.Equal(t, []client.Placement{{Readable: []uint16{0, 1}, Writable: []uint16{0}}, {Readable: []uint16{0, 1}, Writable: []uint16{0, 1}}},
+			r.Placements)
+	})
+}

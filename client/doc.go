@@ -30,7 +30,8 @@
 // errors.Is against the sentinels (ErrNotFound, ErrConflict, ErrTerminal,
 // ErrInvalid, ErrUnavailable, ErrTooLarge, ErrGated, ErrInvalidInput with
 // Error.Violations, ErrCallbackRefused, and for the shard catalog
-// ErrUnsafeDrain and ErrShardUnreachable); transport failures are returned
+// ErrUnsafeDrain and ErrShardUnreachable, and for authentication
+// ErrUnauthenticated and ErrForbidden); transport failures are returned
 // wrapped, never as *Error.
 //
 // # Shard catalog
@@ -66,4 +67,14 @@
 //
 // CloseGate, OpenGate and Gates administer the admission gates that block
 // fresh starts of the cluster, of a workflow name or of a shard.
+//
+// # Tokens
+//
+// A node started with harvestd --auth tokens wants a bearer token
+// (WithToken) of the route's scope, read < write < admin: a missing or
+// refused token answers ErrUnauthenticated, too low a scope ErrForbidden.
+// With an admin token, CreateToken mints a token (its Secret is shown in
+// that answer only, and the call is never retried after it may have been
+// sent), Tokens lists them and RevokeToken revokes one. Routing shows
+// where the node sends requests.
 package client

@@ -26,7 +26,8 @@ var (
 	// (execution_terminal).
 	ErrTerminal = errors.New("execution terminal")
 	// ErrInvalid: the request is malformed (invalid_json,
-	// invalid_argument); HTTP 400.
+	// invalid_argument, forged_header: an X-Harvest-* header sent by a
+	// client); HTTP 400.
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnavailable: the shard is not served right now (unavailable);
 	// HTTP 502, 503 or 504. Safe to retry with the same idempotency key.
@@ -53,6 +54,15 @@ var (
 	// reaches a blocked address (callback_refused, HTTP 422); the body
 	// names the url.
 	ErrCallbackRefused = errors.New("callback refused")
+	// ErrUnauthenticated: the node takes bearer tokens and the request
+	// carried none, or one that is malformed, unknown, revoked or expired
+	// (unauthenticated, HTTP 401). WithToken sets the token. Not retried.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrForbidden: the token's scope is below what the route needs, or a
+	// start's policy would terminate a running run and the token is not
+	// of scope admin (forbidden, HTTP 403); the message names the scope.
+	// Not retried.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // Error codes of the server's error body (docs/http-api.md).
@@ -64,9 +74,14 @@ const (
 	CodeConflict        = "conflict"
 	CodeTerminal        = "execution_terminal"
 	CodeForbidden       = "forbidden"
-	CodeTooLarge        = "payload_too_large"
-	CodeUnavailable     = "unavailable"
-	CodeInternal        = "internal"
+	// CodeUnauthenticated answers a missing or refused bearer token.
+	CodeUnauthenticated = "unauthenticated"
+	// CodeForgedHeader answers a request carrying an X-Harvest-* header,
+	// which only nodes send to each other.
+	CodeForgedHeader = "forged_header"
+	CodeTooLarge     = "payload_too_large"
+	CodeUnavailable  = "unavailable"
+	CodeInternal     = "internal"
 	// CodeUnsafeDrain and CodeShardUnreachable answer the shard catalog
 	// admin routes.
 	CodeUnsafeDrain      = "unsafe_drain"
@@ -87,7 +102,9 @@ var codeClass = map[string]error{
 	CodeNotFound:         ErrNotFound,
 	CodeConflict:         ErrConflict,
 	CodeTerminal:         ErrTerminal,
-	CodeForbidden:        nil,
+	CodeForbidden:        ErrForbidden,
+	CodeUnauthenticated:  ErrUnauthenticated,
+	CodeForgedHeader:     ErrInvalid,
 	CodeTooLarge:         ErrTooLarge,
 	CodeUnavailable:      ErrUnavailable,
 	CodeInternal:         nil,
@@ -101,6 +118,8 @@ var codeClass = map[string]error{
 // statusClass classifies answers without a known code.
 var statusClass = map[int]error{
 	http.StatusBadRequest:            ErrInvalid,
+	http.StatusUnauthorized:          ErrUnauthenticated,
+	http.StatusForbidden:             ErrForbidden,
 	http.StatusNotFound:              ErrNotFound,
 	http.StatusConflict:              ErrConflict,
 	http.StatusRequestEntityTooLarge: ErrTooLarge,

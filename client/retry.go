@@ -21,7 +21,9 @@ import (
 // Every attempt resends the same bytes and the same Idempotency-Key, so a
 // keyed start or signal that reached the server before its answer was lost
 // is deduplicated by the retry. A keyless start or signal is not retried
-// after its request may have been sent: it could run twice.
+// after its request may have been sent: it could run twice. A token
+// creation is not retried at all once it may have been sent, 503
+// included (see CreateToken).
 type RetryPolicy struct {
 	// MaxAttempts bounds the attempts, the first included; 1 disables
 	// retries.
@@ -100,6 +102,9 @@ func (c *Client) send(ctx context.Context, cl call) (*reply, error) {
 // retried (see RetryPolicy).
 func retryable(cl call, err error) bool {
 	var apiErr *Error
+	if errors.As(err, &apiErr) && cl.once {
+		return false
+	}
 	if errors.As(err, &apiErr) {
 		switch {
 		case apiErr.Code == CodeGated:

@@ -32,6 +32,13 @@ type serverBundle struct {
 
 func setupServer(t testing.TB) *serverBundle {
 	t.Helper()
+	return setupServerWith(t, func(e *engine.Engine) api.Config { return api.Config{Gates: e} })
+}
+
+// setupServerWith is setupServer with the API configured by config, which
+// sees the engine.
+func setupServerWith(t testing.TB, config func(*engine.Engine) api.Config) *serverBundle {
+	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
 	pool := pgtest.NewPool(t)
@@ -40,7 +47,7 @@ func setupServer(t testing.TB) *serverBundle {
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)
-	srv, err := api.New(api.Config{Gates: e}, api.SingleShard(e))
+	srv, err := api.New(config(e), api.SingleShard(e))
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

@@ -46,10 +46,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outputDefault,
 				Usage: "output format: table or json (the server's JSON, pretty-printed)"},
 		},
-		Commands: []*cli.Command{workflowCommand(), clusterCommand(), shardCommand(), gateCommand(), benchCommand()},
+		Commands: []*cli.Command{workflowCommand(), clusterCommand(), shardCommand(), gateCommand(), tokenCommand(), benchCommand()},
 	}
 	for _, cmd := range app.Commands {
-		prepare(cmd)
+		prepare(cmd, cmd.Name)
 	}
 	return app
 }
@@ -60,13 +60,17 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 	return usagef("%v", err)
 }
 
-// prepare sets what every command shares: usage errors are returned, and
-// "help" is a flag, not a subcommand.
-func prepare(cmd *cli.Command) {
+// prepare sets what every command shares: usage errors are returned,
+// "help" is a flag, not a subcommand, and a refused token comes with a
+// hint. path is the command's name from the app ("workflow start").
+func prepare(cmd *cli.Command, path string) {
 	cmd.OnUsageError = onUsageError
 	cmd.HideHelpCommand = true
+	if cmd.Action != nil {
+		cmd.Action = withAuthHint(path, cmd.Action)
+	}
 	for _, sub := range cmd.Subcommands {
-		prepare(sub)
+		prepare(sub, path+" "+sub.Name)
 	}
 }
 

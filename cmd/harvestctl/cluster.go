@@ -21,6 +21,10 @@ func clusterCommand() *cli.Command {
 			Usage:  "list the members as the node at --addr sees them; * marks that node",
 			Action: membersAction,
 		}, {
+			Name:   "routing",
+			Usage:  "show where the node at --addr sends requests: each shard's state and owner, and the placements; * marks that node's shards",
+			Action: routingAction,
+		}, {
 			Name:   "peers",
 			Usage:  "list the raft servers that keep the shard catalog",
 			Action: peersAction,
@@ -43,6 +47,43 @@ func membersAction(c *cli.Context) error {
 		return failed(err)
 	}
 	return emitList(s, "members", members, func(m client.Member) json.RawMessage { return m.Raw }, membersTable)
+}
+
+func routingAction(c *cli.Context) error {
+	s, err := begin(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.api.Routing(c.Context)
+	if err != nil {
+		return failed(err)
+	}
+	return s.emit(r.Raw, func(tw *tabwriter.Writer) { routingTable(tw, r) })
+}
+
+// routingTable shows the epoch, the shards by id and the placements,
+// current first.
+func routingTable(tw *tabwriter.Writer, r *client.Routing) {
+	kv(tw, "Placement epoch", fmt.Sprint(r.PlacementEpoch))
+	fmt.Fprintln(tw)
+	shards := slices.SortedFunc(slices.Values(r.Shards), func(a, b client.ShardRoute) int { return cmp.Compare(a.ShardID, b.ShardID) })
+	row(tw, "SHARD", "STATE", "OWNER", "OWNER API")
+	for _, sh := range shards {
+		id := fmt.Sprint(sh.ShardID)
+		if sh.Self {
+			id += " *"
+		}
+		row(tw, id, sh.State, dash(sh.Owner), dash(sh.OwnerAPI))
+	}
+	fmt.Fprintln(tw)
+	row(tw, "PLACEMENT", "READABLE", "WRITABLE")
+	for i, p := range r.Placements {
+		name := "older" // still inside the idempotency window
+		if i == 0 {
+			name = "current"
+		}
+		row(tw, name, shardList(p.Readable), shardList(p.Writable))
+	}
 }
 
 func peersAction(c *cli.Context) error {

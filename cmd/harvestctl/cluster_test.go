@@ -56,3 +56,56 @@ func TestClusterMembers(t *testing.T) {
 		require.Empty(t, r.stdout)
 	})
 }
+
+// fakeRouting is a cluster view that also tells a fixed routing.
+type fakeRouting struct {
+	fakeCluster
+	routing api.RoutingView
+}
+
+func (f fakeRouting) Routing() api.RoutingView { return f.routing }
+
+func TestClusterRouting(t *testing.T) {
+	view := fakeRouting{routing: api.RoutingView{
+		PlacementEpoch: 4,
+		Shards: []api.ShardRoute{
+			{ShardID: 2, State: "readable", Owner: "n2", OwnerAPI: "http://10.0.0.2:7233"},
+			{ShardID: 0, State: "writable", Owner: "n1", OwnerAPI: "http://10.0.0.1:7233", Self: true},
+			{ShardID: 1, State: "writable"},
+		},
+		Placements: []api.PlacementView{{Readable: []uint16{0, 1, 2}, Writable: []uint16{1, 0}}, {Readable: []uint16{0, 2}, Writable: []uint16{0, 2}}},
+	}}
+	b := setupWith(t, api.Config{Cluster: view})
+
+	t.Run("Table", func(t *testing.T) {
+		table := b.ok(t, "cluster", "routing")
+		require.Equal(t, []string{
+			"Placement epoch  4",
+			"",
+			"SHARD  STATE     OWNER  OWNER API",
+			"0 *    writable  n1     http://10.0.0.1:7233",
+			"1      writable  -      -",
+			"2      readable  n2     http://10.0.0.2:7233",
+			"",
+			"PLACEMENT  READABLE  WRITABLE",
+			"current    0,1,2     0,1",
+			"older      0,2       0,2",
+		}, strings.Split(strings.TrimRight(table, "\n"), "\n"), "shards by id, self marked, placements current first")
+	})
+
+	t.Run("JSONIsTheServerBody", func(t *testing.T) {
+		raw, err := json.Marshal(view.routing)
+		require.NoError(t, err)
+		var want map[string]any
+		require.NoError(t, json.Unmarshal(raw, &want))
+		require.Equal(t, want, b.okJSON(t, "cluster", "routing"))
+	})
+
+	t.Run("StandaloneNode", func(t *testing.T) {
+		alone := setup(t) // no routing source: its own shard
+		table := alone.ok(t, "cluster", "routing")
+		require.Equal(t, "0", cell(t, table, "Placement epoch"))
+		require.Equal(t, [][]string{{"0 *", "writable", "-", "-"}}, rows(table, "0 *"))
+		require.Equal(t, [][]string{{"current", "0", "0"}}, rows(table, "current"))
+	})
+}

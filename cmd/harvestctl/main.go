@@ -3,9 +3,10 @@
 // client never drift apart.
 //
 //	harvestctl [--addr URL] [--token T] [--output table|json] workflow <command> …
-//	harvestctl [--addr URL] [--token T] [--output table|json] cluster members|peers|remove-peer …
+//	harvestctl [--addr URL] [--token T] [--output table|json] cluster members|routing|peers|remove-peer …
 //	harvestctl [--addr URL] [--token T] [--output table|json] shard list|status|add|drain|undrain …
 //	harvestctl [--addr URL] [--token T] [--output table|json] gate close|open|list …
+//	harvestctl [--addr URL] [--token T] [--output table|json] token create|list|revoke …
 //
 // The shard and cluster peers commands administer the raft shard catalog
 // of nodes started with raft flags; writes go to the raft leader through
@@ -15,6 +16,10 @@
 // with --wait the command follows the drain until the shard is read_only.
 // The gate commands close, open and list the admission gates that refuse
 // fresh starts of the cluster, of a workflow name or of a shard.
+// The token commands mint, list and revoke the bearer tokens of a node
+// started with --auth tokens; --token (or HARVEST_TOKEN) carries the
+// token every command sends, and a refused one (HTTP 401 or 403) is
+// reported with a hint naming the scope the command needs.
 // Requests are retried as package client's DefaultRetryPolicy allows (503
 // unavailable, refused connections, lost answers of keyed requests), always
 // with the same Idempotency-Key.
@@ -104,6 +109,7 @@ func report(stderr io.Writer, err error) int {
 		return exitOK
 	case errors.As(err, &apiErr):
 		fmt.Fprintf(stderr, "error: %s (%s, HTTP %d)\n", apiErr.Message, codeOrNone(apiErr.Code), apiErr.Status)
+		printHint(stderr, err)
 		return exitFailure
 	case errors.As(err, &fail):
 		fmt.Fprintf(stderr, "error: %v\n", err)
