@@ -96,21 +96,26 @@ func (s *Server) verifyNode(r *http.Request, proof string) error {
 	return nil
 }
 
-// nodeMAC signs one request.
+// nodeMAC signs one request: method, URI, time and signedHeaders, each
+// ended by a newline.
 func nodeMAC(key []byte, method, uri, ms string, h http.Header) string {
-	m := hmac.New(sha256.New, key)
-	fmt.Fprintf(m, "%s\n%s\n%s\n", method, uri, ms)
-	for _, name := range signedHeaders {
-		fmt.Fprintf(m, "%s\n", h.Get(name))
+	buf := make([]byte, 0, 256)
+	for _, v := range [...]string{method, uri, ms} {
+		buf = append(append(buf, v...), '\n')
 	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	for _, name := range signedHeaders {
+		buf = append(append(buf, h.Get(name)...), '\n')
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(buf)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(buf[:0]))
 }
 
 // refuseHarvestHeaders refuses a client's request that sets headers only
 // nodes may set.
 func refuseHarvestHeaders(h http.Header) *apiError {
-	for name := range h {
-		if strings.HasPrefix(http.CanonicalHeaderKey(name), harvestHeaderPrefix) {
+	for name := range h { // the server canonicalizes header names
+		if strings.HasPrefix(name, harvestHeaderPrefix) {
 			return badRequest(codeForgedHeader, "header "+name+" is for requests between nodes of the cluster; a client must not send it")
 		}
 	}
