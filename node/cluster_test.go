@@ -21,6 +21,7 @@ import (
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
 	"github.com/harvestd/harvest/ring"
@@ -63,6 +64,7 @@ func (c *cluster) add(t *testing.T, i int) *Node {
 	cfg := Config{
 		NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
 		Gossip:       &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
+		ClusterKey:   clusterkeytest.Key(),
 		PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
 	}
 	n, err := New(cfg, c.reg)

@@ -17,7 +17,9 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
+	"github.com/harvestd/harvest/membership"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -241,6 +243,8 @@ func TestConfig(t *testing.T) {
 			{"NegativeWindow", Config{IdempotencyWindow: -time.Second}, "idempotency window"},
 			{"NegativeBody", Config{MaxBodyBytes: -1}, "max body bytes"},
 			{"ReservedShard", Config{ShardID: 0xFFFF}, "reserved"},
+			{"GossipWithoutClusterKey", Config{Gossip: &membership.Config{}}, "the cluster key is required with gossip"},
+			{"GossipWithClusterKey", Config{Gossip: &membership.Config{}, ClusterKey: clusterkeytest.Key()}, ""},
 		} {
 			err := tc.cfg.Validate()
 			if tc.want == "" {
@@ -249,6 +253,7 @@ func TestConfig(t *testing.T) {
 			}
 			require.ErrorContains(t, err, tc.want, tc.name)
 		}
+		require.ErrorIs(t, Config{Gossip: &membership.Config{}}.Validate(), ErrNoClusterKey)
 	})
 
 	t.Run("NewRejectsInvalidConfig", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/client"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
 	"github.com/harvestd/harvest/node"
@@ -49,7 +50,8 @@ func setupRaftCluster(t *testing.T) *raftBundle {
 		}
 		n, err := node.New(node.Config{
 			NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: shards,
-			Gossip: &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
+			Gossip:     &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
+			ClusterKey: clusterkeytest.Key(),
 			// raft's default timings: shrunk ones make leadership flap
 			// when -race runs the packages side by side.
 			Raft:              &node.RaftConfig{BindAddr: "127.0.0.1:0", BootstrapExpect: 3, DrainCheckInterval: 200 * time.Millisecond},
