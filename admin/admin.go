@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 
+	"github.com/harvestd/harvest/internal/clusterkey"
 	"github.com/harvestd/harvest/membership"
 )
 
@@ -192,17 +193,15 @@ func (a *Admin) open() (rn *raftNode, hasState bool, err error) {
 	return &raftNode{raft: r, trans: trans, store: store}, hasState, nil
 }
 
-// transport binds raft's TCP transport.
+// transport binds raft's TCP transport over the authenticating stream
+// layer (authLayer).
 func (a *Admin) transport() (*raft.NetworkTransport, error) {
-	var advertise net.Addr
-	if a.cfg.AdvertiseAddr != "" {
-		addr, err := net.ResolveTCPAddr("tcp", a.cfg.AdvertiseAddr)
-		if err != nil {
-			return nil, fmt.Errorf("raft advertise addr: %w", err)
-		}
-		advertise = addr
+	stream, err := a.streamLayer()
+	if err != nil {
+		return nil, err
 	}
-	trans, err := raft.NewTCPTransportWithConfig(a.cfg.BindAddr, advertise, &raft.NetworkTransportConfig{
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
 		Logger:  a.raftLog.Named("net"),
 		MaxPool: transportMaxPool,
 		Timeout: transportTimeout,
@@ -212,11 +211,31 @@ func (a *Admin) transport() (*raft.NetworkTransport, error) {
 		// also hangs Shutdown; the catalog's write rate gains nothing
 		// from pipelining.
 		MaxRPCsInFlight: 1,
-	})
+	}), nil
+}
+
+// streamLayer binds the raft listener; its advertised address must be a
+// specific IP (raft's TCP transport checks the same).
+func (a *Admin) streamLayer() (*authLayer, error) {
+	var advertise net.Addr
+	if a.cfg.AdvertiseAddr != "" {
+		addr, err := net.ResolveTCPAddr("tcp", a.cfg.AdvertiseAddr)
+		if err != nil {
+			return nil, fmt.Errorf("raft advertise addr: %w", err)
+		}
+		advertise = addr
+	}
+	ln, err := net.Listen("tcp", a.cfg.BindAddr)
 	if err != nil {
 		return nil, fmt.Errorf("raft transport on %s: %w", a.cfg.BindAddr, err)
 	}
-	return trans, nil
+	l := &authLayer{ln: ln, advertise: advertise, key: a.cfg.ClusterKey.Derive(clusterkey.LabelRaft),
+		timeout: handshakeTimeout, log: a.log}
+	if addr, ok := l.Addr().(*net.TCPAddr); !ok || addr.IP == nil || addr.IP.IsUnspecified() {
+		_ = ln.Close()
+		return nil, fmt.Errorf("raft transport on %s: the address to advertise is not a specific IP", a.cfg.BindAddr)
+	}
+	return l, nil
 }
 
 // Stop leaves raft: a leader first hands leadership to another voter

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/membership"
 )
 
@@ -220,7 +221,7 @@ func TestAdminLifecycle(t *testing.T) {
 	t.Run("BeforeStart", func(t *testing.T) {
 		t.Parallel()
 		c := setup(t, 3)
-		a, err := New(Config{NodeID: "n1", DataDir: t.TempDir(), BindAddr: "127.0.0.1:0"}, c.gossip.view())
+		a, err := New(Config{NodeID: "n1", DataDir: t.TempDir(), BindAddr: "127.0.0.1:0", ClusterKey: clusterkeytest.Key()}, c.gossip.view())
 		require.NoError(t, err)
 		require.ErrorIs(t, a.Apply(context.Background(), SetSettings{IdempotencyWindow: time.Hour}), ErrNotStarted)
 		require.ErrorIs(t, a.WaitReady(context.Background()), ErrNotStarted)

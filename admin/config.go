@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest/internal/clusterkey"
 )
 
 // Defaults of Config.
@@ -78,6 +80,12 @@ type Config struct {
 	// ShutdownOnRemove (false: a removed node keeps running so that it can
 	// be added back) on a copy.
 	Raft *raft.Config
+	// ClusterKey is the cluster credential, the same on every node. The
+	// raft transport authenticates every connection, both ways, with a
+	// handshake under ClusterKey.Derive(clusterkey.LabelRaft): a peer
+	// without the key can neither send raft RPCs to this node nor receive
+	// its. Required.
+	ClusterKey clusterkey.Key
 	// Logger receives the admin's lines (component=admin) and raft's at
 	// debug level. It should carry node_id. The zero Logger discards.
 	Logger zerolog.Logger
@@ -107,6 +115,9 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data dir is required"))
+	}
+	if c.ClusterKey.IsZero() {
+		errs = append(errs, errors.New("cluster key is required (it authenticates the raft transport)"))
 	}
 	if _, _, err := net.SplitHostPort(c.BindAddr); err != nil {
 		errs = append(errs, fmt.Errorf("bind addr %q: %w", c.BindAddr, err))

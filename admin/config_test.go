@@ -6,13 +6,16 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 )
 
 func TestConfig(t *testing.T) {
 	t.Parallel()
 
 	valid := func() Config {
-		return Config{NodeID: "n1", DataDir: "/tmp/x", BindAddr: "127.0.0.1:0"}
+		return Config{NodeID: "n1", DataDir: "/tmp/x", BindAddr: "127.0.0.1:0", ClusterKey: clusterkeytest.Key()}
 	}
 	tests := []struct {
 		name    string
@@ -21,6 +24,7 @@ func TestConfig(t *testing.T) {
 	}{
 		{name: "Valid", mod: func(*Config) {}},
 		{name: "NoNodeID", mod: func(c *Config) { c.NodeID = "" }, wantErr: "node id is required"},
+		{name: "NoClusterKey", mod: func(c *Config) { c.ClusterKey = clusterkey.Key{} }, wantErr: "cluster key is required"},
 		{name: "NoDataDir", mod: func(c *Config) { c.DataDir = "" }, wantErr: "data dir is required"},
 		{name: "BadBindAddr", mod: func(c *Config) { c.BindAddr = "nope" }, wantErr: "bind addr"},
 		{name: "UnspecifiedAdvertise", mod: func(c *Config) { c.AdvertiseAddr = "0.0.0.0:8300" }, wantErr: "specific IP"},

@@ -49,6 +49,27 @@
 // request. raft takes timeouts, not contexts: the ctx deadline becomes the
 // raft timeout (default 10 s).
 //
+// # Transport authentication
+//
+// raft's TCP transport runs over a stream layer that authenticates every
+// connection, both ways, with Config.ClusterKey (required): the acceptor
+// sends a random 32-byte challenge, the dialer answers
+// HMAC-SHA256(ClusterKey.Derive(LabelRaft), "raft-dial" | its challenge |
+// the dialer's own challenge) together with that challenge, and the
+// acceptor answers HMAC(…, "raft-accept" | both challenges). Each side
+// checks the other's answer in constant time; a wrong or missing answer
+// within 5 s closes the connection and is logged at warn ("raft
+// connection refused" on the acceptor, "raft handshake failed" on the
+// dialer, fields remote_addr or raft_addr; never key material). So a
+// process without the cluster key that reaches the raft port cannot send
+// AppendEntries or RequestVote (which would depose the leader), and a
+// node never replicates the catalog, which holds the shard DSNs, to an
+// impostor at a peer's raft address. The handshake does not encrypt: the
+// raft traffic after it is plain TCP, readable and alterable by whoever
+// is on the path. Membership is gated in gossip as well (see package
+// membership): a member that cannot prove the cluster key is never seen
+// by the reconcile loop or by bootstrap, so it is never added to raft.
+//
 // # Storage
 //
 // Config.DataDir holds raft.db (log and stable store, bbolt, in

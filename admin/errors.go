@@ -42,6 +42,14 @@ var (
 	ErrNotStarted = errors.New("admin not started")
 	// ErrStopped is returned by Start and other calls after Stop.
 	ErrStopped = errors.New("admin stopped")
+	// ErrHandshake: a raft connection failed its handshake (the peer does
+	// not hold the cluster key, or did not answer in time) and was
+	// closed.
+	ErrHandshake = errors.New("raft handshake failed")
+
+	// errWrongAnswer: the peer's handshake answer is not the HMAC the
+	// cluster key gives.
+	errWrongAnswer = errors.New("wrong answer: the peer does not hold the cluster key")
 )
 
 // NotLeaderError is returned by leader-only calls on a follower. LeaderID

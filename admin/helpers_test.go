@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/membership"
 )
 
@@ -162,6 +163,7 @@ func (c *testCluster) start(t *testing.T, id string, expect int) *Admin {
 		InitialShards:     testShards,
 		ReconcileInterval: 100 * time.Millisecond,
 		Raft:              testRaftConfig(),
+		ClusterKey:        clusterkeytest.Key(),
 		Logger:            c.logger.With().Str("node_id", id).Logger(),
 	}, c.gossip.view())
 	require.NoError(t, err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest/internal/clusterkey"
 )
 
 // Defaults of Config.
@@ -98,9 +100,20 @@ type Config struct {
 	ReconnectTimeout time.Duration
 	// GossipKey enables gossip encryption and authentication (AES-GCM)
 	// when set; it must be 16, 24 or 32 bytes (see ParseGossipKey). Nodes
-	// with different keys cannot join each other. Default nil: no
-	// encryption.
+	// with different keys cannot join each other. Default: with
+	// ClusterKey set, ClusterKey.Derive(clusterkey.LabelGossip) (32 bytes,
+	// AES-256); without, nil: no encryption.
 	GossipKey []byte
+	// ClusterKey is the cluster credential, the same on every node. When
+	// set, this node's metadata carries a member proof (an HMAC of its
+	// id, addresses and version under
+	// ClusterKey.Derive(clusterkey.LabelMember)), and a member whose
+	// metadata carries no valid proof is refused: it never appears in
+	// Members or Alive (see the package doc, "Cluster key"). It also
+	// provides the default GossipKey. The zero Key (default) neither
+	// proves nor checks: whoever can gossip is a member. harvestd nodes
+	// always set it.
+	ClusterKey clusterkey.Key
 	// Meta is the metadata this node advertises. Meta.NodeID may be left
 	// empty (it is set to NodeID) but must otherwise equal NodeID. Its
 	// encoding must fit MetaMaxSize.
@@ -130,7 +143,18 @@ func (c Config) withDefaults() Config {
 	c.Meta.NodeID = cmp.Or(c.Meta.NodeID, c.NodeID)
 	c.Join = append([]string(nil), c.Join...)
 	c.GossipKey = append([]byte(nil), c.GossipKey...)
+	if len(c.GossipKey) == 0 && !c.ClusterKey.IsZero() {
+		c.GossipKey = c.ClusterKey.Derive(clusterkey.LabelGossip)
+	}
 	return c
+}
+
+// memberKey is the key of member proofs, nil without a ClusterKey.
+func (c Config) memberKey() []byte {
+	if c.ClusterKey.IsZero() {
+		return nil
+	}
+	return c.ClusterKey.Derive(clusterkey.LabelMember)
 }
 
 // Validate reports every invalid field; zero fields other than NodeID are
@@ -172,7 +196,7 @@ func (c Config) checkMeta(m Meta) error {
 		return fmt.Errorf("meta node id %q differs from node id %q", m.NodeID, c.NodeID)
 	}
 	m.NodeID = c.NodeID
-	if _, err := encodeMeta(m, true); err != nil {
+	if _, err := encodeMeta(m, true, c.memberKey()); err != nil {
 		return fmt.Errorf("meta: %w", err)
 	}
 	return nil

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -71,7 +74,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Parallel()
 		cfg := valid()
 		cfg.Meta = Meta{}
-		base, err := encodeMeta(Meta{NodeID: cfg.NodeID}, true)
+		base, err := encodeMeta(Meta{NodeID: cfg.NodeID}, true, nil)
 		require.NoError(t, err)
 		cfg.Meta.Version = strings.Repeat("v", MetaMaxSize-len(base)-len(`,"v":""`))
 		require.NoError(t, cfg.Validate())
@@ -94,6 +97,19 @@ func TestConfigWithDefaults(t *testing.T) {
 	mc := Config{NodeID: "n1", Profile: ProfileLocal, GossipKey: make([]byte, 16)}.withDefaults().memberlistConfig()
 	require.Equal(t, "n1", mc.Name)
 	require.Len(t, mc.SecretKey, 16)
+
+	t.Run("GossipKeyFromClusterKey", func(t *testing.T) {
+		t.Parallel()
+		key := clusterkeytest.Key()
+		got := Config{NodeID: "n1", ClusterKey: key}.withDefaults()
+		require.Equal(t, key.Derive(clusterkey.LabelGossip), got.GossipKey)
+		require.Len(t, got.memberlistConfig().SecretKey, 32, "AES-256")
+		require.Equal(t, key.Derive(clusterkey.LabelMember), got.memberKey())
+
+		explicit := Config{NodeID: "n1", ClusterKey: key, GossipKey: make([]byte, 16)}.withDefaults()
+		require.Equal(t, make([]byte, 16), explicit.GossipKey, "an explicit gossip key wins")
+		require.Nil(t, Config{NodeID: "n1"}.withDefaults().memberKey())
+	})
 }
 
 func TestParseGossipKey(t *testing.T) {

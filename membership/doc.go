@@ -48,7 +48,36 @@
 //
 // With Config.GossipKey set (16, 24 or 32 bytes; ParseGossipKey reads the
 // base64 form), all gossip is encrypted and authenticated with AES-GCM,
-// and nodes without the key can neither join nor be joined.
+// and nodes without the key can neither join nor be joined. Without it,
+// a Config.ClusterKey provides one: ClusterKey.Derive(LabelGossip), 32
+// bytes (AES-256).
+//
+// # Cluster key
+//
+// The gossip key only says who may gossip, and an operator may share an
+// explicit one more widely than the cluster credential. So with
+// Config.ClusterKey set, a node must also prove that it holds the cluster
+// key: its metadata carries a member proof, HMAC-SHA256 under
+// ClusterKey.Derive(LabelMember) of its node id (the memberlist name), API
+// address, raft address, version and leaving flag, truncated to 128 bits
+// (22 base64 characters, key "p"). Receivers check it in constant time:
+//   - every alive message, gossiped or merged from a push/pull, goes
+//     through an AliveDelegate that refuses a node without a valid proof,
+//     so memberlist never adds it to its member list;
+//   - a joining push/pull whose state lists such a node is refused as a
+//     whole, so the join fails;
+//   - the event delegate drops such a node too, should one get past.
+//
+// A refused node never appears in Members or Alive, so nothing built on
+// them (raft reconcile and bootstrap, shard ownership, request
+// forwarding) sees it. Refusals are counted (Rejected) and logged at
+// warn, at most one line per RejoinInterval. What a holder of the gossip
+// key without the cluster key can still do: read and disturb gossip (for
+// instance send false suspicions or forged alive messages for real
+// members, which are refused but cost the members work), and replay a
+// real member's metadata under that member's name, which points at the
+// real member's addresses. It cannot add a member, change a member's
+// addresses or take a shard.
 //
 // # Concurrency
 //
@@ -61,6 +90,7 @@
 //
 // Lines go to Config.Logger with component=membership: one info line per
 // member state change (member_id, member_state, gossip_addr, api_addr,
-// raft_addr), warnings for failed initial joins, and memberlist's own log
-// lines at debug level (fields memberlist_level and line).
+// raft_addr), warnings for failed initial joins and for refused members
+// (rejected, member_id, gossip_addr), and memberlist's own log lines at
+// debug level (fields memberlist_level and line).
 package membership

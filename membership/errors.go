@@ -19,6 +19,9 @@ var (
 	// ErrInvalidGossipKey means a gossip encryption key is not valid base64
 	// or is not 16, 24 or 32 bytes long.
 	ErrInvalidGossipKey = errors.New("invalid gossip key")
+	// ErrInvalidProof means a member's metadata carries no valid member
+	// proof (Config.ClusterKey): memberlist is told to refuse it.
+	ErrInvalidProof = errors.New("member proof missing or invalid")
 )
 
 // MetaTooLargeError reports node metadata whose encoding is Size bytes,

@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 )
 
 // Deadlines of the poll-with-deadline waits. Failure detection with
@@ -54,7 +56,8 @@ func setup(t *testing.T) *testBundle {
 }
 
 // config returns a test Config for node id on 127.0.0.1 with a free port,
-// ProfileLocal, tuneFast and seeds at the given members' gossip addresses.
+// ProfileLocal, tuneFast, the test cluster key and seeds at the given
+// members' gossip addresses.
 func (b *testBundle) config(id string, seeds ...*Membership) Config {
 	cfg := Config{
 		NodeID:         id,
@@ -63,6 +66,7 @@ func (b *testBundle) config(id string, seeds ...*Membership) Config {
 		RejoinInterval: 200 * time.Millisecond,
 		LeaveTimeout:   time.Second,
 		Meta:           Meta{APIAddr: "api." + id + ":7233", RaftAddr: "raft." + id + ":7234", Version: "test"},
+		ClusterKey:     clusterkeytest.Key(),
 		Logger:         b.logger.With().Str("node_id", id).Logger(),
 		tune:           tuneFast(b.label),
 	}

@@ -35,6 +35,7 @@ func (m *Membership) run(ctx context.Context, list *memberlist.Memberlist, selfA
 		case <-m.internal:
 			m.logChanges(seen)
 		case <-timer.C:
+			m.logRejections()
 			next := m.cfg.RejoinInterval
 			if !joined {
 				joined = m.joinSeeds(ctx, list, selfAddr, attempt, backoff)
@@ -116,6 +117,17 @@ func (m *Membership) logChanges(seen map[string]Member) {
 			Str("gossip_addr", mb.GossipAddr).Str("api_addr", mb.APIAddr).Str("raft_addr", mb.RaftAddr).
 			Msg("member changed")
 	}
+}
+
+// logRejections logs the nodes refused for want of a member proof since
+// the last call, if any: the count and the last one refused.
+func (m *Membership) logRejections() {
+	n, id, addr := m.rejected.take()
+	if n == 0 {
+		return
+	}
+	m.log.Warn().Uint64("rejected", n).Str("member_id", id).Str("gossip_addr", addr).
+		Msg("members without a valid member proof refused")
 }
 
 // jitter returns d ± 20%.

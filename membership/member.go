@@ -161,3 +161,37 @@ func (t *table) rejoinTargets(selfAddr string, seeds []string) []string {
 	}
 	return out
 }
+
+// rejections counts the nodes refused for want of a member proof. The
+// memberlist callbacks add to it; the background loop logs what was added
+// since its last look, one line per RejoinInterval at most, so a rogue
+// gossiping every few milliseconds cannot flood the log.
+type rejections struct {
+	mu       sync.Mutex
+	count    uint64 // since Start
+	unlogged uint64 // since the last log line
+	lastID   string // the last refused node
+	lastAddr string
+}
+
+func (r *rejections) add(id, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count++
+	r.unlogged++
+	r.lastID, r.lastAddr = id, addr
+}
+
+func (r *rejections) total() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count
+}
+
+// take returns the refusals since the last take and the last refused node.
+func (r *rejections) take() (n uint64, id, addr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, r.unlogged = r.unlogged, 0
+	return n, r.lastID, r.lastAddr
+}

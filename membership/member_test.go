@@ -11,14 +11,14 @@ func TestMetaEncoding(t *testing.T) {
 	t.Parallel()
 	meta := Meta{NodeID: "n1", APIAddr: "10.0.0.1:7233", RaftAddr: "10.0.0.1:7234", Version: "1.2.3"}
 	for _, leaving := range []bool{false, true} {
-		b, err := encodeMeta(meta, leaving)
+		b, err := encodeMeta(meta, leaving, nil)
 		require.NoError(t, err)
 		got, gotLeaving := decodeMeta("n1", b)
 		require.Equal(t, meta, got)
 		require.Equal(t, leaving, gotLeaving)
 	}
 
-	b, err := encodeMeta(Meta{NodeID: "n1"}, false)
+	b, err := encodeMeta(Meta{NodeID: "n1"}, false, nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"n1"}`, string(b))
 

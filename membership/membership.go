@@ -35,6 +35,8 @@ type Membership struct {
 	changed   chan struct{}          // public nudge, buffered(1)
 	internal  chan struct{}          // nudge for the loop's change log, buffered(1)
 	metaBytes atomic.Pointer[[]byte] // encoded metadata for delegate.NodeMeta
+	memberKey []byte                 // key of member proofs; nil: none made or checked
+	rejected  rejections
 
 	mu     sync.Mutex // serialises Start, Stop and UpdateMeta
 	state  lifecycle
@@ -50,17 +52,18 @@ func New(cfg Config) (*Membership, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	enc, err := encodeMeta(cfg.Meta, false)
+	enc, err := encodeMeta(cfg.Meta, false, cfg.memberKey())
 	if err != nil {
 		return nil, fmt.Errorf("membership config: meta: %w", err)
 	}
 	m := &Membership{
-		cfg:      cfg,
-		log:      cfg.Logger.With().Str("component", "membership").Logger(),
-		table:    newTable(),
-		changed:  make(chan struct{}, 1),
-		internal: make(chan struct{}, 1),
-		meta:     cfg.Meta,
+		cfg:       cfg,
+		log:       cfg.Logger.With().Str("component", "membership").Logger(),
+		table:     newTable(),
+		changed:   make(chan struct{}, 1),
+		internal:  make(chan struct{}, 1),
+		meta:      cfg.Meta,
+		memberKey: cfg.memberKey(),
 	}
 	m.metaBytes.Store(&enc)
 	return m, nil
@@ -93,7 +96,8 @@ func (m *Membership) Start(ctx context.Context) error {
 	self := list.LocalNode().Address()
 	go m.run(runCtx, list, self)
 	m.log.Info().Str("gossip_addr", self).Strs("join", m.cfg.Join).
-		Bool("encrypted", len(m.cfg.GossipKey) > 0).Msg("membership started")
+		Bool("encrypted", len(m.cfg.GossipKey) > 0).Bool("member_proof", m.memberKey != nil).
+		Msg("membership started")
 	return nil
 }
 
@@ -104,6 +108,7 @@ func (m *Membership) create(ctx context.Context) (*memberlist.Memberlist, error)
 	mc.Delegate = delegate{m}
 	mc.Events = eventDelegate{m}
 	mc.Merge = mergeDelegate{m}
+	mc.Alive = aliveDelegate{m}
 	if m.cfg.tune != nil {
 		m.cfg.tune(mc)
 	}
@@ -156,7 +161,7 @@ func (m *Membership) stop(leave bool) {
 // with a peer that saw it leave (mergeDelegate).
 func (m *Membership) leave() {
 	deadline := time.Now().Add(m.cfg.LeaveTimeout)
-	enc, err := encodeMeta(m.meta, true)
+	enc, err := encodeMeta(m.meta, true, m.memberKey)
 	if err == nil {
 		m.metaBytes.Store(&enc)
 		err = m.list.UpdateNode(max(time.Until(deadline), time.Millisecond))
@@ -190,7 +195,7 @@ func (m *Membership) UpdateMeta(ctx context.Context, meta Meta) error {
 		return err
 	}
 	meta.NodeID = m.cfg.NodeID
-	enc, err := encodeMeta(meta, false)
+	enc, err := encodeMeta(meta, false, m.memberKey)
 	if err != nil {
 		return err
 	}
@@ -252,6 +257,10 @@ func (m *Membership) Changed() <-chan struct{} { return m.changed }
 // observe records a memberlist event; see eventDelegate for the rules it
 // follows. gone is true for NotifyLeave.
 func (m *Membership) observe(n *memberlist.Node, gone bool) {
+	if !m.proven(n) {
+		m.reject(n) // unreachable while aliveDelegate refuses it first
+		return
+	}
 	meta, leaving := decodeMeta(n.Name, n.Meta)
 	state := StateAlive
 	switch {
@@ -263,6 +272,21 @@ func (m *Membership) observe(n *memberlist.Node, gone bool) {
 	m.table.set(Member{Meta: meta, GossipAddr: n.Address(), State: state}, time.Now())
 	m.nudge()
 }
+
+// proven reports whether n's metadata carries a valid member proof, or
+// whether proofs are off (no Config.ClusterKey).
+func (m *Membership) proven(n *memberlist.Node) bool {
+	return m.memberKey == nil || verifyMeta(m.memberKey, n.Name, n.Meta)
+}
+
+// reject counts a node refused for want of a member proof; the loop logs
+// it. It runs inside memberlist callbacks, so it neither blocks nor logs.
+func (m *Membership) reject(n *memberlist.Node) { m.rejected.add(n.Name, n.Address()) }
+
+// Rejected returns how many times this node refused a node (an alive
+// message or a joining push/pull) for want of a valid member proof since
+// Start. It only grows; a rogue gossiping is refused over and over.
+func (m *Membership) Rejected() uint64 { return m.rejected.total() }
 
 // sawLeft records as left a member the table has dead, when a peer's
 // state lists it as left.

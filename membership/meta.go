@@ -1,6 +1,10 @@
 package membership
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 
 	"github.com/hashicorp/memberlist"
@@ -40,14 +44,58 @@ type wireMeta struct {
 	RaftAddr string `json:"raft,omitempty"`
 	Version  string `json:"v,omitempty"`
 	Leaving  bool   `json:"leaving,omitempty"`
+	Proof    string `json:"p,omitempty"`
 }
 
-// encodeMeta encodes m with the leaving flag. It fails with a
-// *MetaTooLargeError when the result, or the result with the leaving flag
-// set, would not fit MetaMaxSize.
-func encodeMeta(m Meta, leaving bool) ([]byte, error) {
-	w := wireMeta{NodeID: m.NodeID, APIAddr: m.APIAddr, RaftAddr: m.RaftAddr, Version: m.Version, Leaving: true}
-	worst, err := json.Marshal(w)
+// proofSize is the length of a member proof before its base64 encoding
+// (22 characters): an HMAC-SHA256 truncated to 128 bits.
+const proofSize = 16
+
+// proofEncoding encodes member proofs in the metadata.
+var proofEncoding = base64.RawURLEncoding
+
+// memberProof is the proof a node gossips that it holds the cluster key:
+// HMAC-SHA256 under key (ClusterKey.Derive(clusterkey.LabelMember)) of the
+// node id (the memberlist node name), API address, raft address, version
+// and leaving flag, each field length-prefixed so that no two metadata
+// share an input, truncated to proofSize bytes.
+func memberProof(key []byte, m Meta, leaving bool) []byte {
+	mac := hmac.New(sha256.New, key)
+	for _, field := range []string{m.NodeID, m.APIAddr, m.RaftAddr, m.Version} {
+		mac.Write(binary.BigEndian.AppendUint32(nil, uint32(len(field))))
+		mac.Write([]byte(field))
+	}
+	if leaving {
+		mac.Write([]byte{1})
+	} else {
+		mac.Write([]byte{0})
+	}
+	return mac.Sum(nil)[:proofSize]
+}
+
+// verifyMeta reports whether the metadata b of the memberlist node name
+// carries a valid member proof under key. The proof covers name, not the
+// id inside the metadata, which decodeMeta ignores. The comparison is
+// constant-time.
+func verifyMeta(key []byte, name string, b []byte) bool {
+	var w wireMeta
+	if err := json.Unmarshal(b, &w); err != nil {
+		return false
+	}
+	got, err := proofEncoding.DecodeString(w.Proof)
+	if err != nil || len(got) != proofSize {
+		return false
+	}
+	m := Meta{NodeID: name, APIAddr: w.APIAddr, RaftAddr: w.RaftAddr, Version: w.Version}
+	return hmac.Equal(got, memberProof(key, m, w.Leaving))
+}
+
+// encodeMeta encodes m with the leaving flag and, when key is set, the
+// member proof under key. It fails with a *MetaTooLargeError when the
+// result, or the result with the leaving flag set, would not fit
+// MetaMaxSize.
+func encodeMeta(m Meta, leaving bool, key []byte) ([]byte, error) {
+	worst, err := marshalMeta(m, true, key)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +105,14 @@ func encodeMeta(m Meta, leaving bool) ([]byte, error) {
 	if leaving {
 		return worst, nil
 	}
-	w.Leaving = false
+	return marshalMeta(m, false, key)
+}
+
+func marshalMeta(m Meta, leaving bool, key []byte) ([]byte, error) {
+	w := wireMeta{NodeID: m.NodeID, APIAddr: m.APIAddr, RaftAddr: m.RaftAddr, Version: m.Version, Leaving: leaving}
+	if key != nil {
+		w.Proof = proofEncoding.EncodeToString(memberProof(key, m, leaving))
+	}
 	return json.Marshal(w)
 }
 

@@ -15,17 +15,7 @@ import (
 
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/auth"
-	"github.com/harvestd/harvest/internal/clusterkey"
 )
-
-// testClusterKey is the cluster key of the tests' clusters.
-var testClusterKey = func() clusterkey.Key {
-	k, err := clusterkey.FromBytes([]byte("node tests' cluster key, 32+ bytes long"))
-	if err != nil {
-		panic(err)
-	}
-	return k
-}()
 
 // authed sends a request to n's API with "Authorization: Bearer token"
 // (none when token is empty) and decodes the JSON answer.

@@ -80,13 +80,14 @@ func (n *Node) engineWindow() func() time.Duration {
 }
 
 // startAdmin creates the raft catalog (before gossip, whose metadata
-// carries its address) .
+// carries its address).
 func (n *Node) startAdmin() error {
 	rc := n.cfg.Raft
 	a, err := admin.New(admin.Config{
 		NodeID: n.nodeID, DataDir: n.cfg.DataDir, BindAddr: rc.BindAddr, AdvertiseAddr: rc.AdvertiseAddr,
 		BootstrapExpect: rc.BootstrapExpect, MaxVoters: rc.MaxVoters, InitialShards: n.cfg.Shards,
-		Settings: admin.Settings{IdempotencyWindow: n.cfg.IdempotencyWindow}, Raft: rc.Raft, Logger: n.root,
+		Settings: admin.Settings{IdempotencyWindow: n.cfg.IdempotencyWindow}, Raft: rc.Raft,
+		ClusterKey: n.cfg.ClusterKey, Logger: n.root,
 	}, lazyPeers{v: &n.gossipRef, changed: n.adminNudge})
 	if err != nil {
 		return err

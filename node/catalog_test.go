@@ -20,6 +20,7 @@ import (
 	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
 	"github.com/harvestd/harvest/ring"
@@ -56,25 +57,7 @@ func newRaftClusterWindows(t *testing.T, initial int, windows []time.Duration, o
 		c.dsns[s] = pgtest.NewDB(t)
 	}
 	for i := range size {
-		var join []string
-		if i > 0 {
-			join = []string{c.nodes[0].GossipAddr()}
-		}
-		cfg := Config{
-			NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
-			Gossip:            &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
-			Raft:              &RaftConfig{BindAddr: "127.0.0.1:0", BootstrapExpect: size, DrainCheckInterval: 200 * time.Millisecond, Raft: fastRaft()},
-			IdempotencyWindow: windows[i], PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
-			ClusterKey: testClusterKey,
-		}
-		for _, o := range opts {
-			o(&cfg)
-		}
-		n, err := New(cfg, c.reg)
-		require.NoError(t, err)
-		require.NoError(t, n.Start(ctxT(t)))
-		t.Cleanup(func() { _ = n.Stop(context.Background()) })
-		c.nodes = append(c.nodes, n)
+		c.nodes = append(c.nodes, c.startRaftNode(t, i, size, windows[i], opts...))
 	}
 	eventually(t, "a catalog on every node", 20*time.Second, func() bool {
 		for _, n := range c.nodes {
@@ -87,6 +70,32 @@ func newRaftClusterWindows(t *testing.T, initial int, windows []time.Duration, o
 	c.refreshCatalog()
 	c.waitStable()
 	return c
+}
+
+// startRaftNode starts node "n<i>" with a raft catalog, joining node 0
+// unless it is node 0; expect is its BootstrapExpect (0: wait for the
+// leader to add it).
+func (c *cluster) startRaftNode(t *testing.T, i, expect int, window time.Duration, opts ...func(*Config)) *Node {
+	t.Helper()
+	var join []string
+	if i > 0 {
+		join = []string{c.nodes[0].GossipAddr()}
+	}
+	cfg := Config{
+		NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
+		Gossip:            &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
+		ClusterKey:        clusterkeytest.Key(),
+		Raft:              &RaftConfig{BindAddr: "127.0.0.1:0", BootstrapExpect: expect, DrainCheckInterval: 200 * time.Millisecond, Raft: fastRaft()},
+		IdempotencyWindow: window, PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := New(cfg, c.reg)
+	require.NoError(t, err)
+	require.NoError(t, n.Start(ctxT(t)))
+	t.Cleanup(func() { _ = n.Stop(context.Background()) })
+	return n
 }
 
 // waitWritable waits until every node's catalog has n writable shards.

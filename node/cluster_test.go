@@ -23,6 +23,7 @@ import (
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
 	"github.com/harvestd/harvest/ring"
@@ -65,7 +66,8 @@ func (c *cluster) add(t *testing.T, i int) *Node {
 	cfg := Config{
 		NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: c.dsns,
 		Gossip:       &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
-		PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(), ClusterKey: testClusterKey,
+		ClusterKey:   clusterkeytest.Key(),
+		PollInterval: 20 * time.Millisecond, LeaseTTL: c.ttl, Logger: zerolog.Nop(),
 	}
 	n, err := New(cfg, c.reg)
 	require.NoError(t, err)
@@ -187,7 +189,7 @@ func callAsNode(t *testing.T, n *Node, method, path string, body any, headers ..
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	api.SignNode(req, testClusterKey.Derive(clusterkey.LabelHTTP), req.Header.Get(api.ForwardedHeader), auth.Anonymous, time.Now())
+	api.SignNode(req, clusterkeytest.Key().Derive(clusterkey.LabelHTTP), req.Header.Get(api.ForwardedHeader), auth.Anonymous, time.Now())
 	return send(t, req)
 }
 

@@ -42,6 +42,9 @@ const (
 	DatabaseName = "harvest"
 )
 
+// ErrNoClusterKey: Config.Gossip is set without a Config.ClusterKey.
+var ErrNoClusterKey = errors.New("the cluster key is required with gossip")
+
 // maxNodeIDLen bounds a node id; it is stored in the lease row and logged.
 const maxNodeIDLen = 128
 
@@ -98,8 +101,8 @@ type Config struct {
 	// the same on every node. It authenticates every node-to-node request
 	// and connection: gossip (its encryption key is derived from it when
 	// Gossip.GossipKey is unset), a member's gossip metadata, the raft
-	// transport and forwarded HTTP requests. Required with Gossip; unused
-	// standalone.
+	// transport and forwarded HTTP requests. Required with Gossip
+	// (ErrNoClusterKey); unused standalone. It replaces Gossip.ClusterKey.
 	ClusterKey clusterkey.Key
 	// Auth configures how clients authenticate (default: off).
 	Auth AuthConfig
@@ -169,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.Raft != nil && c.Gossip == nil {
 		errs = append(errs, errors.New("the raft catalog needs gossip"))
+	}
+	if c.Gossip != nil && c.ClusterKey.IsZero() {
+		errs = append(errs, ErrNoClusterKey)
 	}
 	if len(c.Shards) > 0 && c.PostgresDSN != "" {
 		errs = append(errs, errors.New("set either shards or a postgres dsn, not both"))

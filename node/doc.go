@@ -25,6 +25,16 @@
 // same id and re-acquires its own lease at once instead of waiting for it
 // to expire.
 //
+// # Cluster key
+//
+// A node with Config.Gossip needs Config.ClusterKey (ErrNoClusterKey
+// otherwise). The node hands it to gossip, which derives the gossip key
+// from it (unless Gossip.GossipKey is set) and proves and checks
+// membership with it, and to the raft catalog, whose transport
+// authenticates every connection with it. A process without the key is
+// never a member: it owns no shard, is never a raft peer and gets no
+// forwarded request (docs/security.md, "Cluster credential").
+//
 // # Logging
 //
 // Every component logs through a child of Config.Logger carrying node_id

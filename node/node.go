@@ -176,6 +176,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 		gcfg.Meta.RaftAddr = n.admin.Addr()
 	}
 	gcfg.Meta.Version = cmp.Or(gcfg.Meta.Version, Version)
+	gcfg.ClusterKey = n.cfg.ClusterKey
 	gcfg.Logger = n.root
 	m, err := membership.New(gcfg)
 	if err != nil {

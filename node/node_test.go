@@ -17,6 +17,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
 )
@@ -245,6 +246,8 @@ func TestConfig(t *testing.T) {
 			{"UnknownAuthMode", Config{Auth: AuthConfig{Mode: "sometimes"}}, "auth mode"},
 			{"TokensOnStaticShards", Config{Auth: AuthConfig{Mode: AuthTokens}, Gossip: &membership.Config{}}, "raft catalog"},
 			{"TokensStandalone", Config{Auth: AuthConfig{Mode: AuthTokens}}, ""},
+			{"GossipWithoutClusterKey", Config{Gossip: &membership.Config{}}, "the cluster key is required with gossip"},
+			{"GossipWithClusterKey", Config{Gossip: &membership.Config{}, ClusterKey: clusterkeytest.Key()}, ""},
 		} {
 			err := tc.cfg.Validate()
 			if tc.want == "" {
@@ -253,6 +256,7 @@ func TestConfig(t *testing.T) {
 			}
 			require.ErrorContains(t, err, tc.want, tc.name)
 		}
+		require.ErrorIs(t, Config{Gossip: &membership.Config{}}.Validate(), ErrNoClusterKey)
 	})
 
 	t.Run("NewRejectsInvalidConfig", func(t *testing.T) {

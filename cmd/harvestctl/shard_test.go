@@ -15,7 +15,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/client"
 	"github.com/harvestd/harvest/demo"
-	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/membership"
 	"github.com/harvestd/harvest/node"
@@ -42,10 +42,6 @@ func setupRaftCluster(t *testing.T) *raftBundle {
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
 	shards := map[uint16]string{0: pgtest.NewDB(t), 1: pgtest.NewDB(t)}
-	// The cluster credential: without it a follower's forwarded writes
-	// carry no node signature and the leader refuses them.
-	key, err := clusterkey.FromBytes([]byte(strings.Repeat("k", clusterkey.MinSize)))
-	require.NoError(t, err)
 	b := &raftBundle{}
 	for i := range 3 {
 		var join []string
@@ -53,8 +49,9 @@ func setupRaftCluster(t *testing.T) *raftBundle {
 			join = []string{b.nodes[0].GossipAddr()}
 		}
 		n, err := node.New(node.Config{
-			NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: shards, ClusterKey: key,
-			Gossip: &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
+			NodeID: fmt.Sprintf("n%d", i), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Shards: shards,
+			Gossip:     &membership.Config{BindAddr: "127.0.0.1", Join: join, Profile: membership.ProfileLocal, RejoinInterval: 500 * time.Millisecond},
+			ClusterKey: clusterkeytest.Key(),
 			// raft's default timings: shrunk ones make leadership flap
 			// when -race runs the packages side by side.
 			Raft:              &node.RaftConfig{BindAddr: "127.0.0.1:0", BootstrapExpect: 3, DrainCheckInterval: 200 * time.Millisecond},
