@@ -85,6 +85,9 @@ func TestParseJoin(t *testing.T) {
 func TestAgentFlagErrors(t *testing.T) {
 	t.Parallel()
 	const shard = "0=postgres://127.0.0.1:1/none"
+	// What passes the security checks, for the checks after them (see
+	// TestSecurityFlagErrors).
+	secure := []string{"--cluster-key-file", writeClusterKey(t, t.TempDir()), "--auth", "off"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -98,7 +101,7 @@ func TestAgentFlagErrors(t *testing.T) {
 		{"EmptyDSN", []string{"--shard", shard, "--shard", "1="}, nil, "--shard entry 2: shard 1: empty DSN"},
 		{"DuplicateShard", []string{"--shard", shard, "--shard", "0=postgres://h/other"}, nil, "--shard: shard 0 is listed twice"},
 		{"DuplicateShardInEnvList", nil, []string{"HARVEST_SHARD=0=postgres://h/a,0=postgres://h/b"}, "--shard: shard 0 is listed twice"},
-		{"UnparsableDSN", []string{"--shard", "0=postgres://u:pw@h:notaport/db"}, nil, "dsn of shard 0"},
+		{"UnparsableDSN", append([]string{"--shard", "0=postgres://u:pw@h:notaport/db"}, secure...), nil, "dsn of shard 0"},
 		{"GossipKeyNotBase64", []string{"--shard", shard, "--gossip-key", "not base64!"}, nil, "--gossip-key: invalid gossip key"},
 		{"GossipKeyTooShort", []string{"--shard", shard, "--gossip-key", "AAAAAAAAAAA="}, nil, "8 bytes, want 16, 24 or 32"},
 		{"GossipAddrHostName", []string{"--shard", shard, "--gossip-addr", "localhost:7946"}, nil, `--gossip-addr "localhost:7946": "localhost" is not an IP address`},
@@ -107,9 +110,9 @@ func TestAgentFlagErrors(t *testing.T) {
 		{"AdvertiseGossip", []string{"--shard", shard, "--advertise-gossip", "10.0.0.1"}, nil, `--advertise-gossip "10.0.0.1": want host:port`},
 		{"Join", []string{"--shard", shard, "--join", "127.0.0.1:7946,nohost"}, nil, `--join "nohost": want host:port`},
 		{"GossipProfile", []string{"--shard", shard, "--gossip-profile", "wan"}, nil, `--gossip-profile "wan": want lan or local`},
-		{"WildcardHTTPWithoutAdvertise", []string{"--shard", shard, "--http-addr", "0.0.0.0:7233"}, nil, "binds every interface: set --advertise-http"},
-		{"AdvertiseHTTP", []string{"--shard", shard, "--advertise-http", "nope"}, nil, `advertise http "nope"`},
-		{"NodeID", []string{"--shard", shard, "--node-id", "a b"}, nil, "no spaces or control characters"},
+		{"WildcardHTTPWithoutAdvertise", append([]string{"--shard", shard, "--http-addr", "0.0.0.0:7233"}, secure...), nil, "binds every interface: set --advertise-http"},
+		{"AdvertiseHTTP", append([]string{"--shard", shard, "--advertise-http", "nope"}, secure...), nil, `advertise http "nope"`},
+		{"NodeID", append([]string{"--shard", shard, "--node-id", "a b"}, secure...), nil, "no spaces or control characters"},
 		{"LogLevel", []string{"--shard", shard, "--log-level", "loud"}, nil, "--log-level"},
 		{"RaftAddrWildcardByDefault", []string{"--bootstrap-expect", "3"}, nil,
 			"--raft-addr 0.0.0.0:8300 binds every interface: set --advertise-raft to the IP:port other nodes reach this one at"},

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/internal/clusterkey"
 	"github.com/harvestd/harvest/node"
 )
@@ -40,9 +43,27 @@ func authConfig(c *cli.Context, cfg *node.Config) error {
 	cfg.Auth = node.AuthConfig{Mode: c.String(flagAuth), InitialTokenFile: c.String(flagInitialTokenFile)}
 	switch cfg.Auth.Mode {
 	case node.AuthOff, node.AuthTokens:
+	default:
+		return fmt.Errorf("--%s %q: want %s or %s", flagAuth, cfg.Auth.Mode, node.AuthTokens, node.AuthOff)
+	}
+	return checkInitialTokenFile(cfg.Auth.InitialTokenFile)
+}
+
+// checkInitialTokenFile reads --initial-token-file now, so that a missing
+// file or a malformed token stops the start instead of leaving a cluster
+// without its admin token. Errors never quote the content.
+func checkInitialTokenFile(path string) error {
+	if path == "" {
 		return nil
 	}
-	return fmt.Errorf("--%s %q: want %s or %s", flagAuth, cfg.Auth.Mode, node.AuthTokens, node.AuthOff)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagInitialTokenFile, err)
+	}
+	if _, err := auth.Parse(strings.TrimSpace(string(raw))); err != nil {
+		return fmt.Errorf("--%s %s: %w", flagInitialTokenFile, path, err)
+	}
+	return nil
 }
 
 // requireLoopbackWithoutAuth refuses --auth off on an address other

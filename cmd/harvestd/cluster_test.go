@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/harvestd/harvest/client"
 	"github.com/harvestd/harvest/internal/pgtest"
 )
 
@@ -27,13 +26,14 @@ const (
 )
 
 // TestAgentCluster runs three harvestd agent processes on loopback over
-// two shard databases, joined through node 1's gossip address.
+// two shard databases, joined through node 1's gossip address. Static
+// shards keep no tokens: the agents run with --auth off.
 func TestAgentCluster(t *testing.T) {
 	t.Parallel()
 	shards := []uint16{0, 1}
 	shardArgs := shardFlags(t, shards...)
 	began := time.Now()
-	nodes := launchAgents(t, 3, func(int) []string { return shardArgs }) // the same --shard flags
+	nodes := launchAgents(t, 3, newClusterSecrets(t, false), func(int) []string { return shardArgs }) // the same --shard flags
 	for _, d := range nodes {
 		d.waitReady(t)
 	}
@@ -89,8 +89,9 @@ func shardFlags(t *testing.T, ids ...uint16) []string {
 
 // launchAgents starts n harvestd agent processes on loopback, node i+1
 // with the flags extra(i), without waiting for them. Every node gets the
-// same --join, node 1's gossip address; node 1 skips itself as a seed.
-func launchAgents(t *testing.T, n int, extra func(i int) []string) []*daemon {
+// same --join, node 1's gossip address (node 1 skips itself as a seed),
+// and the same secrets, whose token the daemons send.
+func launchAgents(t *testing.T, n int, secrets clusterSecrets, extra func(i int) []string) []*daemon {
 	t.Helper()
 	seed := freeAddr(t)
 	nodes := make([]*daemon, n)
@@ -101,8 +102,9 @@ func launchAgents(t *testing.T, n int, extra func(i int) []string) []*daemon {
 		}
 		addr := freeAddr(t)
 		args := append([]string{"agent", "--node-id", fmt.Sprintf("n%d", i+1), "--data-dir", t.TempDir(),
-			"--http-addr", addr, "--gossip-addr", gossip, "--gossip-profile", "local", "--join", seed}, extra(i)...)
-		nodes[i] = launch(t, addr, args...)
+			"--http-addr", addr, "--gossip-addr", gossip, "--gossip-profile", "local", "--join", seed}, secrets.args()...)
+		nodes[i] = launch(t, addr, append(args, extra(i)...)...)
+		nodes[i].token = secrets.token
 	}
 	return nodes
 }
@@ -110,12 +112,13 @@ func launchAgents(t *testing.T, n int, extra func(i int) []string) []*daemon {
 // TestAgentRaftCluster runs three harvestd agent processes that bootstrap
 // the raft shard catalog from their --shard lists (--bootstrap-expect 3),
 // and a fourth that joins without --shard and learns the shards from the
-// catalog.
+// catalog. They run with tokens (the default) and one initial admin token.
 func TestAgentRaftCluster(t *testing.T) {
 	t.Parallel()
 	shardArgs := shardFlags(t, 0, 1)
+	secrets := newClusterSecrets(t, true)
 	began := time.Now()
-	nodes := launchAgents(t, 4, func(i int) []string {
+	nodes := launchAgents(t, 4, secrets, func(i int) []string {
 		args := []string{"--raft-addr", freeAddr(t), "--drain-check-interval", "1s"}
 		if i < 3 {
 			args = append(append(args, "--bootstrap-expect", "3"), shardArgs...)
@@ -144,7 +147,7 @@ func TestAgentRaftCluster(t *testing.T) {
 	t.Run("FourthNodeFollowsAsNonVoterUnderOneLeader", func(t *testing.T) {
 		deadline := time.Now().Add(clusterFormTimeout)
 		for {
-			peers, err := client.New(nodes[0].base).RaftPeers(context.Background())
+			peers, err := nodes[0].client().RaftPeers(context.Background())
 			require.NoError(t, err)
 			voters, leaders, n4 := 0, 0, false
 			for _, p := range peers {
@@ -158,6 +161,39 @@ func TestAgentRaftCluster(t *testing.T) {
 			require.True(t, time.Now().Before(deadline), "raft peers: %+v", peers)
 			time.Sleep(pollInterval)
 		}
+	})
+
+	t.Run("RequestsNeedTheToken", func(t *testing.T) {
+		for _, d := range nodes {
+			anon := *d
+			anon.token = ""
+			anon.get(t, "/readyz").expect(t, http.StatusOK)
+			anon.get(t, "/workflows").expectError(t, http.StatusUnauthorized, "unauthenticated")
+			anon.get(t, "/admin/shards").expectError(t, http.StatusUnauthorized, "unauthenticated")
+			wrong := anon
+			wrong.token = "hvt_" + randomHex(t, 8) + "_" + randomHex(t, 32)
+			wrong.get(t, "/workflows").expectError(t, http.StatusUnauthorized, "unauthenticated")
+			d.get(t, "/workflows").expect(t, http.StatusOK)
+		}
+	})
+
+	// Forwarding to the shard's owner is a node request signed with the
+	// cluster key, acting for the verified token.
+	t.Run("KeyedStartReplaysThroughAnotherNode", func(t *testing.T) {
+		const body = `{"input": {"user_id": 42}}`
+		var first map[string]any
+		for i, d := range nodes {
+			r := d.post(t, "/workflows/onboarding/start", body, "Idempotency-Key", "raft-cluster-evt-1")
+			if i == 0 {
+				first = r.expect(t, http.StatusCreated)
+				continue
+			}
+			replay := r.expect(t, http.StatusOK)
+			require.Equal(t, first["execution_id"], replay["execution_id"], "through n%d", i+1)
+			require.Equal(t, true, replay["deduplicated"], "through n%d", i+1)
+		}
+		result := nodes[3].waitResult(t, first["execution_id"].(string))
+		require.Equal(t, "COMPLETED", result["state"], "result: %v", result)
 	})
 
 	t.Run("StopCleanlyOnSIGTERM", func(t *testing.T) {
@@ -192,7 +228,7 @@ func selfShards(t *testing.T, d *daemon) []uint16 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	members, err := client.New(d.base).Members(ctx)
+	members, err := d.client().Members(ctx)
 	require.NoError(t, err)
 	for _, m := range members {
 		if m.Self {
@@ -226,7 +262,7 @@ func servedYet(nodes []*daemon, shards []uint16) string {
 	served := map[uint16]bool{}
 	for _, d := range nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		members, err := client.New(d.base).Members(ctx)
+		members, err := d.client().Members(ctx)
 		cancel()
 		if err != nil {
 			return fmt.Sprintf("%s: %v", d.base, err)

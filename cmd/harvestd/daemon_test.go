@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/client"
 )
 
 // Deadlines of the end-to-end tests. Start-up includes initdb of a durable
@@ -35,7 +37,8 @@ type daemon struct {
 	cmd     *exec.Cmd
 	out     *syncBuffer // stdout and stderr
 	exited  chan struct{}
-	waitErr error // valid once exited is closed
+	waitErr error  // valid once exited is closed
+	token   string // sent as a bearer token on every request, unless ""
 }
 
 // setup starts harvestd dev on a fresh data directory with the managed
@@ -182,7 +185,8 @@ type reply struct {
 }
 
 // do sends one request under /api/harvest (or path as is when it starts
-// with /healthz, /readyz, /metrics). headers are name, value pairs. It is
+// with /healthz, /readyz, /metrics), with d's token. headers are name,
+// value pairs, set last (an Authorization pair replaces the token). It is
 // safe to call from any goroutine.
 func (d *daemon) do(ctx context.Context, method, path, body string, headers ...string) (reply, error) {
 	url := d.base + path
@@ -199,6 +203,9 @@ func (d *daemon) do(ctx context.Context, method, path, body string, headers ...s
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.token)
 	}
 	if len(headers)%2 != 0 {
 		return reply{}, errors.New("headers must be name, value pairs")
@@ -221,6 +228,11 @@ func (d *daemon) do(ctx context.Context, method, path, body string, headers ...s
 		}
 	}
 	return r, nil
+}
+
+// client is the Go client of d, with d's token.
+func (d *daemon) client() *client.Client {
+	return client.New(d.base, client.WithToken(d.token))
 }
 
 // call is do for the test goroutine: it fails the test on a transport
