@@ -33,7 +33,10 @@ type composeFile struct {
 type composeService struct {
 	Image       string            `yaml:"image"`
 	Build       any               `yaml:"build"`
+	User        string            `yaml:"user"`
+	Entrypoint  []string          `yaml:"entrypoint"`
 	Command     []string          `yaml:"command"`
+	NetworkMode string            `yaml:"network_mode"`
 	Environment map[string]string `yaml:"environment"`
 	Ports       []string          `yaml:"ports"`
 	Volumes     []string          `yaml:"volumes"`
@@ -156,6 +159,9 @@ func TestComposeFileMatchesHarvestdFlags(t *testing.T) {
 	var nodes []node
 	ips := map[string]string{}
 	for name, s := range cf.Services {
+		if name == secretsService {
+			continue // no network: see checkSecretsService
+		}
 		n, ok := s.Networks[netName]
 		require.True(t, ok, "%s is not on network %s", name, netName)
 		ip, err := netip.ParseAddr(n.IPv4Address)
@@ -205,9 +211,11 @@ func TestComposeFileMatchesHarvestdFlags(t *testing.T) {
 		require.NotEmpty(t, nd.volume, "%s: no volume at --data-dir %s", name, dataDir)
 		require.Contains(t, cf.Volumes, nd.volume, "%s: volume %s is not a named volume", name, nd.volume)
 		require.Equal(t, "service_healthy", s.DependsOn["postgres"].Condition, "%s: waits for postgres", name)
+		checkNodeSecrets(t, name, s, flags)
 		nodes = append(nodes, nd)
 	}
 	require.Len(t, nodes, 3, "three harvestd nodes")
+	checkSecretsService(t, cf, raw)
 	slices.SortFunc(nodes, func(a, b node) int { return strings.Compare(a.svc, b.svc) })
 
 	bySvc := map[string]node{}
@@ -236,6 +244,10 @@ func TestComposeFileMatchesHarvestdFlags(t *testing.T) {
 		}
 		// The same shards everywhere, each a database the init script creates.
 		require.Equal(t, nodes[0].flags["shard"], nd.flags["shard"], "%s: --shard differs from %s", nd.svc, nodes[0].svc)
+		// The same secrets everywhere.
+		for _, f := range []string{"cluster-key-file", "initial-token-file"} {
+			require.Equal(t, nodes[0].flags[f], nd.flags[f], "%s: --%s differs from %s", nd.svc, f, nodes[0].svc)
+		}
 	}
 	require.Equal(t, []string{"7231", "7232", "7233"}, []string{nodes[0].hostPort, nodes[1].hostPort, nodes[2].hostPort},
 		"host ports of harvest1..3 (the README uses them)")
