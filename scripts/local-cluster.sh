@@ -7,9 +7,14 @@
 #
 # Everything lives in the state directory (default ./.harvest-cluster): bin/
 # (harvestd, harvestctl), pg/ (one private PostgreSQL with the databases
-# harvest_shard0 and harvest_shard1), n1..n3/ (node data, raft state), logs/.
-# Remove the directory for a fresh cluster. `up` fails (and stops what it
-# started) unless all three nodes are ready and see each other alive.
+# harvest_shard0 and harvest_shard1), n1..n3/ (node data, raft state), logs/,
+# and the cluster's two secrets, each created once by the first `up` (mode
+# 0600; the state directory is in .gitignore): cluster.key, the cluster key
+# every node gets (--cluster-key-file), and admin.token, the admin token the
+# raft leader adds (--initial-token-file), which the script's harvestctl
+# calls send (HARVEST_TOKEN). Remove the directory for a fresh cluster. `up`
+# fails (and stops what it started) unless all three nodes are ready and see
+# each other alive.
 #
 # Environment (read by `up`; status and down use what up recorded):
 #   HARVEST_CLUSTER_DIR           state directory              (./.harvest-cluster)
@@ -32,6 +37,8 @@ PGDATA="$STATE/pg/data"
 PGSOCK="$STATE/pg/run"
 LOGS="$STATE/logs"
 ENVFILE="$STATE/cluster.env"
+KEYFILE="$STATE/cluster.key"
+TOKENFILE="$STATE/admin.token"
 NODES=(1 2 3)
 
 log() { echo "local-cluster: $*" >&2; }
@@ -66,6 +73,38 @@ HTTP_PORTS="$HTTP_PORTS"
 GOSSIP_PORTS="$GOSSIP_PORTS"
 RAFT_PORTS="$RAFT_PORTS"
 EOF
+}
+
+# --- secrets -----------------------------------------------------------------
+
+# random_hex prints n random bytes as lowercase hex.
+random_hex() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }
+
+# write_secret writes stdin to a new file readable by this user only.
+write_secret() {
+	(umask 077 && cat >"$1.tmp") && mv "$1.tmp" "$1"
+}
+
+# ensure_secrets creates the cluster key (base64 of 32 random bytes) and the
+# initial admin token (hvt_<16 hex>_<64 hex>) unless they exist: a restart
+# keeps both, so the raft catalog still knows the token.
+ensure_secrets() {
+	if [[ ! -s "$KEYFILE" ]]; then
+		log "creating the cluster key $KEYFILE"
+		head -c 32 /dev/urandom | base64 | write_secret "$KEYFILE"
+	fi
+	if [[ ! -s "$TOKENFILE" ]]; then
+		log "creating the initial admin token $TOKENFILE"
+		echo "hvt_$(random_hex 8)_$(random_hex 32)" | write_secret "$TOKENFILE"
+	fi
+	chmod 600 "$KEYFILE" "$TOKENFILE"
+}
+
+# load_token exports the admin token for harvestctl.
+load_token() {
+	[[ -s "$TOKENFILE" ]] || die "no $TOKENFILE: run '$0 up'"
+	HARVEST_TOKEN="$(cat "$TOKENFILE")"
+	export HARVEST_TOKEN
 }
 
 # --- PostgreSQL --------------------------------------------------------------
@@ -170,6 +209,7 @@ start_node() {
 	mkdir -p "$STATE/n$i"
 	# Output goes to the log, stdin from /dev/null: nothing holds the caller's terminal or pipes.
 	"$BIN/harvestd" agent --node-id "n$i" --data-dir "$STATE/n$i" --log-format console \
+		--cluster-key-file "$KEYFILE" --initial-token-file "$TOKENFILE" \
 		--http-addr "127.0.0.1:${HTTP[k]}" \
 		--gossip-addr "127.0.0.1:${GOSSIP[k]}" --gossip-profile local --join "127.0.0.1:${GOSSIP[0]}" \
 		--raft-addr "127.0.0.1:${RAFT[k]}" --bootstrap-expect 3 --drain-check-interval 2s \
@@ -196,7 +236,11 @@ wait_formed() {
 	for i in "${NODES[@]}"; do
 		k=$((i - 1))
 		until [[ "$(alive_seen_by "${HTTP[k]}")" -eq 3 ]]; do
-			((SECONDS - start < timeout)) || { log "n$i does not see three alive members after ${timeout}s"; return 1; }
+			if ((SECONDS - start >= timeout)); then
+				log "n$i does not see three alive members after ${timeout}s; it answers:"
+				"$BIN/harvestctl" --addr "http://127.0.0.1:${HTTP[k]}" cluster members >&2 || true
+				return 1
+			fi
 			sleep 0.2
 		done
 	done
@@ -236,6 +280,8 @@ cmd_up() {
 	save_config
 	command -v curl >/dev/null 2>&1 || die "curl is required"
 	build
+	ensure_secrets
+	load_token
 	pg_up
 	log "starting n1..n3: HTTP ${HTTP[*]}, gossip ${GOSSIP[*]}, raft ${RAFT[*]} (logs in $LOGS)"
 	for i in "${NODES[@]}"; do start_node "$i"; done
@@ -246,6 +292,9 @@ cmd_up() {
 		exit 1
 	fi
 	echo "export HARVEST_ADDR=http://127.0.0.1:${HTTP[0]}   # or :${HTTP[1]}, :${HTTP[2]}"
+	log "admin token in $TOKENFILE, cluster key in $KEYFILE (both mode 0600)"
+	# shellcheck disable=SC2016 # the $(cat ...) is for the reader's shell
+	printf 'export HARVEST_TOKEN="$(cat %q)"\n' "$TOKENFILE"
 	echo "harvestctl: $BIN/harvestctl"
 }
 
@@ -269,6 +318,7 @@ cmd_status() {
 	done
 	[[ ${#up[@]} -gt 0 ]] || return 0
 	[[ -x "$BIN/harvestctl" ]] || die "no $BIN/harvestctl: run '$0 up'"
+	load_token
 	echo
 	for k in "${up[@]}"; do
 		if "$BIN/harvestctl" --addr "http://127.0.0.1:$k" cluster members; then

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 type localCluster struct {
 	root, state string
 	env         []string
+	token       string // the admin token, once up created it
 	http        []int
 	ports       []int // every TCP port: HTTP, gossip, raft, PostgreSQL
 	udp         []int // gossip
@@ -66,13 +68,77 @@ func (c *localCluster) script(t *testing.T, timeout time.Duration, sub string) (
 	return out.String(), err
 }
 
-// ctl runs harvestctl against node i (1-based) with -o json.
+// ctl runs harvestctl against node i (1-based) with -o json, as the
+// README does after exporting HARVEST_TOKEN.
 func (c *localCluster) ctl(t *testing.T, node int, args ...string) ([]byte, error) {
+	t.Helper()
+	return c.ctlAs(t, c.token, node, args...)
+}
+
+// ctlAs is ctl with token as HARVEST_TOKEN ("" for none).
+func (c *localCluster) ctlAs(t *testing.T, token string, node int, args ...string) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	full := append([]string{"--addr", fmt.Sprintf("http://127.0.0.1:%d", c.http[node-1]), "-o", "json"}, args...)
-	return exec.CommandContext(ctx, filepath.Join(c.state, "bin", "harvestctl"), full...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.state, "bin", "harvestctl"), full...)
+	cmd.Env = append(withoutEnv(os.Environ(), "HARVEST_TOKEN"), "HARVEST_TOKEN="+token)
+	return cmd.CombinedOutput()
+}
+
+// withoutEnv is env without the variable name.
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// secretFiles are the cluster key and admin token files of the state
+// directory, by --flag.
+func (c *localCluster) secretFiles() map[string]string {
+	return map[string]string{
+		"cluster-key-file":   filepath.Join(c.state, "cluster.key"),
+		"initial-token-file": filepath.Join(c.state, "admin.token"),
+	}
+}
+
+// readSecrets requires both secrets, private to this user, and returns
+// their contents by --flag.
+func (c *localCluster) readSecrets(t *testing.T) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for flag, f := range c.secretFiles() {
+		info, err := os.Stat(f)
+		require.NoError(t, err, "up creates %s", f)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s mode", f)
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		got[flag] = string(data)
+	}
+	requireClusterKeyFile(t, c.secretFiles()["cluster-key-file"])
+	requireTokenFile(t, c.secretFiles()["initial-token-file"])
+	return got
+}
+
+// requireAgentsHaveSecrets requires every harvestd the script started to
+// run with --cluster-key-file and --initial-token-file naming the state
+// directory's files.
+func (c *localCluster) requireAgentsHaveSecrets(t *testing.T, pids map[string]int) {
+	t.Helper()
+	for _, node := range []string{"n1", "n2", "n3"} {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[node]))
+		require.NoError(t, err, "%s command line", node)
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		for flag, f := range c.secretFiles() {
+			i := slices.Index(args, "--"+flag)
+			require.True(t, i >= 0 && i+1 < len(args), "%s runs without --%s: %q", node, flag, args)
+			require.Equal(t, f, args[i+1], "%s: --%s", node, flag)
+		}
+	}
 }
 
 func (c *localCluster) ctlJSON(t *testing.T, node int, args ...string) map[string]any {
@@ -136,6 +202,19 @@ func TestLocalClusterScript(t *testing.T) {
 	require.NoError(t, err, "local-cluster.sh up:\n%s", out)
 	t.Logf("up in %s", time.Since(began).Round(time.Millisecond))
 	pids := c.ourPIDs(t)
+	secrets := c.readSecrets(t)
+	c.token = strings.TrimSpace(secrets["initial-token-file"])
+	require.Contains(t, out, c.secretFiles()["initial-token-file"], "up says where the admin token is")
+
+	t.Run("EveryAgentGetsTheClusterKeyAndInitialToken", func(t *testing.T) {
+		c.requireAgentsHaveSecrets(t, pids)
+	})
+
+	t.Run("RequestsWithoutTheTokenAreRefused", func(t *testing.T) {
+		out, err := c.ctlAs(t, "", 1, "cluster", "members")
+		require.Error(t, err, "harvestctl without a token: %s", out)
+		require.Contains(t, string(out), "HTTP 401", "harvestctl without a token")
+	})
 
 	t.Run("StatusListsThreeAliveMembers", func(t *testing.T) {
 		out, err := c.script(t, time.Minute, "status")
@@ -202,6 +281,14 @@ func TestLocalClusterScript(t *testing.T) {
 			require.NoError(t, err, "UDP port %d still taken after down", p)
 			l.Close()
 		}
+	})
+
+	t.Run("UpAgainKeepsTheSecrets", func(t *testing.T) {
+		out, err := c.script(t, 3*time.Minute, "up")
+		require.NoError(t, err, "local-cluster.sh up again:\n%s", out)
+		require.Equal(t, secrets, c.readSecrets(t), "a second up keeps the cluster key and the token")
+		c.requireAgentsHaveSecrets(t, c.ourPIDs(t))
+		c.ctlJSON(t, 1, "cluster", "members") // the catalog still knows the token
 	})
 }
 
