@@ -193,7 +193,11 @@ func runInside(t *testing.T) {
 		seedShards[id] = dsn
 	}
 
-	cl := &Cluster{Net: net, Binary: bin, Dir: dir, Shards: seedShards, Raft: raftSupported(bin), Logf: logf}
+	secrets, err := NewSecrets(dir)
+	if err != nil {
+		t.Fatalf("cluster key and admin token: %v", err)
+	}
+	cl := &Cluster{Net: net, Binary: bin, Dir: dir, Shards: seedShards, Raft: raftSupported(bin), Secrets: secrets, Logf: logf}
 	var notes []string
 	if !cl.Raft {
 		notes = append(notes, "harvestd agent has no raft flags: static shards, raft leader and drain faults are skipped")
@@ -218,7 +222,7 @@ func runInside(t *testing.T) {
 	}
 	defer hf.Close()
 	hist := NewHistory(hf)
-	client := NewClient(Nodes(cl), hist)
+	client := NewClient(Nodes(cl), secrets.Token, hist)
 	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3}
 	nem := &Nemesis{Cluster: cl, PG: pg, Client: client, Logf: logf, Hold: prof.hold, Settle: prof.settle,
 		AddShard: 2, NewShard: newShard}

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +33,7 @@ type Cluster struct {
 	Dir      string            // data dirs and logs
 	Shards   map[uint16]string // seed shards (id -> DSN)
 	Raft     bool              // run the raft shard catalog
+	Secrets  Secrets           // every node's cluster key and initial admin token
 	ExtraEnv []string
 	Logf     func(format string, args ...any)
 
@@ -66,6 +70,12 @@ func (c *Cluster) args(i int) []string {
 	}
 	for id, dsn := range c.Shards {
 		a = append(a, "--shard", fmt.Sprintf("%d=%s", id, dsn))
+	}
+	a = append(a, "--cluster-key-file", c.Secrets.KeyFile)
+	if c.Raft {
+		a = append(a, "--initial-token-file", c.Secrets.TokenFile) // --auth tokens, the default
+	} else {
+		a = append(a, "--auth", "off") // static shards keep no tokens
 	}
 	if c.Raft {
 		a = append(a, "--raft-addr", fmt.Sprintf("%s:%d", addr, raftPort),
@@ -179,15 +189,60 @@ func (c *Cluster) StopAll() {
 	}
 }
 
+// Secrets are a run's cluster key and admin token, in files of its work
+// directory that every node gets (--cluster-key-file,
+// --initial-token-file); every request the suite sends carries Token.
+type Secrets struct {
+	KeyFile   string
+	TokenFile string
+	Token     string
+}
+
+// NewSecrets writes a fresh cluster key (base64 of 32 random bytes) and
+// admin token (hvt_<16 hex>_<64 hex>) into dir, readable by this user
+// only.
+func NewSecrets(dir string) (Secrets, error) {
+	key := make([]byte, 32)
+	id := make([]byte, 8)
+	secret := make([]byte, 32)
+	for _, b := range [][]byte{key, id, secret} {
+		if _, err := rand.Read(b); err != nil {
+			return Secrets{}, err
+		}
+	}
+	s := Secrets{
+		KeyFile:   filepath.Join(dir, "cluster.key"),
+		TokenFile: filepath.Join(dir, "admin.token"),
+		Token:     "hvt_" + hex.EncodeToString(id) + "_" + hex.EncodeToString(secret),
+	}
+	if err := os.WriteFile(s.KeyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return Secrets{}, err
+	}
+	if err := os.WriteFile(s.TokenFile, []byte(s.Token+"\n"), 0o600); err != nil {
+		return Secrets{}, err
+	}
+	return s, nil
+}
+
+// authorize makes req carry the admin token.
+func (s Secrets) authorize(req *http.Request) {
+	if s.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+	}
+}
+
 // httpClient is for admin and readiness calls (the workload has its own).
 var httpClient = &http.Client{Timeout: 5 * time.Second}
 
-// getJSON GETs url into v; non-2xx is an error carrying the body.
-func getJSON(ctx context.Context, url string, v any) error {
-	return doJSON(ctx, http.MethodGet, url, nil, v)
+// getJSON GETs url into v with the admin token; non-2xx is an error
+// carrying the body.
+func (c *Cluster) getJSON(ctx context.Context, url string, v any) error {
+	return c.doJSON(ctx, http.MethodGet, url, nil, v)
 }
 
-func doJSON(ctx context.Context, method, url string, body io.Reader, v any) error {
+// doJSON sends a request with the admin token and decodes the answer
+// into v (unless nil); non-2xx is a *StatusError.
+func (c *Cluster) doJSON(ctx context.Context, method, url string, body io.Reader, v any) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return err
@@ -195,6 +250,7 @@ func doJSON(ctx context.Context, method, url string, body io.Reader, v any) erro
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	c.Secrets.authorize(req)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return err
@@ -239,7 +295,7 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 
 func (c *Cluster) ready(ctx context.Context) error {
 	for i := 1; i <= c.Net.N; i++ {
-		if err := getJSON(ctx, c.URL(i)+"/readyz", nil); err != nil {
+		if err := c.getJSON(ctx, c.URL(i)+"/readyz", nil); err != nil {
 			return fmt.Errorf("node %d readyz: %w", i, err)
 		}
 		var m struct {
@@ -248,7 +304,7 @@ func (c *Cluster) ready(ctx context.Context) error {
 				State  string `json:"state"`
 			} `json:"members"`
 		}
-		if err := getJSON(ctx, c.URL(i)+"/api/harvest/cluster/members", &m); err != nil {
+		if err := c.getJSON(ctx, c.URL(i)+"/api/harvest/cluster/members", &m); err != nil {
 			return fmt.Errorf("node %d members: %w", i, err)
 		}
 		alive := 0
@@ -284,7 +340,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 		var out struct {
 			Peers []Peer `json:"peers"`
 		}
-		if err := getJSON(ctx, c.URL(i)+"/api/harvest/admin/raft/peers", &out); err != nil {
+		if err := c.getJSON(ctx, c.URL(i)+"/api/harvest/admin/raft/peers", &out); err != nil {
 			last = err
 			continue
 		}

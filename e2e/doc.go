@@ -17,6 +17,12 @@
 //   - per activity (execution, activity id) one ActivityScheduled and at
 //     most one completion.
 //
+// The nodes run as a deployment does: each run writes a fresh cluster key
+// and admin token into its work directory, every node gets both
+// (--cluster-key-file, --initial-token-file; with the raft catalog,
+// tokens are on), and every request of the clients, the nemesis and the
+// readiness checks carries the token.
+//
 // The suite needs root and network namespaces (it skips, saying why,
 // without them) and runs only when HARVEST_E2E=1; it re-executes itself
 // inside a private net+mount+pid namespace (unshare), so everything it

@@ -189,7 +189,7 @@ func (n *Nemesis) inject(ctx context.Context, f *Fault) error {
 			f.Type = FaultDrainUndo
 			n.drained = false
 			f.Detail = "(undrain shard 1)"
-			return doJSON(ctx, "POST", c.URL(n.randomNode())+"/api/harvest/admin/shards/1/undrain", nil, nil)
+			return c.doJSON(ctx, "POST", c.URL(n.randomNode())+"/api/harvest/admin/shards/1/undrain", nil, nil)
 		}
 		id := n.AddShard
 		dsn, err := n.NewShard(ctx, id)
@@ -199,7 +199,7 @@ func (n *Nemesis) inject(ctx context.Context, f *Fault) error {
 		t0 := time.Now()
 		body := fmt.Sprintf(`{"shard_id": %d, "dsn": %q}`, id, dsn)
 		if err := retryAdmin(ctx, func() error {
-			return doJSON(ctx, "POST", c.URL(n.randomNode())+"/api/harvest/admin/shards", strings.NewReader(body), nil)
+			return c.doJSON(ctx, "POST", c.URL(n.randomNode())+"/api/harvest/admin/shards", strings.NewReader(body), nil)
 		}); err != nil {
 			return fmt.Errorf("add shard %d: %w", id, err)
 		}
@@ -208,7 +208,7 @@ func (n *Nemesis) inject(ctx context.Context, f *Fault) error {
 		sleepCtx(ctx, n.Hold)
 		t0 = time.Now()
 		if err := retryAdmin(ctx, func() error {
-			return doJSON(ctx, "POST", c.URL(n.randomNode())+"/api/harvest/admin/shards/1/drain", strings.NewReader(`{"force": false}`), nil)
+			return c.doJSON(ctx, "POST", c.URL(n.randomNode())+"/api/harvest/admin/shards/1/drain", strings.NewReader(`{"force": false}`), nil)
 		}); err != nil {
 			return fmt.Errorf("drain shard 1: %w", err)
 		}

@@ -103,19 +103,21 @@ func (h *History) Add(op *Op) { h.add(op) }
 // Client sends operations through random nodes and records them.
 type Client struct {
 	Nodes   []string // API base URLs
+	Token   string   // bearer token of every request ("" for none)
 	Hist    *History
 	Attempt time.Duration // per-attempt timeout
 	http    *http.Client
 }
 
-// NewClient returns a client over the given node URLs.
-func NewClient(nodes []string, hist *History) *Client {
+// NewClient returns a client over the given node URLs that sends token
+// ("" for none) on every request.
+func NewClient(nodes []string, token string, hist *History) *Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	return &Client{Nodes: nodes, Hist: hist, Attempt: 5 * time.Second, http: &http.Client{Transport: tr}}
+	return &Client{Nodes: nodes, Token: token, Hist: hist, Attempt: 5 * time.Second, http: &http.Client{Transport: tr}}
 }
 
 // request is what an Op sends.
@@ -204,6 +206,9 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Idempotency-Key", req.key)
+	if c.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		a.Err = err.Error()

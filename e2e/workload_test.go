@@ -13,8 +13,12 @@ import (
 	"time"
 )
 
+// testToken is the bearer token the fake expects.
+const testToken = "hvt_0123456789abcdef_0123456789abcdef0123456789abcdef0123456789abcdef"
+
 // fakeOrders answers keyed order starts (one execution id per key) and
-// signals; a signal to an empty execution id is refused as harvestd does.
+// signals; a request without testToken, and a signal to an empty execution
+// id, are refused as harvestd does.
 type fakeOrders struct {
 	mu      sync.Mutex
 	execs   map[string]string // start key -> execution id
@@ -27,6 +31,11 @@ type fakeOrders struct {
 func (f *fakeOrders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	const execID = "00027274-b82d-4568-be3c-38282c33739f"
 	_, _ = io.Copy(io.Discard, r.Body) // so that a client hang-up cancels r.Context()
+	if r.Header.Get("Authorization") != "Bearer "+testToken {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"code":"unauthenticated","error":"unauthenticated: no bearer token"}`))
+		return
+	}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/start"):
 		if f.onStart != nil && !f.onStart(f.starts.Add(1), r) {
@@ -85,7 +94,7 @@ func TestParkedSignalKeepsItsTarget(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	hist := NewHistory(nil)
-	wl := &Workload{Client: NewClient([]string{srv.URL}, hist), Workers: 1, DupRate: 1}
+	wl := &Workload{Client: NewClient([]string{srv.URL}, testToken, hist), Workers: 1, DupRate: 1}
 	wl.runChain(ctx, orderChain(), 5*time.Second, false)
 	if len(wl.parked) != 1 || len(wl.parked[0].ops) != 1 || wl.parked[0].ops[0].Target == "" {
 		t.Fatalf("parked %+v: want the signal with its execution id", wl.parked)
@@ -115,7 +124,7 @@ func TestParkedStartIsResentBeforeItsSignal(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	hist := NewHistory(nil)
-	wl := &Workload{Client: NewClient([]string{srv.URL}, hist), Workers: 1}
+	wl := &Workload{Client: NewClient([]string{srv.URL}, testToken, hist), Workers: 1}
 	ctx, stop := context.WithCancel(context.Background())
 	stop()
 	wl.runChain(ctx, orderChain(), time.Second, false) // parked whole
@@ -143,7 +152,7 @@ func TestRedeliverRetriesUntilAnswered(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	hist := NewHistory(nil)
-	wl := &Workload{Client: NewClient([]string{srv.URL}, hist), Workers: 2}
+	wl := &Workload{Client: NewClient([]string{srv.URL}, testToken, hist), Workers: 2}
 	wl.park(chain{ops: []*Op{{Kind: KindSignal, Workflow: wfOrder, Key: "ord-1-approved", Target: "00027274-b82d-4568-be3c-38282c33739f"}}})
 	wl.park(chain{ops: []*Op{{Kind: KindSignal, Workflow: wfOrder, Key: "ord-2-approved", Target: "00027274-b82d-4568-be3c-38282c33739f"}}, refused: true})
 	time.AfterFunc(time.Second, func() { healed.Store(true) })
@@ -159,13 +168,29 @@ func TestRedeliverRetriesUntilAnswered(t *testing.T) {
 	}
 }
 
+// Every request carries the token: without it the fake refuses the start.
+func TestClientSendsItsToken(t *testing.T) {
+	srv := httptest.NewServer(&fakeOrders{execs: map[string]string{}})
+	defer srv.Close()
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{{testToken, true}, {"", false}} {
+		op := NewClient([]string{srv.URL}, tc.token, NewHistory(nil)).Do(context.Background(),
+			&Op{Kind: KindStart, Workflow: wfOnboarding, Key: "onb-1"}, 1)
+		if op.OK != tc.ok || (!tc.ok && op.Status != http.StatusUnauthorized) {
+			t.Errorf("token %q: ok %v, status %d, want ok %v", tc.token, op.OK, op.Status, tc.ok)
+		}
+	}
+}
+
 // A signal with no execution id is never sent: it is the workload's own bug.
 func TestSignalWithoutTargetIsNotSent(t *testing.T) {
 	f := &fakeOrders{execs: map[string]string{}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	hist := NewHistory(nil)
-	wl := &Workload{Client: NewClient([]string{srv.URL}, hist), Workers: 1}
+	wl := &Workload{Client: NewClient([]string{srv.URL}, testToken, hist), Workers: 1}
 	wl.runChain(context.Background(), chain{ops: []*Op{{Kind: KindSignal, Workflow: wfOrder, Key: "x-approved"}}}, time.Second, true)
 	if len(hist.Ops()) != 0 || len(wl.Bugs()) != 1 {
 		t.Fatalf("ops %d, bugs %q", len(hist.Ops()), wl.Bugs())
