@@ -72,17 +72,13 @@ func (c *Cluster) args(i int) []string {
 		a = append(a, "--shard", fmt.Sprintf("%d=%s", id, dsn))
 	}
 	a = append(a, "--cluster-key-file", c.Secrets.KeyFile)
-	if c.Raft {
-		a = append(a, "--initial-token-file", c.Secrets.TokenFile) // --auth tokens, the default
-	} else {
-		a = append(a, "--auth", "off") // static shards keep no tokens
+	if !c.Raft {
+		return append(a, "--auth", "off") // static shards keep no tokens
 	}
-	if c.Raft {
-		a = append(a, "--raft-addr", fmt.Sprintf("%s:%d", addr, raftPort),
-			"--bootstrap-expect", fmt.Sprint(min(c.Net.N, 3)),
-			"--drain-check-interval", "2s")
-	}
-	return a
+	return append(a, "--raft-addr", fmt.Sprintf("%s:%d", addr, raftPort),
+		"--bootstrap-expect", fmt.Sprint(min(c.Net.N, 3)),
+		"--drain-check-interval", "2s",
+		"--initial-token-file", c.Secrets.TokenFile) // --auth tokens, the default
 }
 
 // Start starts harvestd on host i (its log is appended to <dir>/n<i>.log).
