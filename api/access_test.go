@@ -121,6 +121,7 @@ var documented = map[string]access{
 	"POST /api/harvest/admin/tokens":                 needAdmin,
 	"DELETE /api/harvest/admin/tokens/:token":        needAdmin,
 	"GET /api/harvest/internal/shards/:shard/probe":  nodeOnly,
+	"GET /api/harvest/internal/catalog/index":        nodeOnly,
 	"POST /api/harvest/internal/shards/:shard/claim": nodeOnly,
 }
 

@@ -71,6 +71,9 @@ type Admin interface {
 	Undrain(ctx context.Context, id uint16) (ShardView, error)
 	Peers(ctx context.Context) ([]PeerView, error)
 	RemovePeer(ctx context.Context, id string) error
+	// CatalogIndex is the raft index of the last command this node
+	// applied, and whether it leads (see GET /internal/catalog/index).
+	CatalogIndex(ctx context.Context) (index uint64, leader bool, err error)
 }
 
 // Errors of the admin routes.
@@ -117,6 +120,7 @@ func (s *Server) adminRoutes(g *gin.RouterGroup) {
 	s.handle(g, http.MethodPost, "/admin/shards/:shard/undrain", needAdmin, s.adminUndrain)
 	s.handle(g, http.MethodGet, "/admin/raft/peers", needAdmin, s.adminPeers)
 	s.handle(g, http.MethodDelete, "/admin/raft/peers/:peer", needAdmin, s.adminRemovePeer)
+	s.handle(g, http.MethodGet, "/internal/catalog/index", nodeOnly, s.catalogIndex)
 }
 
 // adminCall runs fn against the node's Admin; a *LeaderError forwards the
@@ -282,4 +286,20 @@ func (s *Server) adminRemovePeer(c *gin.Context) {
 	s.adminCall(c, nil, func(a Admin) (int, any, error) {
 		return http.StatusOK, gin.H{"ok": true, "removed": id}, a.RemovePeer(c.Request.Context(), id)
 	})
+}
+
+// catalogIndex handles GET /internal/catalog/index (node to node): a
+// follower learns how far the leader's catalog has come, to know whether
+// its own is current (its token table, say). Never forwarded.
+func (s *Server) catalogIndex(c *gin.Context) {
+	if s.cfg.Admin == nil {
+		s.fail(c, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: ErrNoAdmin.Error()})
+		return
+	}
+	index, leader, err := s.cfg.Admin.CatalogIndex(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"index": index, "leader": leader})
 }

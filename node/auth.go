@@ -29,9 +29,10 @@ const (
 
 // Defaults of AuthConfig.
 const (
-	// TokenStaleAfterDefault: a raft follower that has not heard from the
-	// leader for this long refuses tokens (503) rather than trust a token
-	// table that may miss a revocation.
+	// TokenStaleAfterDefault: a raft follower refuses tokens (503) unless
+	// it has applied the catalog as far as the leader had, by an answer of
+	// the leader at most this old (see leaderIndex), rather than trust a
+	// token table that may miss a revocation.
 	TokenStaleAfterDefault = 15 * time.Second
 	// BootstrapTokenFile is the file under DataDir that receives the
 	// generated admin token of a first start without an initial token.
@@ -128,7 +129,11 @@ func (n *Node) startTokens(ctx context.Context) error {
 	}
 	log := n.logger("auth")
 	if n.admin != nil {
-		n.tokens = &raftTokens{a: n.admin, cfg: n.cfg.Auth, dataDir: n.cfg.DataDir, log: log}
+		li := &leaderIndex{}
+		n.tokens = &raftTokens{a: n.admin, leader: li, cfg: n.cfg.Auth, dataDir: n.cfg.DataDir, log: log}
+		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		n.indexEnd, n.indexOut = cancel, make(chan struct{})
+		go n.watchLeaderIndex(ctx, li, n.indexOut)
 		return nil
 	}
 	store, err := tokenstore.Load(ctx, n.pools[slices.Min(slices.Collect(maps.Keys(n.pools)))])

@@ -398,6 +398,10 @@ func (c catalogAdmin) Peers(context.Context) ([]api.PeerView, error) {
 	return out, nil
 }
 
+func (c catalogAdmin) CatalogIndex(context.Context) (uint64, bool, error) {
+	return c.n.admin.Catalog().Index, c.n.admin.IsLeader(), nil
+}
+
 func (c catalogAdmin) RemovePeer(ctx context.Context, id string) error {
 	return c.leaderErr(c.n.admin.RemovePeer(ctx, id))
 }

@@ -37,6 +37,10 @@ type Node struct {
 	pools   map[uint16]*pgxpool.Pool
 	admin   *admin.Admin // nil on static shards
 	tokens  tokenBackend // nil with authentication off
+	// indexEnd stops, and indexOut reports the end of, the loop that
+	// learns the raft leader's catalog index (tokens on a raft catalog).
+	indexEnd context.CancelFunc
+	indexOut chan struct{}
 	router  *router
 	syncEnd context.CancelFunc
 	syncOut chan struct{}
@@ -333,6 +337,11 @@ func (n *Node) crash() {
 // announces the leave and raft hands leadership over; otherwise as a crash
 // would: leases kept, no leave, no hand-over. n.mu is held.
 func (n *Node) stopCluster(graceful bool) {
+	if n.indexEnd != nil {
+		n.indexEnd()
+		<-n.indexOut
+		n.indexEnd = nil
+	}
 	if n.syncEnd != nil {
 		n.syncEnd()
 		<-n.syncOut

@@ -16,10 +16,11 @@ import (
 
 // raftTokens keeps a cluster's tokens in the raft catalog: every node
 // verifies against its own replica, which a revocation reaches when the
-// node applies it; a follower that has not heard from the leader for
-// cfg.StaleAfter refuses tokens (auth.ErrStale).
+// node applies it; a follower whose catalog is not known to be current
+// (see leaderIndex) refuses tokens (auth.ErrStale).
 type raftTokens struct {
 	a       *admin.Admin
+	leader  *leaderIndex
 	cfg     AuthConfig
 	dataDir string
 	log     zerolog.Logger
@@ -31,7 +32,7 @@ type raftTokens struct {
 var _ tokenBackend = (*raftTokens)(nil)
 
 func (r *raftTokens) Token(id string) (auth.Token, bool, error) {
-	if !r.a.HeardWithin(r.cfg.StaleAfter) {
+	if !r.leader.current(r.a, time.Now(), r.cfg.StaleAfter) {
 		return auth.Token{}, false, auth.ErrStale
 	}
 	t, ok := r.a.Catalog().Tokens[id]
