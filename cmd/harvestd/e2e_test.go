@@ -269,8 +269,8 @@ func TestGracefulStopAndRestart(t *testing.T) {
 
 	first.stop(t)
 	out := first.out.String()
-	require.Contains(t, out, `"harvestd ready"`)
-	require.Contains(t, out, `"harvestd stopped"`)
+	require.Contains(t, out, `"node ready"`)
+	require.Contains(t, out, `"node stopped"`)
 
 	second := startDaemon(t, dir)
 	desc := second.get(t, "/workflows/"+id).expect(t, http.StatusOK)

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"github.com/urfave/cli/v2"
@@ -22,7 +22,7 @@ func devFlags() []cli.Flag {
 }
 
 // runDev is the dev command: one node serving one shard.
-func runDev(c *cli.Context) error {
+func (a *app) runDev(c *cli.Context) error {
 	cfg, err := nodeConfig(c)
 	if err != nil {
 		return err
@@ -35,5 +35,5 @@ func runDev(c *cli.Context) error {
 	if err := requireLoopbackWithoutAuth(cfg); err != nil {
 		return err
 	}
-	return serveDemo(c, cfg)
+	return a.serve(c, cfg)
 }

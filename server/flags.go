@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/harvestd/harvest"
-	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/node"
 )
@@ -119,13 +117,9 @@ func parseCIDRs(values []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// serveDemo runs a node of cfg with the demo workflows until a signal.
-func serveDemo(c *cli.Context, cfg node.Config) error {
-	reg := harvest.NewRegistry()
-	if err := demo.New(demo.NewServices()).Register(reg); err != nil {
-		return fmt.Errorf("register demo workflows: %w", err)
-	}
-	log := cfg.Logger.With().Str("component", "harvestd").Logger()
+// serve runs a node of cfg with the binary's workflows until a signal.
+func (a *app) serve(c *cli.Context, cfg node.Config) error {
+	log := cfg.Logger.With().Str("component", a.opts.name).Logger()
 	if err := setGCPercent(c, log); err != nil {
 		return err
 	}
@@ -136,7 +130,7 @@ func serveDemo(c *cli.Context, cfg node.Config) error {
 			return err
 		}
 	}
-	return explain(run(c.Context, cfg, reg, log), cfg)
+	return explain(a.run(c.Context, cfg, log), cfg)
 }
 
 // newLogger builds the root logger, writing to stderr.

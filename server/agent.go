@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"fmt"
@@ -50,7 +50,7 @@ func agentFlags() []cli.Flag {
 }
 
 // runAgent is the agent command: one node of a cluster.
-func runAgent(c *cli.Context) error {
+func (a *app) runAgent(c *cli.Context) error {
 	cfg, err := nodeConfig(c)
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func runAgent(c *cli.Context) error {
 	if err := checkAdvertiseHTTP(cfg); err != nil {
 		return err
 	}
-	return serveDemo(c, cfg)
+	return a.serve(c, cfg)
 }
 
 // parseShards reads the --shard entries into the catalog.

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest/internal/pgserver"
+	"github.com/harvestd/harvest/node"
+)
+
+// stopTimeout bounds the graceful stop: long enough to drain a result
+// long-poll (capped at 30 s) and to stop the managed server.
+const stopTimeout = 45 * time.Second
+
+// oneLine joins the lines of a multi-error (errors.Join, Validate).
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// run starts a node and serves until a signal or a server failure.
+func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger) error {
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	n, err := node.New(cfg, a.reg)
+	if err != nil {
+		return err
+	}
+	if err := n.Start(ctx); err != nil {
+		if ctx.Err() != nil { // interrupted during start-up: not a failure
+			log.Info().Msg("start interrupted by signal")
+			return nil
+		}
+		return err
+	}
+	log = log.With().Str("node_id", n.NodeID()).Logger()
+	ready := log.Info().Str("http_addr", n.Addr())
+	if addr := n.GossipAddr(); addr != "" {
+		ready = ready.Str("gossip_addr", addr)
+	}
+	ready.Msg("node ready")
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutdown signal received, stopping")
+	case serveErr = <-n.Err():
+	}
+	stopSignals() // a second signal kills the process at once
+	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := n.Stop(stopCtx); err != nil {
+		return errors.Join(serveErr, fmt.Errorf("stop: %w", err))
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	log.Info().Msg("node stopped")
+	return nil
+}
+
+// explain turns the start-up failures a user can fix into one clear line.
+func explain(err error, cfg node.Config) error {
+	switch {
+	case errors.Is(err, pgserver.ErrNoBinaries):
+		where := "on PATH or in /usr/lib/postgresql/*/bin"
+		if cfg.PGBinDir != "" {
+			where = "in " + cfg.PGBinDir + " (--" + flagPGBinDir + ")"
+		}
+		return &hintError{err: err, msg: "no PostgreSQL binaries (initdb, postgres) found " + where +
+			": install PostgreSQL (e.g. apt-get install postgresql), point --" + flagPGBinDir +
+			" at the directory holding them, or use --" + flagPostgres + " with an existing server"}
+	case errors.Is(err, node.ErrDataDir):
+		return &hintError{err: err, msg: err.Error() + " (choose another --" + flagDataDir + ")"}
+	}
+	return err
+}
+
+// hintError replaces an error's text with advice for the user.
+type hintError struct {
+	err error
+	msg string
+}
+
+func (e *hintError) Error() string { return e.msg }
+func (e *hintError) Unwrap() error { return e.err }
