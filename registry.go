@@ -12,7 +12,16 @@ import (
 
 // Registrable is a workflow or activity definition that a Registry accepts.
 type Registrable interface {
-	registerOn(r *Registry) error
+	registration() (registration, error)
+}
+
+// registration is one definition ready to be added: a workflow (kind
+// "workflow", wf set) or an activity (kind "activity", act set).
+type registration struct {
+	kind string
+	name string
+	wf   workflowDef
+	act  activityDef
 }
 
 // Registry holds the workflows and activities a node can run. It is safe
@@ -40,12 +49,25 @@ func NewRegistry() *Registry {
 	return &Registry{workflows: map[string]workflowDef{}, activities: map[string]activityDef{}}
 }
 
-// Register adds definitions; a name used twice (per kind) is an error.
+// Register adds definitions, all or none: a name used twice (per kind),
+// here or by an earlier Register, or an empty name is an error, and then
+// nothing is added.
 func (r *Registry) Register(defs ...Registrable) error {
+	regs := make([]registration, 0, len(defs))
 	for _, d := range defs {
-		if err := d.registerOn(r); err != nil {
+		g, err := d.registration()
+		if err != nil {
 			return err
 		}
+		regs = append(regs, g)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkNames(regs); err != nil {
+		return err
+	}
+	for _, g := range regs {
+		r.add(g)
 	}
 	return nil
 }
@@ -89,30 +111,40 @@ func (r *Registry) RunActivity(ctx *ActivityContext, name string, input json.Raw
 	return def.run(ctx, input)
 }
 
-func (r *Registry) addWorkflow(d workflowDef) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if d.name == "" {
-		return fmt.Errorf("register workflow: empty name")
+// checkNames refuses empty names and names already taken, by the
+// registry or earlier in regs. The caller holds r.mu.
+func (r *Registry) checkNames(regs []registration) error {
+	seen := map[[2]string]bool{}
+	for _, g := range regs {
+		k := [2]string{g.kind, g.name}
+		switch {
+		case g.name == "":
+			return fmt.Errorf("register %s: empty name", g.kind)
+		case seen[k] || r.taken(g):
+			return fmt.Errorf("register %s %q: %w", g.kind, g.name, ErrDuplicateName)
+		}
+		seen[k] = true
 	}
-	if _, dup := r.workflows[d.name]; dup {
-		return fmt.Errorf("register workflow %q: %w", d.name, ErrDuplicateName)
-	}
-	r.workflows[d.name] = d
 	return nil
 }
 
-func (r *Registry) addActivity(d activityDef) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if d.name == "" {
-		return fmt.Errorf("register activity: empty name")
+// taken reports whether g's name is registered for its kind.
+func (r *Registry) taken(g registration) bool {
+	if g.kind == "workflow" {
+		_, ok := r.workflows[g.name]
+		return ok
 	}
-	if _, dup := r.activities[d.name]; dup {
-		return fmt.Errorf("register activity %q: %w", d.name, ErrDuplicateName)
+	_, ok := r.activities[g.name]
+	return ok
+}
+
+// add adds a checked registration. The caller holds r.mu.
+func (r *Registry) add(g registration) {
+	if g.kind == "workflow" {
+		r.workflows[g.name] = g.wf
+		return
 	}
-	r.activities[d.name] = d
-	return nil
+	r.activities[g.name] = g.act
 }
 
 func (r *Registry) workflow(name string) (workflowDef, bool) {
@@ -138,12 +170,13 @@ func NewWorkflow[In, Out any](name string, fn func(ctx Context, in In) (Out, err
 // Name is the registered name.
 func (w *Workflow[In, Out]) Name() string { return w.name }
 
-func (w *Workflow[In, Out]) registerOn(r *Registry) error {
+func (w *Workflow[In, Out]) registration() (registration, error) {
 	sch, err := compileSchema(w.name, w.schema)
 	if err != nil {
-		return err
+		return registration{}, err
 	}
-	return r.addWorkflow(workflowDef{name: w.name, run: w.run, schema: sch})
+	def := workflowDef{name: w.name, run: w.run, schema: sch}
+	return registration{kind: "workflow", name: w.name, wf: def}, nil
 }
 
 func (w *Workflow[In, Out]) run(ctx Context, raw json.RawMessage) (json.RawMessage, error) {
@@ -178,8 +211,9 @@ func NewActivity[In, Out any](name string, fn func(ctx *ActivityContext, in In) 
 // Name is the registered name.
 func (a *Activity[In, Out]) Name() string { return a.name }
 
-func (a *Activity[In, Out]) registerOn(r *Registry) error {
-	return r.addActivity(activityDef{name: a.name, opts: a.opts, run: a.run})
+func (a *Activity[In, Out]) registration() (registration, error) {
+	def := activityDef{name: a.name, opts: a.opts, run: a.run}
+	return registration{kind: "activity", name: a.name, act: def}, nil
 }
 
 func (a *Activity[In, Out]) run(ctx *ActivityContext, raw json.RawMessage) (json.RawMessage, error) {
