@@ -18,6 +18,10 @@ var (
 	ErrNonDeterminism = errors.New("non-determinism")
 	// ErrWorkflowPanic matches every PanicError.
 	ErrWorkflowPanic = errors.New("workflow panicked")
+	// ErrUnknownSignal matches every *UnknownSignalError.
+	ErrUnknownSignal = errors.New("signal not declared by the workflow")
+	// ErrInvalidPayload matches every *PayloadError.
+	ErrInvalidPayload = errors.New("signal payload does not decode into its type")
 )
 
 // ErrorInfo is the wire form of a failure as recorded in history.

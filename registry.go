@@ -36,6 +36,8 @@ type workflowDef struct {
 	name   string
 	run    func(ctx Context, input json.RawMessage) (json.RawMessage, error)
 	schema *jsonschema.Schema // nil: any input
+	// signals are the declared signals by name; nil: any signal.
+	signals map[string]SignalDecl
 }
 
 type activityDef struct {
@@ -157,9 +159,10 @@ func (r *Registry) workflow(name string) (workflowDef, bool) {
 // Workflow is a typed workflow definition: declare it once, register it,
 // and use it (later) from typed clients so names cannot drift.
 type Workflow[In, Out any] struct {
-	name   string
-	fn     func(ctx Context, in In) (Out, error)
-	schema json.RawMessage
+	name    string
+	fn      func(ctx Context, in In) (Out, error)
+	schema  json.RawMessage
+	signals []SignalDecl
 }
 
 // NewWorkflow declares a workflow named name.
@@ -175,7 +178,11 @@ func (w *Workflow[In, Out]) registration() (registration, error) {
 	if err != nil {
 		return registration{}, err
 	}
-	def := workflowDef{name: w.name, run: w.run, schema: sch}
+	sigs, err := signalTable(w.name, w.signals)
+	if err != nil {
+		return registration{}, err
+	}
+	def := workflowDef{name: w.name, run: w.run, schema: sch, signals: sigs}
 	return registration{kind: "workflow", name: w.name, wf: def}, nil
 }
 

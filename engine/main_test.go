@@ -39,6 +39,13 @@ var (
 		}
 		return goSignal.Receive(ctx)
 	})
+	// approval declares its one signal, "approved" (an approvalSignal),
+	// and returns who approved.
+	approvedSig = harvest.NewSignal[approvalSignal]("approved")
+	approvalWF  = harvest.NewWorkflow("approval", func(ctx harvest.Context, _ string) (string, error) {
+		a, err := approvedSig.Receive(ctx)
+		return a.By, err
+	}).WithSignals(approvedSig)
 	// collect receives "item" signals until one says "stop".
 	collectWF = harvest.NewWorkflow("collect", func(ctx harvest.Context, _ string) ([]string, error) {
 		var got []string
@@ -51,6 +58,10 @@ var (
 		}
 	})
 )
+
+type approvalSignal struct {
+	By string `json:"by"`
+}
 
 // keyLog records the idempotency key of every activity attempt.
 type keyLog struct {
@@ -85,7 +96,7 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	b := &testBundle{pool: pgtest.NewPool(t), reg: harvest.NewRegistry(), demo: demo.New(demo.NewServices()), keys: &keyLog{}}
 	require.NoError(t, b.demo.Register(b.reg))
-	require.NoError(t, b.reg.Register(noopWF, failWF, blockWF, collectWF))
+	require.NoError(t, b.reg.Register(noopWF, failWF, blockWF, collectWF, approvalWF))
 	b.registerActivityWorkflows(t)
 	return b
 }

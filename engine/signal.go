@@ -32,7 +32,9 @@ type SignalResult struct {
 // Signal appends one SignalReceived. A keyed duplicate reports
 // Delivered=false, even after the run closed, provided the key first landed
 // while it was live; a new key or no key on a closed run is a
-// *TerminalError. Unkeyed signals are at-least-once.
+// *TerminalError. Unkeyed signals are at-least-once. A signal that is not
+// a duplicate must be one the run's workflow declares, if it declares any
+// (harvest.Registry.ValidateSignal); a refused one appends nothing.
 func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, error) {
 	if req.SignalName == "" {
 		return SignalResult{}, fmt.Errorf("signal name is empty: %w", ErrInvalidArgument)
@@ -67,6 +69,9 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 			return nil
 		case IsTerminal(ex.State):
 			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
+		}
+		if err := e.reg.ValidateSignal(ex.WorkflowName, req.SignalName, req.Payload); err != nil {
+			return err
 		}
 		res.Delivered = true
 		return deliverSignal(ctx, tx, ex, req.SignalName, req.Payload, req.IdempotencyKey)
@@ -171,6 +176,10 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 			return err
 		}
 		if found, err := e.findSignalKey(ctx, tx, req, &res); err != nil || found {
+			return err
+		}
+		// Not a duplicate: the signal must be one the workflow declares.
+		if err := e.reg.ValidateSignal(sr.WorkflowName, req.SignalName, req.SignalPayload); err != nil {
 			return err
 		}
 		d := decideSignalWithStart(prior.state(), sr.ReusePolicy)

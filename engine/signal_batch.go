@@ -21,7 +21,9 @@ import (
 // row and SignalReceived in another, one commit. Per-request semantics are
 // those of the single path (signalTx): a keyed duplicate — committed
 // earlier or earlier in the same batch — is not delivered, a closed or
-// unknown run is refused. A batch that fails as a whole sends each of its
+// unknown run is refused, and so is a signal its workflow does not
+// declare (checked after the key lookup, so a duplicate is answered as
+// one). A batch that fails as a whole sends each of its
 // signals through the single path.
 
 // signalBatchMax is the most signals one transaction delivers.
@@ -124,7 +126,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
 		delivered = false
 		for i, c := range calls {
-			replies[i] = queueSignal(w, ledger, c.req, exs, seen)
+			replies[i] = e.queueSignal(w, ledger, c.req, exs, seen)
 			delivered = delivered || replies[i].res.Delivered
 		}
 		ledger.queue(b)
@@ -151,8 +153,8 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 
 // queueSignal decides one signal of a batch and adds its writes to w and
 // ledger; seen gains its key, so that a repeat later in the batch is a
-// duplicate.
-func queueSignal(w *writeSet, ledger *signalRows, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[execKey]bool) signalReply {
+// duplicate. A signal the workflow does not accept adds nothing.
+func (e *Engine) queueSignal(w *writeSet, ledger *signalRows, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[execKey]bool) signalReply {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	ex := exs[req.ExecutionID]
 	k := execKey{req.ExecutionID, req.IdempotencyKey}
@@ -163,6 +165,9 @@ func queueSignal(w *writeSet, ledger *signalRows, req SignalRequest, exs map[uui
 		return signalReply{res: res}
 	case IsTerminal(ex.State):
 		return signalReply{err: &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}}
+	}
+	if err := e.reg.ValidateSignal(ex.WorkflowName, req.SignalName, req.Payload); err != nil {
+		return signalReply{err: err}
 	}
 	if req.IdempotencyKey != "" {
 		seen[k] = true
