@@ -17,6 +17,8 @@ const (
 	codeInvalidJSON     = "invalid_json"
 	codeInvalidArgument = "invalid_argument"
 	codeUnknownWorkflow = "unknown_workflow"
+	codeUnknownSignal   = "unknown_signal"
+	codeInvalidPayload  = "invalid_payload"
 	codeNotFound        = "not_found"
 	codeNoRoute         = "no_route"
 	codeMethod          = "method_not_allowed"
@@ -70,6 +72,8 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		terminal *engine.TerminalError
 		lost     *engine.OwnershipLostError
 		input    *harvest.InputError
+		unknown  *harvest.UnknownSignalError
+		payload  *harvest.PayloadError
 		callback *engine.CallbackError
 		gate     *engine.GateError
 		moved    *engine.MovedError
@@ -80,6 +84,12 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 	case errors.As(err, &input):
 		return &apiError{status: http.StatusUnprocessableEntity, code: "invalid_input", msg: input.Error(),
 			extra: gin.H{"violations": input.Violations}}
+	case errors.As(err, &unknown):
+		return &apiError{status: http.StatusNotFound, code: codeUnknownSignal, msg: unknown.Error(),
+			extra: gin.H{"signal_name": unknown.Signal, "declared_signals": unknown.Declared}}
+	case errors.As(err, &payload):
+		return &apiError{status: http.StatusUnprocessableEntity, code: codeInvalidPayload, msg: payload.Error(),
+			extra: gin.H{"signal_name": payload.Signal}}
 	case errors.As(err, &callback):
 		return &apiError{status: http.StatusUnprocessableEntity, code: "callback_refused", msg: callback.Error(),
 			extra: gin.H{"url": callback.URL}}

@@ -29,7 +29,15 @@ var (
 	typedWF = harvest.NewWorkflow("typed", func(_ harvest.Context, in map[string]any) (any, error) { return in, nil }).
 		WithInputSchema(json.RawMessage(`{"type":"object","required":["user_id"],"properties":{"user_id":{"type":"integer","minimum":1}}}`))
 	goSignal = harvest.NewSignal[string]("go")
-	blockWF  = harvest.NewWorkflow("block", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
+	// approval declares one signal: "approved", an object {"by": string}.
+	approvedSig = harvest.NewSignal[struct {
+		By string `json:"by"`
+	}]("approved")
+	approvalWF = harvest.NewWorkflow("approval", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
+		a, err := approvedSig.Receive(ctx)
+		return a.By, err
+	}).WithSignals(approvedSig)
+	blockWF = harvest.NewWorkflow("block", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
 		return goSignal.Receive(ctx)
 	})
 )
@@ -58,7 +66,7 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(b.svc).Register(reg))
-	require.NoError(t, reg.Register(blockWF, typedWF))
+	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF))
 	cfg := engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()}
 	if mutate != nil {
 		mutate(&cfg)
