@@ -29,9 +29,11 @@
 // the server's code, message and full body. Match classes of failure with
 // errors.Is against the sentinels (ErrNotFound, ErrConflict, ErrTerminal,
 // ErrInvalid, ErrUnavailable, ErrTooLarge, ErrGated, ErrInvalidInput with
-// Error.Violations, ErrCallbackRefused, and for the shard catalog
-// ErrUnsafeDrain and ErrShardUnreachable, and for authentication
-// ErrUnauthenticated and ErrForbidden); transport failures are returned
+// Error.Violations, ErrCallbackRefused, ErrUnknownSignal and
+// ErrInvalidPayload for signals a workflow does not declare or cannot
+// decode, for the shard catalog ErrUnsafeDrain and ErrShardUnreachable,
+// and for authentication ErrUnauthenticated and ErrForbidden); transport
+// failures are returned
 // wrapped, never as *Error.
 //
 // # Shard catalog

@@ -50,6 +50,13 @@ var (
 	// ErrInvalidInput: the input fails the workflow's JSON Schema
 	// (invalid_input, HTTP 422); Error.Violations lists why.
 	ErrInvalidInput = errors.New("invalid input")
+	// ErrUnknownSignal: the run's workflow declares its signals and not
+	// this one (unknown_signal, HTTP 404); nothing was delivered.
+	ErrUnknownSignal = errors.New("unknown signal")
+	// ErrInvalidPayload: the signal payload does not decode into the type
+	// of the signal the workflow declares (invalid_payload, HTTP 422);
+	// nothing was delivered.
+	ErrInvalidPayload = errors.New("invalid signal payload")
 	// ErrCallbackRefused: a completion callback URL is not http(s) or
 	// reaches a blocked address (callback_refused, HTTP 422); the body
 	// names the url.
@@ -91,6 +98,10 @@ const (
 	CodeGated           = "admission_blocked"
 	CodeInvalidInput    = "invalid_input"
 	CodeCallbackRefused = "callback_refused"
+	// CodeUnknownSignal and CodeInvalidPayload answer signals and
+	// signal-with-start to a workflow that declares its signals.
+	CodeUnknownSignal  = "unknown_signal"
+	CodeInvalidPayload = "invalid_payload"
 )
 
 // codeClass maps known codes to their sentinel; a nil value is a known code
@@ -113,6 +124,8 @@ var codeClass = map[string]error{
 	CodeGated:            ErrGated,
 	CodeInvalidInput:     ErrInvalidInput,
 	CodeCallbackRefused:  ErrCallbackRefused,
+	CodeUnknownSignal:    ErrUnknownSignal,
+	CodeInvalidPayload:   ErrInvalidPayload,
 }
 
 // statusClass classifies answers without a known code.

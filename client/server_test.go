@@ -41,6 +41,7 @@ func setupServerWith(t testing.TB, config func(*engine.Engine) api.Config) *serv
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
+	require.NoError(t, reg.Register(approvalWF))
 	pool := pgtest.NewPool(t)
 	e, err := engine.New(pool, reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
 		Logger: zerolog.Nop()})
@@ -53,6 +54,13 @@ func setupServerWith(t testing.TB, config func(*engine.Engine) api.Config) *serv
 	t.Cleanup(hs.Close)
 	return &serverBundle{engine: e, api: client.New(hs.URL), url: hs.URL}
 }
+
+// approvalWF declares its one signal, demo.Approved, and returns who
+// approved.
+var approvalWF = harvest.NewWorkflow("approval", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
+	a, err := demo.Approved.Receive(ctx)
+	return a.By, err
+}).WithSignals(demo.Approved)
 
 // waitingOrder is an order that waits an hour for its approval.
 var waitingOrder = json.RawMessage(`{"order_id":"o-1","amount_cents":100,"customer_id":"c-1"}`)
