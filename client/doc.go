@@ -54,6 +54,12 @@
 //	_, err = client.SignalOf(c, demo.Approved).SendIdempotent(ctx, run.ExecutionID, demo.Approval{By: "ann"}, "approval-o-1")
 //	res, closed, err := orders.Result(ctx, run.ExecutionID, 30*time.Second) // res is an OrderResult
 //
+// WorkflowOf takes a harvest.WorkflowType: the definition, or, in a client
+// that does not link the worker's code, a reference naming the workflow
+// and its types (nothing checks them against the worker's):
+//
+//	payouts := client.WorkflowOf(c, harvest.WorkflowRef[PayoutInput, PayoutResult]("payout"))
+//
 // # Retries
 //
 // Each request is encoded once, before it is sent, and every attempt

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/client"
 	"github.com/harvestd/harvest/demo"
 )
@@ -79,6 +80,34 @@ func ExampleWorkflowOf() {
 	// order order-o-8: started fresh=true, deduplicated=false
 	// order order-o-8: started fresh=false, deduplicated=true
 	// result: approved by bob
+}
+
+// A client that does not link the worker's code names the workflow and
+// its types with a reference instead of the definition.
+func ExampleWorkflowOf_reference() {
+	baseURL, stop := exampleNode()
+	defer stop()
+	ctx := context.Background()
+	c := client.New(baseURL)
+
+	orders := client.WorkflowOf(c, harvest.WorkflowRef[demo.OrderInput, demo.OrderResult]("order"))
+	run, err := orders.StartIdempotent(ctx, demo.OrderInput{OrderID: "o-9", AmountCents: 500, CustomerID: "c-3", SleepMS: 1}, "checkout-o-9")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := client.SignalOf(c, demo.Approved).SendIdempotent(ctx, run.ExecutionID, demo.Approval{By: "cy"}, "approve-o-9"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, closed, err := orders.Result(ctx, run.ExecutionID, 20*time.Second) // out is a demo.OrderResult
+	if err != nil || !closed {
+		fmt.Println(closed, err)
+		return
+	}
+	fmt.Printf("%s: %s by %s\n", orders.Name(), out.Status, out.Approver)
+	// Output:
+	// order: approved by cy
 }
 
 // exampleNode starts a node for an example (setupServer: the demo

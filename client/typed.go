@@ -87,15 +87,17 @@ func WithCompletionCallback(url string, headers map[string]string) StartOption {
 
 // WorkflowHandle starts runs of one typed workflow and reads their typed
 // results. Build it from the harvest.Workflow definition that the worker
-// registers, so that the name and the types cannot drift.
+// registers, so that the name and the types cannot drift, or, in a client
+// that does not link the worker's code, from a harvest.WorkflowRef.
 type WorkflowHandle[In, Out any] struct {
 	c    *Client
 	name string
 }
 
-// WorkflowOf returns the handle of wf on c.
-func WorkflowOf[In, Out any](c *Client, wf *harvest.Workflow[In, Out]) WorkflowHandle[In, Out] {
-	return WorkflowHandle[In, Out]{c: c, name: wf.Name()}
+// WorkflowOf returns the handle of wf on c. wf is a workflow definition
+// (*harvest.Workflow) or a reference (harvest.WorkflowRef).
+func WorkflowOf[In, Out any](c *Client, wf harvest.WorkflowType[In, Out]) WorkflowHandle[In, Out] {
+	return WorkflowHandle[In, Out]{c: c, name: wf.Ref().Name()}
 }
 
 // Name is the workflow name.

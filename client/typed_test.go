@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/client"
 	"github.com/harvestd/harvest/demo"
 )
@@ -181,4 +182,23 @@ func TestGatedStart(t *testing.T) {
 	require.ErrorIs(t, b.api.OpenGate(ctxT(t), "freeze"), client.ErrNotFound)
 	_, err = client.WorkflowOf(b.api, orderDefs.Order).Start(ctxT(t), waitingInput())
 	require.NoError(t, err)
+}
+
+func TestWorkflowRef(t *testing.T) {
+	t.Parallel()
+	b := setupServer(t)
+	// What a client that does not link the worker's code declares.
+	payout := harvest.WorkflowRef[demo.OrderInput, demo.OrderResult](demo.OrderName)
+	orders := client.WorkflowOf(b.api, payout)
+	require.Equal(t, demo.OrderName, orders.Name())
+
+	run, err := orders.StartIdempotent(ctxT(t), demo.OrderInput{OrderID: "o-9", AmountCents: 5, CustomerID: "c-9", SleepMS: 1}, "ref-o-9")
+	require.NoError(t, err)
+	_, err = client.SignalOf(b.api, demo.Approved).SendIdempotent(ctxT(t), run.ExecutionID, demo.Approval{By: "cy"}, "approve-o-9")
+	require.NoError(t, err)
+	out, closed, err := orders.Result(ctxT(t), run.ExecutionID, 20*time.Second)
+	require.NoError(t, err)
+	require.True(t, closed)
+	require.Equal(t, demo.OrderResult{ChargeID: out.ChargeID, Status: "approved", Approver: "cy"}, out)
+	require.Equal(t, payout, orderDefs.Order.Ref(), "the definition's reference is the same value")
 }
