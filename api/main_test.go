@@ -124,6 +124,12 @@ func (b *testBundle) do(t testing.TB, method, path string, body any, headers ...
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
+	return decodeResponse(t, res)
+}
+
+// decodeResponse reads an answer; a body must be JSON.
+func decodeResponse(t testing.TB, res *http.Response) response {
+	t.Helper()
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	out := response{Status: res.StatusCode, Header: res.Header, Raw: raw}

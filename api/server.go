@@ -38,6 +38,11 @@ func New(cfg Config, router Router) (*Server, error) {
 	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(),
 		access: map[string]access{}, now: time.Now}
 	s.gin.HandleMethodNotAllowed = true
+	// No redirects: a path with a trailing or empty segment, or in the
+	// wrong case, gets the JSON error shape (404 no_route, or 400 naming
+	// an empty parameter), never a 301/307 with an empty body.
+	s.gin.RedirectTrailingSlash = false
+	s.gin.RedirectFixedPath = false
 	s.gin.Use(s.recoverJSON, s.bodyDeadline)
 	s.gin.NoRoute(func(c *gin.Context) {
 		abort(c, &apiError{status: http.StatusNotFound, code: codeNoRoute, msg: "no route " + c.Request.Method + " " + c.Request.URL.Path})
