@@ -195,7 +195,7 @@ func (w *Workflow[In, Out]) run(ctx Context, raw json.RawMessage) (json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	return encodeValue(out)
+	return encodeOutput("workflow", w.name, out)
 }
 
 // Activity is a typed activity definition with default options.
@@ -232,7 +232,7 @@ func (a *Activity[In, Out]) run(ctx *ActivityContext, raw json.RawMessage) (json
 	if err != nil {
 		return nil, err
 	}
-	return encodeValue(out)
+	return encodeOutput("activity", a.name, out)
 }
 
 // Execute schedules the activity from workflow code and returns its future.
