@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -117,7 +119,8 @@ type Config struct {
 	// shard engine (default: engine.ActivityWorkersDefault).
 	ActivityWorkers int
 	// Logger is the root logger; every component logs through a child of
-	// it. The zero Logger discards.
+	// it. The zero Logger (the field left unset) is DefaultLogger: JSON
+	// lines on stderr at info. Pass zerolog.Nop() to discard.
 	Logger zerolog.Logger
 }
 
@@ -127,8 +130,21 @@ func (c Config) withDefaults() Config {
 	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, IdempotencyWindowDefault)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
 	c.Auth = c.Auth.withDefaults()
+	if isZeroLogger(c.Logger) {
+		c.Logger = DefaultLogger()
+	}
 	return c
 }
+
+// DefaultLogger is the logger of a Config whose Logger is unset: JSON
+// lines with a timestamp on os.Stderr (as it is when called), at info.
+func DefaultLogger() zerolog.Logger {
+	return zerolog.New(os.Stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+}
+
+// isZeroLogger reports whether l is the zero zerolog.Logger, which has no
+// writer (zerolog.Nop() has one, and a disabled level).
+func isZeroLogger(l zerolog.Logger) bool { return reflect.ValueOf(l).IsZero() }
 
 // Validate reports every invalid field; zero fields are valid (they take
 // their defaults).

@@ -39,5 +39,6 @@
 //
 // Every component logs through a child of Config.Logger carrying node_id
 // and a component field (node, postgres, engine, api, http); messages are
-// static and facts are fields.
+// static and facts are fields. A Config without a Logger logs JSON lines
+// to stderr at info (DefaultLogger); zerolog.Nop() silences the node.
 package node
