@@ -77,7 +77,7 @@ func New(cfg Config, reg *harvest.Registry) (*Node, error) {
 // once the HTTP API is serving. ctx bounds start-up only; the node runs
 // until Stop. On failure Start undoes what it brought up and returns the
 // error. Errors about the data directory wrap ErrDataDir; missing
-// PostgreSQL binaries wrap pgserver.ErrNoBinaries.
+// PostgreSQL binaries for the managed server wrap ErrNoPostgresBinaries.
 func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -11,10 +11,6 @@ import (
 	"strings"
 )
 
-// ErrDataDir reports a data directory the node cannot use (not a
-// directory, not writable, an unreadable or malformed node id file).
-var ErrDataDir = errors.New("data dir not usable")
-
 // prepareDataDir creates dir when missing and checks it is a directory.
 // Mode 0755 lets a managed server running as another user (when harvestd
 // runs as root) reach its data directory below.

@@ -26,6 +26,9 @@ func (n *Node) startManagedPostgres(ctx context.Context) (*pgserver.Server, stri
 		Fsync:   true,
 		Logger:  n.logger("postgres"),
 	})
+	if errors.Is(err, pgserver.ErrNoBinaries) {
+		return nil, "", fmt.Errorf("start managed postgres: initdb and postgres not found %s: %w", binWhere(n.cfg.PGBinDir), ErrNoPostgresBinaries)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("start managed postgres: %w", err)
 	}
@@ -33,6 +36,14 @@ func (n *Node) startManagedPostgres(ctx context.Context) (*pgserver.Server, stri
 		return srv, "", err
 	}
 	return srv, srv.DSN(DatabaseName), nil
+}
+
+// binWhere says where the binaries were looked for.
+func binWhere(binDir string) string {
+	if binDir == "" {
+		return "on PATH or in /usr/lib/postgresql/*/bin"
+	}
+	return "in " + binDir
 }
 
 // createDatabase creates name unless it exists; a concurrent creation by

@@ -93,3 +93,18 @@ func TestManagedPostgresUpgradesTrustDataDir(t *testing.T) {
 		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	})
 }
+
+func TestNoPostgresBinaries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	empty := t.TempDir()
+	cfg := Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", PGBinDir: empty, Logger: zerolog.Nop()}
+	n, err := New(cfg, b.reg)
+	require.NoError(t, err)
+	err = n.Start(ctxT(t))
+	require.ErrorIs(t, err, ErrNoPostgresBinaries)
+	for _, s := range []string{"in " + empty, "node.Config.PGBinDir", "--pg-bin-dir"} {
+		require.Contains(t, err.Error(), s)
+	}
+	require.NotContains(t, err.Error(), "pgserver", "no internal package in the hint")
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/harvestd/harvest/engine"
-	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -45,8 +44,8 @@ func TestExplain(t *testing.T) {
 
 	t.Run("NoBinaries", func(t *testing.T) {
 		t.Parallel()
-		err := explain(fmt.Errorf("start managed postgres: %w", pgserver.ErrNoBinaries), node.Config{PGBinDir: "/opt/pg"})
-		require.ErrorIs(t, err, pgserver.ErrNoBinaries)
+		err := explain(fmt.Errorf("start managed postgres: %w", node.ErrNoPostgresBinaries), node.Config{PGBinDir: "/opt/pg"})
+		require.ErrorIs(t, err, node.ErrNoPostgresBinaries)
 		require.Contains(t, err.Error(), "in /opt/pg (--pg-bin-dir)")
 		require.Contains(t, err.Error(), "--postgres")
 		require.NotContains(t, err.Error(), "\n")

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -68,7 +67,7 @@ func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger) erro
 // explain turns the start-up failures a user can fix into one clear line.
 func explain(err error, cfg node.Config) error {
 	switch {
-	case errors.Is(err, pgserver.ErrNoBinaries):
+	case errors.Is(err, node.ErrNoPostgresBinaries):
 		where := "on PATH or in /usr/lib/postgresql/*/bin"
 		if cfg.PGBinDir != "" {
 			where = "in " + cfg.PGBinDir + " (--" + flagPGBinDir + ")"

@@ -1,0 +1,16 @@
+package node
+
+import "errors"
+
+// Sentinel errors of Start.
+var (
+	// ErrDataDir reports a data directory the node cannot use (not a
+	// directory, not writable, an unreadable or malformed node id file).
+	ErrDataDir = errors.New("data dir not usable")
+	// ErrNoPostgresBinaries reports that the managed PostgreSQL server
+	// cannot start: initdb or postgres is not in Config.PGBinDir, or, with
+	// PGBinDir unset, neither on PATH nor in /usr/lib/postgresql/*/bin.
+	ErrNoPostgresBinaries = errors.New("no PostgreSQL binaries: install PostgreSQL (e.g. apt-get install postgresql), " +
+		"set node.Config.PGBinDir (harvestd --pg-bin-dir) to the directory holding initdb and postgres, " +
+		"or use an existing server (node.Config.PostgresDSN, harvestd --postgres)")
+)
