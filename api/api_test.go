@@ -327,7 +327,11 @@ func TestHostileInput(t *testing.T) {
 			if c.body != "" {
 				body = c.body
 			}
-			r := b.do(t, c.method, c.path, body)
+			var headers []string
+			if strings.HasPrefix(c.path, "/internal/") {
+				headers = nodeHeaders(c.method, c.path)
+			}
+			r := b.do(t, c.method, c.path, body, headers...)
 			requireError(t, r, http.StatusBadRequest, c.code)
 			require.Contains(t, r.Body["error"], c.field)
 			require.Equal(t, before, b.counts(t), "a rejected request changed data")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/pgtest"
@@ -76,11 +77,26 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)
 	b.engine = e
-	b.server, err = New(Config{MaxBodyBytes: 64 << 10, Gates: e}, SingleShard(e))
+	b.server, err = New(Config{MaxBodyBytes: 64 << 10, Gates: e, NodeKey: testNodeKey}, SingleShard(e))
 	require.NoError(t, err)
 	ts := httptest.NewServer(b.server)
 	t.Cleanup(ts.Close)
 	b.url = ts.URL + BasePath
+}
+
+// testNodeKey signs the node requests of the tests (nodeHeaders).
+var testNodeKey = []byte("api tests' node key, 32 bytes or more")
+
+// nodeHeaders are the headers that make method and path (under BasePath)
+// a request of another node, signed with testNodeKey; do takes them.
+func nodeHeaders(method, path string) []string {
+	req := httptest.NewRequest(method, BasePath+path, nil)
+	SignNode(req, testNodeKey, "n2", auth.Anonymous, time.Now())
+	var out []string
+	for name := range req.Header {
+		out = append(out, name, req.Header.Get(name))
+	}
+	return out
 }
 
 // restart stops the engine and serves the shard from a new one, which
