@@ -63,9 +63,6 @@ func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 // WithUsage sets the one-line description in the help.
 func WithUsage(u string) Option { return func(o *options) { o.usage = u } }
 
-// withStderr sends error lines to w (tests).
-func withStderr(w io.Writer) Option { return func(o *options) { o.stderr = w } }
-
 func newOptions(opts []Option) options {
 	o := options{name: NameDefault, version: node.Version, usage: "a Harvest durable workflow server", stderr: os.Stderr}
 	for _, opt := range opts {
