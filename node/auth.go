@@ -148,6 +148,21 @@ func (n *Node) startTokens(ctx context.Context) error {
 	return nil
 }
 
+// tokensReady is the readiness check of a raft token table: not ready
+// until it is known to be current. Nil otherwise.
+func (n *Node) tokensReady() func() error {
+	rt, ok := n.tokens.(*raftTokens)
+	if !ok {
+		return nil
+	}
+	return func() error {
+		if !rt.leader.current(rt.a, time.Now(), rt.cfg.StaleAfter) {
+			return errors.New("the token table is catching up with the raft leader")
+		}
+		return nil
+	}
+}
+
 // ensureTokens lets the raft leader add the first token.
 func (n *Node) ensureTokens(ctx context.Context) {
 	if n.tokens == nil {

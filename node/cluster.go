@@ -110,6 +110,9 @@ func (p staticPlacement) Epochs(time.Time) (uint64, []ring.Catalog) {
 // router places requests by the ring over the catalog and routes shards to
 // their owners; it implements api.Router.
 type router struct {
+	// tokensReady, when set, fails while the token table cannot verify
+	// (a raft follower catching up with the leader).
+	tokensReady func() error
 	// lagging: the catalog is replicated (raft) and may trail the leader.
 	lagging bool
 	self    string
@@ -222,6 +225,9 @@ func (r *router) Ready() error {
 	}
 	if len(r.src.Current().Readable) == 0 {
 		return errors.New("no shards")
+	}
+	if r.tokensReady != nil {
+		return r.tokensReady()
 	}
 	return nil
 }

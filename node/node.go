@@ -126,7 +126,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startShards(ctx); err != nil {
 		return err
 	}
-	n.router = &router{self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view}
+	n.router = &router{self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view, tokensReady: n.tokensReady()}
 	if n.admin != nil {
 		n.router.src, n.router.lagging = raftPlacement{n.admin}, true
 		syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

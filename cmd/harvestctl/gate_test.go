@@ -117,7 +117,7 @@ func TestStartDeferredAndCallbacks(t *testing.T) {
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "--start-at")
 
-	r = b.ctl(t, "workflow", "start", "onboarding", "--input-json", onboarding, "--callback-url", "https://203.0.113.10/done",
+	r = b.ctl(t, "workflow", "start", "onboarding", "--input-json", onboarding, "--callback-url", "https://93.184.216.34/done",
 		"--callback-url", "http://127.0.0.1:1/done")
 	require.Equal(t, exitFailure, r.code)
 	require.Contains(t, r.stderr, "callback_refused, HTTP 422", "the second callback reached the server's SSRF check")
