@@ -41,10 +41,10 @@ type Node struct {
 	// learns the raft leader's catalog index (tokens on a raft catalog).
 	indexEnd context.CancelFunc
 	indexOut chan struct{}
-	router  *router
-	syncEnd context.CancelFunc
-	syncOut chan struct{}
-	gossip  *membership.Membership // nil when standalone
+	router   *router
+	syncEnd  context.CancelFunc
+	syncOut  chan struct{}
+	gossip   *membership.Membership // nil when standalone
 	// gossipRef publishes gossip to the raft catalog, which starts first.
 	gossipRef atomic.Pointer[membership.Membership]
 	// adminNudge and shardNudge get a copy of every gossip change each.
