@@ -115,6 +115,12 @@ func (e *Env) ReplaceActivity(name string, fn ActivityFunc) {
 	e.fakes.replace(name, fn)
 }
 
+// WithDelay makes the run's first workflow task due d of workflow time
+// after the start (Advance passes it).
+func WithDelay(d time.Duration) StartOption {
+	return func(r *engine.StartRequest) { r.Delay = &d }
+}
+
 // StartOption changes a start request.
 type StartOption func(*engine.StartRequest)
 

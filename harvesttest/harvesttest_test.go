@@ -162,6 +162,27 @@ func TestClock(t *testing.T) {
 		require.Equal(t, 2*time.Hour, env.Clock().Offset(), "two hours of backoff, no real waiting")
 	})
 
+	t.Run("KeysAndLeasesStayOnTheDatabasesClock", func(t *testing.T) {
+		t.Parallel()
+		env, _ := setup(t)
+		first := env.Start("nap", "", harvesttest.WithIdempotencyKey("once"))
+		env.Advance(48 * time.Hour) // twice the idempotency window
+		again := env.Start("nap", "", harvesttest.WithIdempotencyKey("once"))
+		require.True(t, again.Deduplicated, "the key's window is on the database's clock")
+		require.Equal(t, first.ExecutionID, again.ExecutionID)
+		require.True(t, env.Engine().Owning(), "the lease did not expire")
+		require.Equal(t, engine.StateRunning, env.Describe(first.ExecutionID).Execution.State, "waiting for its signal")
+	})
+
+	t.Run("DelayedStartsRunOnTheClock", func(t *testing.T) {
+		t.Parallel()
+		env, _ := setup(t)
+		id := env.Start("wait_stuck", "", harvesttest.WithDelay(time.Hour)).ExecutionID
+		require.Len(t, env.History(id), 1, "only WorkflowStarted before the delay")
+		env.Advance(time.Hour)
+		env.WaitFor(id, "the first workflow task", func(d engine.Description) bool { return len(d.PendingActivities) == 1 })
+	})
+
 	t.Run("ActivityTimeoutRunsOnTheClock", func(t *testing.T) {
 		t.Parallel()
 		env, _ := setup(t)
