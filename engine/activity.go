@@ -16,6 +16,12 @@ import (
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
+// wakeActivities wakes the activity loop to claim tasks that came due.
+func (e *Engine) wakeActivities() {
+	e.actPending.Store(true)
+	e.nudge(e.actWake)
+}
+
 // Activity timeout types, as recorded in ActivityTimedOut.
 const (
 	TimeoutStartToClose    = "start_to_close"
@@ -49,7 +55,7 @@ type claimedTask struct {
 	Attempt       int
 	CloseDeadline *time.Time
 	Heartbeat     json.RawMessage
-	ClaimedAt     time.Time // database clock
+	ClaimedAt     time.Time // workflow time (the database's clock plus the clock's offset)
 	// Since is this node's clock before the claim was made: the attempt's
 	// timeouts count from it, so an attempt that waited for a slot never
 	// outlives its lock (locked_until counts from the claim).
@@ -126,7 +132,8 @@ func (e *Engine) pollActivities(ctx context.Context, wg *sync.WaitGroup, reclaim
 	return err == nil && len(tasks) == free, err == nil
 }
 
-// Due activity tasks, in scheduled order. The poll after a nudge reads the
+// Due activity tasks, in scheduled order (due on workflow time, $4 the
+// clock's offset; locks expire on the database's). The poll after a nudge reads the
 // pending tasks' partial index only, in index order; running tasks whose
 // lease expired or whose claim is older than this owner's epoch are
 // reclaimed by the first poll and the ticker's. harvest_tasks is a queue:
@@ -135,12 +142,12 @@ func (e *Engine) pollActivities(ctx context.Context, wg *sync.WaitGroup, reclaim
 const (
 	claimDueSQL = `
 		SELECT task_id FROM harvest_tasks
-		 WHERE status = 'pending' AND scheduled_at <= now()
+		 WHERE status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond'
 		 ORDER BY scheduled_at
 		 LIMIT $2 FOR UPDATE SKIP LOCKED`
 	claimDueOrReclaimSQL = `
 		SELECT task_id FROM harvest_tasks
-		 WHERE (status = 'pending' AND scheduled_at <= now())
+		 WHERE (status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond')
 		    OR (status = 'running' AND (locked_until < now() OR claim_epoch < $1))
 		 ORDER BY scheduled_at
 		 LIMIT $2 FOR UPDATE SKIP LOCKED`
@@ -163,8 +170,9 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 			  FROM c, harvest_executions e
 			 WHERE t.task_id = c.task_id AND e.execution_id = t.execution_id
 			RETURNING t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
-			          t.input, t.idempotency_key, t.options, t.attempt, t.close_deadline, t.heartbeat_details, now()`,
-			e.epoch.Load(), limit, leaseGrace.Milliseconds())
+			          t.input, t.idempotency_key, t.options, t.attempt, t.close_deadline, t.heartbeat_details,
+			          now() + $4 * interval '1 microsecond'`,
+			e.epoch.Load(), limit, leaseGrace.Milliseconds(), micros(tx.ahead))
 		if err != nil {
 			return fmt.Errorf("claim activities: %w", err)
 		}
@@ -264,7 +272,7 @@ func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask) (out
 			err = fmt.Errorf("activity panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
-	return e.reg.RunActivity(actx, t.Name, t.Input)
+	return e.cfg.Activities.RunActivity(actx, t.Name, t.Input)
 }
 
 // attemptContext bounds the attempt by start-to-close, schedule-to-close
@@ -287,6 +295,10 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 	if opts.HeartbeatTimeout > 0 {
 		watchdog = time.AfterFunc(opts.HeartbeatTimeout, func() { cancelCause(errHeartbeat) })
 	}
+	clock := e.newAttemptClock(deadline, cause, opts.HeartbeatTimeout)
+	if clock != nil {
+		go clock.run(actx, cancelCause)
+	}
 	hb := func(hctx context.Context, details json.RawMessage) error {
 		if err := e.recordHeartbeat(hctx, t, details); err != nil {
 			if errors.Is(err, errStaleAttempt) {
@@ -296,6 +308,9 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 		}
 		if watchdog != nil {
 			watchdog.Reset(opts.HeartbeatTimeout)
+		}
+		if clock != nil {
+			clock.heartbeat()
 		}
 		return nil
 	}
@@ -331,6 +346,7 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 	var (
 		ex      *execRow
 		current bool
+		retryIn time.Duration // the retry's backoff, when one was scheduled
 	)
 	// One round trip: fence, lock the execution, then the attempt.
 	queue := func(b *pgx.Batch) {
@@ -351,8 +367,9 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 				ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
 		} else {
 			info := harvest.ToErrorInfo(runErr)
-			if retried, err := e.maybeRetry(ctx, tx, t, info, timeoutType); err != nil || retried {
-				outcome = "retried"
+			retried, delay, err := e.maybeRetry(ctx, tx, t, info, timeoutType)
+			if err != nil || retried {
+				outcome, retryIn = "retried", delay
 				return err
 			}
 			ev, outcome = failureCommand(t, info, timeoutType), "failed"
@@ -363,7 +380,7 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 		wake = true
 		b := &pgx.Batch{}
 		b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, t.TaskID)
-		queueAppendEvents(b, ex, []harvest.Command{ev}, true)
+		queueAppendEvents(b, tx, ex, []harvest.Command{ev}, true)
 		if err := tx.commitWith(ctx, b); err != nil {
 			return fmt.Errorf("write: %w", translate(err))
 		}
@@ -377,6 +394,9 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 	}
 	if outcome != "" {
 		metrics.ActivityAttempts.WithLabelValues(outcome).Inc()
+	}
+	if outcome == "retried" {
+		e.retryWake.after(retryIn)
 	}
 	if wake {
 		e.nudge(e.wfWake)
@@ -405,29 +425,37 @@ func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
 }
 
 // maybeRetry reschedules the task when the policy and the
-// schedule-to-close deadline allow another attempt.
-func (e *Engine) maybeRetry(ctx context.Context, tx *fencedTx, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, error) {
+// schedule-to-close deadline allow another attempt, and returns the
+// backoff. The failure is recorded at the transaction's workflow time,
+// and the next attempt is due exactly the backoff after it.
+func (e *Engine) maybeRetry(ctx context.Context, tx *fencedTx, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, time.Duration, error) {
 	policy := t.Options.WithDefaults().Retry
 	if timeoutType == TimeoutScheduleToClose || !policy.ShouldRetry(t.Attempt, info) {
-		return false, nil
+		return false, 0, nil
 	}
-	delay := policy.Backoff(t.Attempt)
+	delay := policy.Backoff(t.Attempt).Truncate(time.Microsecond)
 	lastErr, err := json.Marshal(info)
 	if err != nil {
-		return false, fmt.Errorf("encode activity error: %w", err)
+		return false, 0, fmt.Errorf("encode activity error: %w", err)
 	}
-	tag, err := tx.Exec(ctx, `
-		UPDATE harvest_tasks
-		   SET status = 'pending', scheduled_at = now() + $2 * interval '1 millisecond',
-		       locked_until = NULL, last_error = $3
-		 WHERE task_id = $1
-		   AND (close_deadline IS NULL OR now() + $2 * interval '1 millisecond' < close_deadline)`,
-		t.TaskID, delay.Milliseconds(), string(lastErr))
+	tag, err := tx.Exec(ctx, retrySQL, t.TaskID, micros(delay), string(lastErr), micros(tx.ahead))
 	if err != nil {
-		return false, fmt.Errorf("reschedule activity: %w", err)
+		return false, 0, fmt.Errorf("reschedule activity: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return tag.RowsAffected() == 1, delay, nil
 }
+
+// retrySQL makes a failed attempt's task pending again: failed at the
+// transaction's workflow time ($4 the clock's offset), due $2 µs later,
+// unless that is past the schedule-to-close deadline.
+const retrySQL = `
+	WITH f AS (SELECT now() + $4 * interval '1 microsecond' AS at)
+	UPDATE harvest_tasks
+	   SET status = 'pending', last_failed_at = f.at, scheduled_at = f.at + $2 * interval '1 microsecond',
+	       locked_until = NULL, last_error = $3
+	  FROM f
+	 WHERE task_id = $1
+	   AND (close_deadline IS NULL OR f.at + $2 * interval '1 microsecond' < close_deadline)`
 
 func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) harvest.Command {
 	if timeoutType != "" {

@@ -118,8 +118,8 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 				}
 				return rows.Err()
 			})
-		// now() is the transaction's start: the created_at of every event
-		// it appends, which the eager tasks see.
+		// now() is the transaction's start: with the clock's offset, the
+		// created_at of every event it appends, which the eager tasks see.
 		b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&dbNow) })
 	}
 	var (
@@ -129,6 +129,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		w         = newWriteSet()
 	)
 	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+		dbNow = dbNow.Add(tx.ahead) // workflow time
 		completed = 0
 		var (
 			done   []int64

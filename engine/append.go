@@ -97,13 +97,14 @@ func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execR
 // advances next_event_id; wake schedules a workflow task now.
 func appendEvents(ctx context.Context, tx *fencedTx, ex *execRow, cmds []harvest.Command, wake bool) error {
 	b := &pgx.Batch{}
-	queueAppendEvents(b, ex, cmds, wake)
+	queueAppendEvents(b, tx, ex, cmds, wake)
 	return sendBatch(ctx, tx, b)
 }
 
 // queueAppendEvents queues what appendEvents does, for one round trip
-// with other statements of the transaction.
-func queueAppendEvents(b *pgx.Batch, ex *execRow, cmds []harvest.Command, wake bool) {
+// with other statements of tx. The events are stamped with tx's
+// workflow time.
+func queueAppendEvents(b *pgx.Batch, tx *fencedTx, ex *execRow, cmds []harvest.Command, wake bool) {
 	if len(cmds) == 0 {
 		return
 	}
@@ -116,10 +117,10 @@ func queueAppendEvents(b *pgx.Batch, ex *execRow, cmds []harvest.Command, wake b
 		data[i] = string(c.Data)
 	}
 	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
-		SELECT $1, u.event_id, u.event_type, u.data::jsonb
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+		SELECT $1, u.event_id, u.event_type, u.data::jsonb, now() + $5 * interval '1 microsecond'
 		  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(event_id, event_type, data)`,
-		ex.ID, ids, types, data)
+		ex.ID, ids, types, data, micros(tx.ahead))
 	ex.NextEventID += int64(len(cmds))
 	b.Queue(`
 		UPDATE harvest_executions
@@ -164,7 +165,7 @@ func forceClose(ctx context.Context, tx *fencedTx, ex *execRow, state, reason, r
 	}
 	cmd := harvest.NewCommand(t, harvest.WorkflowClosedData{Reason: reason, ReplacedBy: replacedBy})
 	b := &pgx.Batch{}
-	queueAppendEvents(b, ex, []harvest.Command{cmd}, false)
+	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, false)
 	queueCloseExecution(b, ex, state, nil, nil)
 	return sendBatch(ctx, tx, b)
 }

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest"
 )
 
 // Defaults of Config.
@@ -89,6 +92,21 @@ type Config struct {
 	CallbackPolicy CallbackPolicy
 	// Logger is the engine's logger; the engine adds shard_id.
 	Logger zerolog.Logger
+	// Clock is the clock workflows run on: history event times, durable
+	// timers, activity retry backoff and activity timeouts (see clock.go).
+	// Default RealClock, the database's clock; a test clock (harvesttest)
+	// moves it ahead. Leases, start claims and the idempotency window
+	// always run on the database's clock.
+	Clock Clock
+	// Activities runs activity attempts (default: the engine's registry).
+	// A test kit wraps it to replace activities with fakes.
+	Activities ActivityRunner
+}
+
+// ActivityRunner runs one attempt of an activity by name on its JSON
+// input; *harvest.Registry is one. It is called from many goroutines.
+type ActivityRunner interface {
+	RunActivity(ctx *harvest.ActivityContext, name string, input json.RawMessage) (json.RawMessage, error)
 }
 
 func (c Config) withDefaults() Config {
@@ -104,6 +122,9 @@ func (c Config) withDefaults() Config {
 	c.TaskRetryMax = cmp.Or(c.TaskRetryMax, TaskRetryMaxDefault)
 	c.StartBatchMax = cmp.Or(c.StartBatchMax, StartBatchMaxDefault)
 	c.HistoryPageBytes = cmp.Or(c.HistoryPageBytes, HistoryPageBytesDefault)
+	if c.Clock == nil {
+		c.Clock = RealClock
+	}
 	return c
 }
 

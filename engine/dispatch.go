@@ -125,7 +125,7 @@ func (w *writeSet) queueTaskInsert(b *pgx.Batch, d *dispatch) {
 	claim := make([]bool, len(t.ids))
 	if d == nil {
 		b.Queue(insertTasksSQL, t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
-			int64(0), leaseGrace.Milliseconds())
+			int64(0), leaseGrace.Milliseconds(), micros(w.ahead))
 		return
 	}
 	closed := make(map[uuid.UUID]bool, len(w.closed))
@@ -145,7 +145,7 @@ func (w *writeSet) queueTaskInsert(b *pgx.Batch, d *dispatch) {
 		}
 	}
 	b.Queue(insertTasksSQL, t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
-		d.epoch, leaseGrace.Milliseconds()).
+		d.epoch, leaseGrace.Milliseconds(), micros(w.ahead)).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var (
@@ -175,17 +175,20 @@ func (w *writeSet) queueTaskInsert(b *pgx.Batch, d *dispatch) {
 
 // insertTasksSQL inserts activity tasks, those flagged r claimed as
 // claimActivities claims (the lock counting from the insert), and returns
-// every row's id and whether it was claimed.
+// every row's id, whether it was claimed, its schedule-to-close deadline
+// and the claim's time, both in workflow time ($12 is the clock's offset;
+// the lock is on the database's time).
 const insertTasksSQL = `
 	INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options,
 	                           close_deadline, status, attempt, claim_epoch, locked_until)
-	SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + c * interval '1 millisecond',
+	SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + $12 * interval '1 microsecond' + c * interval '1 millisecond',
 	       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
 	       CASE WHEN r THEN $10::bigint END,
 	       CASE WHEN r THEN clock_timestamp() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
 	  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
 	              $9::bool[]) AS u(id, a, n, q, i, k, o, c, r)
-	RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline, clock_timestamp()`
+	RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline,
+	          clock_timestamp() + $12 * interval '1 microsecond'`
 
 type taskKey struct {
 	id         uuid.UUID

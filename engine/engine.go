@@ -34,14 +34,16 @@ type Engine struct {
 	// actPending says activity tasks may be waiting in the table for the
 	// activity loop (see activityLoop).
 	actPending atomic.Bool
-	tmWake     chan struct{}
-	closed     *closeWatch
-	keys       *seenKeys
-	claims     *claimCache
-	gates      gateCache
-	cbWake     chan struct{}
-	cbHTTP     *http.Client
-	starts     atomic.Pointer[batcher[*startCall]] // nil: group commit off
+	// retryWake wakes the activity loop when a retry comes due.
+	retryWake *wakeup
+	tmWake    chan struct{}
+	closed    *closeWatch
+	keys      *seenKeys
+	claims    *claimCache
+	gates     gateCache
+	cbWake    chan struct{}
+	cbHTTP    *http.Client
+	starts    atomic.Pointer[batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
 	probes atomic.Pointer[batcher[*probeCall]]
 	// completions is the activity completion batcher (nil before Start).
@@ -69,7 +71,10 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Engine{
+	if cfg.Activities == nil {
+		cfg.Activities = reg
+	}
+	e := &Engine{
 		pool:     pool,
 		reg:      reg,
 		cfg:      cfg,
@@ -83,7 +88,9 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		claims:   newClaimCache(claimGeneration, cfg.PollInterval),
 		cbWake:   make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
-	}, nil
+	}
+	e.retryWake = newWakeup(e.wakeActivities)
+	return e, nil
 }
 
 // ShardID is the shard this engine runs.
@@ -129,6 +136,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
 	e.spawn(loopCtx, e.analyzeLoop)
+	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)
 	e.runProbeBatcher(loopCtx)
 	e.runCompletionBatcher(loopCtx)
@@ -178,6 +186,7 @@ func (e *Engine) halt(cause error) bool {
 	e.cancel(cause)
 	e.mu.Unlock()
 	e.loops.Wait()
+	e.retryWake.stop()
 	return true
 }
 

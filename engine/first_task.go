@@ -45,10 +45,11 @@ type firstTasks struct {
 
 // runFirstTasks runs the first workflow task of every new run due now,
 // folds each task's effect on its run into runs, and keeps the rest of its
-// writes for queue. dbNow is the transaction's start: the created_at of
-// the events the batch appends.
-func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time, early bool) (*firstTasks, error) {
+// writes for queue. dbNow is the transaction's start in workflow time: the
+// created_at of the events the batch appends; ahead is its clock offset.
+func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time, ahead time.Duration, early bool) (*firstTasks, error) {
 	f := &firstTasks{w: newWriteSet(), fails: &pgx.Batch{}}
+	f.w.ahead = ahead
 	f.w.stamps = make(map[uuid.UUID]time.Time, runs.len())
 	f.w.newRuns, f.w.newRunCallbacks = true, runs.callbacks
 	at := make(map[uuid.UUID]int, runs.len())

@@ -148,7 +148,7 @@ func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send bat
 	// batch's claims get.
 	gen, seen := e.claims.generation(), time.Now()
 	err = send(ctx, p, func(runs *runColumns) (func(*pgx.Batch), error) {
-		f, err := e.runFirstTasks(ctx, runs, p.dbNow, p.oneTrip)
+		f, err := e.runFirstTasks(ctx, runs, p.dbNow, p.ahead, p.oneTrip)
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +189,7 @@ func (e *Engine) sendTwoTrips(ctx context.Context, p *batchPlan, first firstTask
 	},
 		func(tx *fencedTx) error {
 			e.clock.observe(sent, p.dbNow)
+			p.ahead, p.dbNow = tx.ahead, p.dbNow.Add(tx.ahead) // workflow time
 			return p.write(ctx, &pgx.Batch{}, tx.commitWith, e.cfg.IdempotencyWindow, first, beforeCommit)
 		})
 }
@@ -245,7 +246,8 @@ type batchPlan struct {
 	holder  []bool          // the start's workflow id has a slot holder
 	moved   []*MovedError   // a newer epoch redirected the start's routing key
 	fresh   int             // runs created
-	dbNow   time.Time       // the transaction's start (a one-trip batch: its estimate)
+	dbNow   time.Time       // the transaction's start (a one-trip batch: its estimate), in workflow time
+	ahead   time.Duration   // the transaction's clock offset (fencedTx.ahead)
 	// oneTrip: the batch is sent in one trip, and the early first tasks of
 	// its starts are used (one_trip.go).
 	oneTrip bool

@@ -186,7 +186,7 @@ func (e *Engine) beginFenced(ctx context.Context) (*fencedTx, *pgx.Batch, error)
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
-	return &fencedTx{conn: conn}, b, nil
+	return &fencedTx{conn: conn, ahead: e.ahead()}, b, nil
 }
 
 func deref[T any](p *T) T {

@@ -40,7 +40,10 @@ import (
 // node's clock moved by the offset dbClock measured, less clockLead)
 // instead of now(); the check keeps it behind now(), so a run's history
 // never goes back in time (every later transaction's now() is later
-// still), and close to it.
+// still), and close to it. With a clock ahead of the database's
+// (Config.Clock) the stamps are the estimate plus the transaction's
+// offset, and the check is made on the estimate: the offset never
+// decreases, so the history still never goes back.
 //
 // After a batch missed because a key or slot was taken, the next
 // oneTripPause batches take two trips straight away: a load of replays
@@ -132,19 +135,20 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 	if !ok {
 		return &assumptionError{what: "a measured database clock"}
 	}
-	p.dbNow = at
+	p.ahead, p.dbNow = tx.ahead, at.Add(tx.ahead) // workflow time
 	b.Queue(`SELECT harvest_expect(coalesce((SELECT epoch FROM harvest_shard_lease) = $1, false), $2)`,
 		e.epoch.Load(), expectFence)
 	p.queueAssumptions(b, e.cfg.IdempotencyWindow)
 	var (
 		dbNow, sent time.Time
 	)
-	p.oneTrip, p.stampLo, p.stampHi = true, at, at
+	p.oneTrip, p.stampLo, p.stampHi = true, p.dbNow, p.dbNow
 	err = p.write(ctx, b, tx.commitWith, e.cfg.IdempotencyWindow, first, func() {
 		beforeCommit()
-		// Last before the COMMIT: the first tasks have stamped the events.
+		// Last before the COMMIT: the first tasks have stamped the events
+		// (in workflow time: the check takes the clock's offset off).
 		b.Queue(`SELECT now(), harvest_expect($1 <= now() AND $2 >= now() - $3 * interval '1 millisecond', $4)`,
-			p.stampHi, p.stampLo, maxClockLag.Milliseconds(), expectTime).QueryRow(func(row pgx.Row) error {
+			p.stampHi.Add(-p.ahead), p.stampLo.Add(-p.ahead), maxClockLag.Milliseconds(), expectTime).QueryRow(func(row pgx.Row) error {
 			var ok bool
 			return row.Scan(&dbNow, &ok)
 		})
@@ -230,6 +234,7 @@ func (e *Engine) prepareEarly(ctx context.Context, req *StartRequest) {
 	if !ok {
 		return
 	}
+	at = at.Add(e.ahead()) // workflow time
 	s := &earlyStart{id: NewExecutionID(e.cfg.ShardID), at: at, started: startedCommand(*req)}
 	req.early = s
 	ex := &execRow{ID: s.id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning,

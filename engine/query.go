@@ -55,14 +55,19 @@ type Execution struct {
 
 // PendingActivity is an activity task not yet finished.
 type PendingActivity struct {
-	ActivityID     string          `json:"activity_id"`
-	Name           string          `json:"name"`
-	Status         string          `json:"status"`
-	Attempt        int             `json:"attempt"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	ScheduledAt    time.Time       `json:"scheduled_at"`
-	LastError      json.RawMessage `json:"last_error,omitempty"`
-	Heartbeat      json.RawMessage `json:"heartbeat_details,omitempty"`
+	ActivityID     string `json:"activity_id"`
+	Name           string `json:"name"`
+	Status         string `json:"status"`
+	Attempt        int    `json:"attempt"`
+	IdempotencyKey string `json:"idempotency_key"`
+	// ScheduledAt is when the task is (or was) due, in workflow time: a
+	// retry's is LastFailedAt plus the retry policy's backoff.
+	ScheduledAt time.Time `json:"scheduled_at"`
+	// LastFailedAt is when the last failed attempt was recorded (nil
+	// before a failure), in workflow time.
+	LastFailedAt *time.Time      `json:"last_failed_at,omitempty"`
+	LastError    json.RawMessage `json:"last_error,omitempty"`
+	Heartbeat    json.RawMessage `json:"heartbeat_details,omitempty"`
 }
 
 // PendingTimer is a timer not yet fired.
@@ -122,7 +127,8 @@ func (e *Engine) Describe(ctx context.Context, id uuid.UUID) (Description, error
 
 func (e *Engine) pendingActivities(ctx context.Context, id uuid.UUID) ([]PendingActivity, error) {
 	rows, err := e.pool.Query(ctx, `
-		SELECT activity_id, activity_name, status, attempt, idempotency_key, scheduled_at, last_error, heartbeat_details
+		SELECT activity_id, activity_name, status, attempt, idempotency_key, scheduled_at, last_failed_at, last_error,
+		       heartbeat_details
 		  FROM harvest_tasks WHERE execution_id = $1 ORDER BY task_id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("pending activities of %s: %w", id, err)

@@ -106,7 +106,7 @@ func deliverSignal(ctx context.Context, tx *fencedTx, ex *execRow, name string, 
 		VALUES ($1, $2, $3, $4)`, ex.ID, name, nullString(key), ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: name, Payload: inputOrNull(payload), IdempotencyKey: key})
-	queueAppendEvents(b, ex, []harvest.Command{cmd}, true)
+	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, true)
 	return sendBatch(ctx, tx, b)
 }
 

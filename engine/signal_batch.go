@@ -124,6 +124,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
 		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
+		w.ahead = tx.ahead
 		delivered = false
 		for i, c := range calls {
 			replies[i] = e.queueSignal(w, ledger, c.req, exs, seen)

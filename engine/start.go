@@ -245,7 +245,8 @@ const MaxCallbacks = 8
 // startAtPastMax is how far in the past start_at may be (clock skew).
 const startAtPastMax = 5 * time.Minute
 
-// schedule resolves delay/start_at into the first task's due time.
+// schedule resolves delay/start_at into the first task's due time, in
+// workflow time.
 func (e *Engine) schedule(delay *time.Duration, startAt *time.Time) (*time.Time, error) {
 	switch {
 	case delay != nil && startAt != nil:
@@ -254,10 +255,10 @@ func (e *Engine) schedule(delay *time.Duration, startAt *time.Time) (*time.Time,
 		if *delay < 0 {
 			return nil, fmt.Errorf("delay %s is negative: %w", *delay, ErrInvalidArgument)
 		}
-		due := time.Now().Add(*delay)
+		due := e.now().Add(*delay)
 		return &due, nil
 	case startAt != nil:
-		if time.Since(*startAt) > startAtPastMax {
+		if e.now().Sub(*startAt) > startAtPastMax {
 			return nil, fmt.Errorf("start_at %s is more than %s in the past: %w", startAt.Format(time.RFC3339), startAtPastMax, ErrInvalidArgument)
 		}
 		return startAt, nil
@@ -382,8 +383,10 @@ func createRun(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest
 		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8, 1, greatest(now(), coalesce($8, now())))`,
 		id, req.WorkflowName, req.WorkflowID, queue, nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo),
 		nullString(req.IdempotencyKey), req.dueAt)
-	b.Queue(`INSERT INTO harvest_events (execution_id, event_id, event_type, data) VALUES ($1, 0, $2, $3)`,
-		id, string(started.Type), string(started.Data))
+	b.Queue(`
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+		VALUES ($1, 0, $2, $3, now() + $4 * interval '1 microsecond')`,
+		id, string(started.Type), string(started.Data), micros(tx.ahead))
 	for i, cb := range req.Callbacks {
 		headers, err := json.Marshal(cb.Headers)
 		if err != nil {

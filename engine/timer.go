@@ -15,8 +15,9 @@ import (
 // timerBatch is how many due timers one pass fires.
 const timerBatch = 100
 
-// timerLoop fires due timers (database clock) until ctx ends. Besides
-// nudges and the poll tick it wakes when the next known timer is due.
+// timerLoop fires due timers (workflow time, see clock.go) until ctx
+// ends. Besides nudges and the poll tick it wakes when the next known
+// timer is due, and when the clock advances.
 func (e *Engine) timerLoop(ctx context.Context) {
 	e.drainLoop(ctx, e.tmWake, e.fireDueTimers)
 }
@@ -30,7 +31,8 @@ type dueTimer struct {
 // transaction that locks the execution before the timer row.
 func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
 	rows, err := e.pool.Query(ctx, `
-		SELECT execution_id, timer_id FROM harvest_timers WHERE fire_at <= now() ORDER BY fire_at LIMIT $1`, timerBatch)
+		SELECT execution_id, timer_id FROM harvest_timers
+		 WHERE fire_at <= now() + $2 * interval '1 microsecond' ORDER BY fire_at LIMIT $1`, timerBatch, micros(e.ahead()))
 	if err != nil {
 		return false, fmt.Errorf("find due timers: %w", err)
 	}
@@ -83,7 +85,9 @@ func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (bool, error) {
 // due sooner than the next poll tick.
 func (e *Engine) armNextTimer(ctx context.Context) {
 	var in *float64
-	err := e.pool.QueryRow(ctx, `SELECT extract(epoch FROM min(fire_at) - now()) FROM harvest_timers`).Scan(&in)
+	err := e.pool.QueryRow(ctx, `
+		SELECT extract(epoch FROM min(fire_at) - now() - $1 * interval '1 microsecond') FROM harvest_timers`,
+		micros(e.ahead())).Scan(&in)
 	if err != nil || in == nil {
 		return
 	}

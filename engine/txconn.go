@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,6 +23,9 @@ var errTxCommitted = errors.New("statement after the transaction's commit")
 type fencedTx struct {
 	conn *pgxpool.Conn
 	sent bool // the COMMIT went out
+	// ahead is the clock's offset for the whole transaction: its
+	// workflow time is now() + ahead (see clock.go).
+	ahead time.Duration
 }
 
 func (t *fencedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {

@@ -115,6 +115,7 @@ func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w 
 	if n := len(w.tasks.ids); n > 0 {
 		w.direct = e.reserveDispatch(n)
 	}
+	w.ahead = tx.ahead
 	w.queue(b)
 	if err := tx.commitWith(ctx, b); err != nil {
 		return nil, false, fmt.Errorf("write: %w", translate(err))
@@ -160,14 +161,16 @@ func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.Ta
 }
 
 // claimWorkflowTasks locks up to limit executions with due workflow tasks,
-// most overdue first, with their attempts and the database clock.
+// most overdue first, with their attempts and the transaction's workflow
+// time. A task is due on workflow time (a delayed start waits on it).
 func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimedWorkflowTask, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at, wf_task_attempt, now()
+		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at, wf_task_attempt,
+		       now() + $2 * interval '1 microsecond'
 		  FROM harvest_executions
-		 WHERE wf_task_due_at <= now()
+		 WHERE wf_task_due_at <= now() + $2 * interval '1 microsecond'
 		 ORDER BY wf_task_due_at
-		 LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		 LIMIT $1 FOR UPDATE SKIP LOCKED`, limit, micros(tx.ahead))
 	if err != nil {
 		return nil, fmt.Errorf("claim workflow tasks: %w", err)
 	}

@@ -44,6 +44,9 @@ type writeSet struct {
 	// the transaction's now(): the time the task that made them saw, when
 	// the transaction's own is not known yet (one_trip.go).
 	stamps map[uuid.UUID]time.Time
+	// ahead is the clock's offset of the transaction the set is written
+	// in (fencedTx.ahead): events without stamps get now() + ahead.
+	ahead time.Duration
 }
 
 // execUpdate is what the batch does to one execution.
@@ -193,9 +196,10 @@ func (w *writeSet) queueEvents(b *pgx.Batch) {
 		return
 	}
 	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
-		SELECT id, n, t, d::jsonb FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
-		w.events.ids, w.events.nums, w.events.types, w.events.data)
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+		SELECT id, n, t, d::jsonb, now() + $5 * interval '1 microsecond'
+		  FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
+		w.events.ids, w.events.nums, w.events.types, w.events.data, micros(w.ahead))
 }
 
 // updateExecutions updates the runs a write set touched. Of the columns

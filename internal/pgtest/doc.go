@@ -14,6 +14,11 @@
 // NewPool, so tests may run in parallel and commit freely; the database is
 // dropped when the test ends.
 //
+// A binary whose TestMain does not call Main (the tests of a user of the
+// public test kit, harvesttest) calls Lazy first instead: it sets the
+// harness up on first use, and skips the test when no server binaries
+// exist and HARVEST_TEST_DSN is not set.
+//
 // All functions are safe for concurrent use by parallel tests. Database
 // creation and removal are serialised, because PostgreSQL refuses to clone a
 // template that has other sessions.

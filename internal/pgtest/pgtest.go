@@ -213,10 +213,14 @@ func (hs *harness) dropDB(ctx context.Context, name string) error {
 
 func current(t testing.TB) *harness {
 	t.Helper()
-	if h == nil {
-		t.Fatal("pgtest: the package's TestMain must call pgtest.Main(m)")
+	if h != nil {
+		return h
 	}
-	return h
+	if hs := lazyHarness(); hs != nil {
+		return hs
+	}
+	t.Fatal("pgtest: the package's TestMain must call pgtest.Main(m), or the test pgtest.Lazy(t)")
+	return nil
 }
 
 // newDB creates a database and registers its removal with t.

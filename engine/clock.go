@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Workflow time.
+//
+// Workflow time is the time of a run's history: its events' timestamps
+// (harvest.Context.Now replays them), its timers' fire times, its activity
+// retries' due times and its activity attempts' timeouts. It is the
+// database's clock moved ahead by Config.Clock's Offset, which is 0 for
+// the real clock and grows as a test clock advances. The engine reads the
+// offset once per transaction (fencedTx.ahead), so a transaction's
+// workflow time is its now() plus that offset in every statement, and
+// what its workflow code saw is what it stores.
+//
+// Everything else stays on the database's clock: the shard lease, start
+// idempotency claims and their window, activity task locks, completion
+// callbacks, gates and sweeps, and the bookkeeping columns of a run
+// (created_at, updated_at, completed_at). Because the offset never
+// decreases, a row stamped with the database's clock where workflow time
+// is compared (a new activity task's scheduled_at, a woken workflow
+// task's due time) is never later than workflow time: it is due at once,
+// as it is with the real clock.
+//
+// The one-trip start path (one_trip.go) stamps events with its estimate
+// of the database's time plus the offset, and checks the estimate, less
+// the offset, against now(): a test clock does not turn it off.
+
+// Clock is the clock workflows run on (see Config.Clock). The engine
+// calls it from many goroutines.
+type Clock interface {
+	// Offset is how far workflow time runs ahead of the database's clock
+	// (and of this node's): 0 for the real clock. It must never decrease.
+	Offset() time.Duration
+	// Advanced returns a channel that is closed the next time Offset
+	// grows; nil for a clock that never moves ahead.
+	Advanced() <-chan struct{}
+}
+
+// RealClock is the default Clock: workflow time is the database's time.
+var RealClock Clock = realClock{}
+
+type realClock struct{}
+
+func (realClock) Offset() time.Duration     { return 0 }
+func (realClock) Advanced() <-chan struct{} { return nil }
+
+// ahead is the clock's offset to the microsecond, the database's
+// precision, so that a time computed here equals the one stored.
+func (e *Engine) ahead() time.Duration {
+	return e.cfg.Clock.Offset().Truncate(time.Microsecond)
+}
+
+// now is workflow time by this node's clock.
+func (e *Engine) now() time.Time { return time.Now().Add(e.ahead()) }
+
+// micros is an offset as a statement argument: now() + $n * interval
+// '1 microsecond' is workflow time.
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// clockLoop wakes every loop each time the clock advances: timers,
+// activity retries and delayed starts may have come due. It returns at
+// once for a clock that never advances.
+func (e *Engine) clockLoop(ctx context.Context) {
+	for {
+		ch := e.cfg.Clock.Advanced()
+		if ch == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+		e.nudge(e.tmWake)
+		e.actPending.Store(true)
+		e.nudge(e.actWake)
+		e.nudge(e.wfWake)
+	}
+}
+
+// attemptClock cancels an activity attempt whose timeouts a clock that
+// jumps ahead has passed: the attempt's deadline and heartbeat watchdog
+// run on real time (attemptContext), which an advance overtakes. With the
+// real clock there is none.
+type attemptClock struct {
+	e        *Engine
+	deadline time.Time // workflow time
+	cause    error
+	hb       time.Duration // heartbeat timeout (0: none)
+	beat     atomic.Int64  // workflow time of the last heartbeat, Unix ns
+}
+
+// newAttemptClock watches deadline (real time, as attemptContext sets it)
+// on workflow time; nil with a clock that never advances.
+func (e *Engine) newAttemptClock(deadline time.Time, cause error, hb time.Duration) *attemptClock {
+	if e.cfg.Clock.Advanced() == nil {
+		return nil
+	}
+	c := &attemptClock{e: e, deadline: deadline.Add(e.ahead()), cause: cause, hb: hb}
+	c.heartbeat()
+	return c
+}
+
+// heartbeat restarts the heartbeat timeout.
+func (c *attemptClock) heartbeat() { c.beat.Store(c.e.now().UnixNano()) }
+
+// run cancels the attempt when an advance passes one of its timeouts;
+// it returns when it did or when ctx ends.
+func (c *attemptClock) run(ctx context.Context, cancel context.CancelCauseFunc) {
+	for {
+		ch := c.e.cfg.Clock.Advanced() // before the check: no advance is missed
+		if cause := c.passed(c.e.now()); cause != nil {
+			cancel(cause)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
+}
+
+// passed is the cause of the first timeout passed at now, or nil.
+func (c *attemptClock) passed(now time.Time) error {
+	if !now.Before(c.deadline) {
+		return c.cause
+	}
+	if c.hb > 0 && !now.Before(time.Unix(0, c.beat.Load()).Add(c.hb)) {
+		return errHeartbeat
+	}
+	return nil
+}

@@ -1,0 +1,1 @@
+ALTER TABLE harvest_tasks DROP COLUMN last_failed_at;
