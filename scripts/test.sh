@@ -5,7 +5,8 @@
 # local server binaries, so this script only makes sure those binaries are
 # installed. Set HARVEST_TEST_DSN to use an existing server instead.
 #
-# Before the tests it runs go vet, staticcheck and go mod tidy -diff.
+# Before the tests it runs go vet, staticcheck and go mod tidy -diff; then
+# the same checks and the tests of every example app under examples/.
 #
 # Run as root, it ends with the short profile of the fault-injection suite
 # (e2e/, scripts/chaos.sh --short: network namespaces, so root only; about
@@ -26,6 +27,18 @@ go vet ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go mod tidy -diff
 go test -race -count=1 -timeout 30m "$@" ./...
+
+# Every example app is a module of its own (a replace to this one): the
+# same checks, and its tests.
+for example in examples/*/; do
+	(
+		cd "$example"
+		go vet ./...
+		go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+		go mod tidy -diff
+		go test -race -count=1 ./...
+	)
+done
 
 # Each mutating HTTP route has a fuzz target; run each briefly (CI-sized).
 # A count, not a duration: Go 1.26's fuzz coordinator can report its own
