@@ -7,14 +7,19 @@
 #
 # Everything lives in the state directory (default ./.harvest-cluster): bin/
 # (harvestd, harvestctl), pg/ (one private PostgreSQL with the databases
-# harvest_shard0 and harvest_shard1), n1..n3/ (node data, raft state), logs/,
-# and the cluster's two secrets, each created once by the first `up` (mode
-# 0600; the state directory is in .gitignore): cluster.key, the cluster key
-# every node gets (--cluster-key-file), and admin.token, the admin token the
-# raft leader adds (--initial-token-file), which the script's harvestctl
-# calls send (HARVEST_TOKEN). Remove the directory for a fresh cluster. `up`
-# fails (and stops what it started) unless all three nodes are ready and see
-# each other alive.
+# harvest_shard0 and harvest_shard1: data/, its unix socket in run/),
+# n1..n3/ (node data, raft state), logs/, cluster.env (what `up` chose, for
+# status and down), and the cluster's three secrets, each created once by the
+# first `up` (mode 0600; the state directory is in .gitignore): cluster.key,
+# the cluster key every node gets (--cluster-key-file), admin.token, the
+# admin token the raft leader adds (--initial-token-file), which the
+# script's harvestctl calls send (HARVEST_TOKEN), and pg.password, the
+# PostgreSQL superuser's password (scram-sha-256 on the socket and on
+# 127.0.0.1; the agents get it in their shard DSNs through HARVEST_SHARD, the
+# environment, not the world-readable command line). A data directory from
+# an older run (trust authentication) is switched to the password on the next
+# `up`. Remove the directory for a fresh cluster. `up` fails (and stops what
+# it started) unless all three nodes are ready and see each other alive.
 #
 # Environment (read by `up`; status and down use what up recorded):
 #   HARVEST_CLUSTER_DIR           state directory              (./.harvest-cluster)
@@ -24,8 +29,13 @@
 #   HARVEST_CLUSTER_RAFT_PORTS    raft ports of n1 n2 n3       ("8301 8302 8303")
 #   HARVEST_CLUSTER_TIMEOUT       seconds up waits for the cluster (90)
 #   HARVEST_CLUSTER_PG_BIN_DIR    where initdb/pg_ctl are      (PATH, then /usr/lib/postgresql/*/bin)
-# As root, PostgreSQL runs as the user postgres, which must be able to reach
-# the state directory.
+# As root, PostgreSQL runs as the user postgres. When that user cannot reach
+# the state directory (a clone in root's 0700 home, say), PostgreSQL's pg/
+# (data, socket, and its log postgres.log) goes to
+# ~postgres/harvest-cluster-<hash of the state directory's path>/ instead,
+# mode 0700, owned by postgres; cluster.env records where, and an `up` in a
+# fresh state directory removes what an earlier one of the same path left
+# there (its password went with it).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,12 +43,11 @@ STATE="${HARVEST_CLUSTER_DIR:-$ROOT/.harvest-cluster}"
 mkdir -p "$STATE"
 STATE="$(cd "$STATE" && pwd)"
 BIN="$STATE/bin"
-PGDATA="$STATE/pg/data"
-PGSOCK="$STATE/pg/run"
 LOGS="$STATE/logs"
 ENVFILE="$STATE/cluster.env"
 KEYFILE="$STATE/cluster.key"
 TOKENFILE="$STATE/admin.token"
+PGPWFILE="$STATE/pg.password"
 NODES=(1 2 3)
 
 log() { echo "local-cluster: $*" >&2; }
@@ -48,8 +57,9 @@ die() {
 }
 
 # load_config reads the ports: from the environment for up, from what up
-# recorded otherwise.
+# recorded otherwise (with where PostgreSQL lives, PG_DIR and PG_LOG).
 load_config() {
+	unset PG_DIR PG_LOG
 	if [[ "${1:-}" != fresh && -f "$ENVFILE" ]]; then
 		# shellcheck source=/dev/null
 		source "$ENVFILE"
@@ -64,11 +74,21 @@ load_config() {
 	read -r -a RAFT <<<"$RAFT_PORTS"
 	[[ ${#HTTP[@]} -eq 3 && ${#GOSSIP[@]} -eq 3 && ${#RAFT[@]} -eq 3 ]] ||
 		die "want three ports each in HARVEST_CLUSTER_HTTP_PORTS, _GOSSIP_PORTS and _RAFT_PORTS"
+	set_pg_paths "${PG_DIR:-$STATE/pg}" "${PG_LOG:-$LOGS/postgres.log}"
+}
+
+# set_pg_paths sets where PostgreSQL lives: PG_DIR (data/, run/), PG_LOG.
+set_pg_paths() {
+	PG_DIR="$1" PG_LOG="$2"
+	PGDATA="$PG_DIR/data"
+	PGSOCK="$PG_DIR/run"
 }
 
 save_config() {
 	cat >"$ENVFILE" <<EOF
 PG_PORT="$PG_PORT"
+PG_DIR="$PG_DIR"
+PG_LOG="$PG_LOG"
 HTTP_PORTS="$HTTP_PORTS"
 GOSSIP_PORTS="$GOSSIP_PORTS"
 RAFT_PORTS="$RAFT_PORTS"
@@ -122,46 +142,153 @@ pg_bin_dir() {
 	fi
 }
 
+is_root() { [[ "$(id -u)" -eq 0 ]]; }
+
 # as_pg runs a PostgreSQL program as the user postgres when root (postgres
-# refuses to run as root), as this user otherwise.
+# refuses to run as root; from /, which it can always reach), as this user
+# otherwise.
 as_pg() {
-	if [[ "$(id -u)" -eq 0 ]]; then
-		runuser -u postgres -- "$@"
+	if is_root; then
+		(cd / && runuser -u postgres -- "$@")
 	else
 		"$@"
 	fi
+}
+
+# pg_psql runs psql (or createdb: pg_psql createdb ARGS) as the superuser
+# over the unix socket, with the password in the environment.
+pg_psql() {
+	local prog=psql
+	[[ "${1:-}" != createdb ]] || { prog=createdb && shift; }
+	PGPASSWORD="$PGPW" as_pg "$PGBIN/$prog" -w -h "$PGSOCK" -p "$PG_PORT" -U postgres "$@"
 }
 
 pg_running() {
 	[[ -f "$PGDATA/postmaster.pid" ]] && as_pg "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
 }
 
+# choose_pg_dir decides where PostgreSQL lives (up only): where the last up
+# put data, else the state directory's pg/; as root, when the user postgres
+# cannot reach the state directory, a directory of its own under its home,
+# named after a hash of the state directory's path.
+choose_pg_dir() {
+	local prev
+	prev="$(unset PG_DIR && [[ -f "$ENVFILE" ]] && source "$ENVFILE" && echo "${PG_DIR:-}" || true)"
+	if [[ -n "$prev" && -f "$prev/data/PG_VERSION" ]]; then
+		set_pg_paths "$prev" "$(source "$ENVFILE" && echo "${PG_LOG:-$LOGS/postgres.log}")"
+		return 0
+	fi
+	set_pg_paths "$STATE/pg" "$LOGS/postgres.log"
+	is_root || return 0
+	id postgres >/dev/null 2>&1 || die "running as root needs the user postgres to run PostgreSQL"
+	runuser -u postgres -- test -x "$STATE" && return 0
+	local home hash
+	home="$(getent passwd postgres | cut -d: -f6)"
+	[[ -n "$home" && -d "$home" ]] && runuser -u postgres -- test -w "$home" -a -x "$home" ||
+		die "user postgres cannot reach $STATE, nor write its home '$home': make the state directory's parents searchable (chmod o+x) or set HARVEST_CLUSTER_DIR"
+	hash="$(printf '%s' "$STATE" | sha256sum | cut -c1-16)"
+	set_pg_paths "$home/harvest-cluster-$hash" "$home/harvest-cluster-$hash/postgres.log"
+	log "user postgres cannot reach $STATE: PostgreSQL lives in $PG_DIR"
+}
+
+# hba_trusts reports whether pg_hba.conf lets any connection in without a
+# password (a data directory of an older run).
+hba_trusts() {
+	grep -Eq '^[[:space:]]*(local|host)[^#]*[[:space:]]trust([[:space:]]|$)' "$PGDATA/pg_hba.conf"
+}
+
+# ensure_pg_password loads the superuser's password into PGPW, first
+# creating pg.password when there is none. A PostgreSQL outside the state
+# directory without it belongs to an earlier state directory of this path:
+# it is removed (nobody knows its password).
+ensure_pg_password() {
+	if [[ ! -s "$PGPWFILE" && "$PG_DIR" != "$STATE/pg" && -d "$PG_DIR" ]]; then
+		log "removing $PG_DIR: PostgreSQL of an earlier $STATE (its password went with it)"
+		pg_down
+		[[ -L "$PG_DIR" ]] && die "$PG_DIR is a symlink"
+		rm -rf "$PG_DIR"
+	fi
+	if [[ ! -s "$PGPWFILE" ]]; then
+		if [[ -f "$PGDATA/PG_VERSION" ]] && ! hba_trusts; then
+			die "no $PGPWFILE for the password-protected PostgreSQL in $PGDATA: restore the file or remove $PG_DIR"
+		fi
+		log "creating the PostgreSQL password $PGPWFILE"
+		{ random_hex 32 && echo; } | write_secret "$PGPWFILE"
+	fi
+	chmod 600 "$PGPWFILE"
+	PGPW="$(head -n 1 "$PGPWFILE")"
+	[[ "$PGPW" =~ ^[0-9a-f]{64}$ ]] || die "$PGPWFILE does not hold 64 hex digits"
+}
+
+# pg_prepare creates PG_DIR (mode 0700; owned by postgres when root) and,
+# when root, the log postgres writes.
+pg_prepare() {
+	mkdir -p "$LOGS"
+	[[ -L "$PG_DIR" ]] && die "$PG_DIR is a symlink"
+	mkdir -p "$PG_DIR" "$PGSOCK"
+	chmod 700 "$PG_DIR"
+	if is_root; then
+		chown -R postgres: "$PG_DIR"
+		touch "$PG_LOG" && chown postgres: "$PG_LOG"
+		runuser -u postgres -- test -w "$PG_DIR" ||
+			die "user postgres cannot reach $PG_DIR (make its parent directories searchable, e.g. chmod o+x, or set HARVEST_CLUSTER_DIR)"
+	fi
+}
+
+# pg_initdb creates the data directory with the superuser's password
+# (scram-sha-256). As root, initdb reads it from a copy user postgres can
+# read, removed right after.
+pg_initdb() {
+	local pwfile="$PGPWFILE" rc=0
+	if is_root; then
+		pwfile="$PG_DIR/initdb.password"
+		install -m 600 -o postgres -g postgres "$PGPWFILE" "$pwfile"
+	fi
+	log "initdb $PGDATA"
+	as_pg "$PGBIN/initdb" -D "$PGDATA" -U postgres -A scram-sha-256 --pwfile="$pwfile" \
+		-E UTF8 --locale=C --no-sync >"$LOGS/initdb.log" 2>&1 || rc=$?
+	[[ "$pwfile" == "$PGPWFILE" ]] || rm -f "$pwfile"
+	[[ $rc -eq 0 ]] || die "initdb failed: see $LOGS/initdb.log"
+}
+
+# pg_secure switches a data directory of an older run from trust to the
+# password: it sets the password over the unix socket while trust still
+# lets it in, then rewrites pg_hba.conf and reloads.
+pg_secure() {
+	hba_trusts || return 0
+	log "switching $PGDATA from trust to scram-sha-256 (password in $PGPWFILE)"
+	# On stdin, not the command line, which every local user can read.
+	printf "SET password_encryption = 'scram-sha-256';\nALTER ROLE postgres PASSWORD '%s';\n" "$PGPW" |
+		pg_psql -d postgres -v ON_ERROR_STOP=1 -q -f - >/dev/null ||
+		die "could not set the PostgreSQL password: see $PG_LOG"
+	as_pg tee "$PGDATA/pg_hba.conf" >/dev/null <<'HBA'
+# Written by scripts/local-cluster.sh: every client must present the
+# password in the state directory's pg.password (scram-sha-256).
+# TYPE  DATABASE  USER  ADDRESS       METHOD
+local   all       all                 scram-sha-256
+host    all       all   127.0.0.1/32  scram-sha-256
+host    all       all   ::1/128       scram-sha-256
+HBA
+	pg_psql -d postgres -tAqc "SELECT pg_reload_conf()" >/dev/null ||
+		die "could not reload PostgreSQL: see $PG_LOG"
+}
+
 pg_up() {
 	PGBIN="$(pg_bin_dir)"
-	mkdir -p "$STATE/pg" "$PGSOCK" "$LOGS"
-	if [[ "$(id -u)" -eq 0 ]]; then
-		id postgres >/dev/null 2>&1 || die "running as root needs the user postgres to run PostgreSQL"
-		chown -R postgres: "$STATE/pg"
-		touch "$LOGS/postgres.log" && chown postgres: "$LOGS/postgres.log"
-		runuser -u postgres -- test -w "$STATE/pg" ||
-			die "user postgres cannot reach $STATE (make its parent directories searchable, e.g. chmod o+x, or set HARVEST_CLUSTER_DIR)"
-	fi
-	if [[ ! -f "$PGDATA/PG_VERSION" ]]; then
-		log "initdb $PGDATA"
-		as_pg "$PGBIN/initdb" -D "$PGDATA" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$LOGS/initdb.log" 2>&1 ||
-			die "initdb failed: see $LOGS/initdb.log"
-	fi
+	ensure_pg_password
+	pg_prepare
+	[[ -f "$PGDATA/PG_VERSION" ]] || pg_initdb
 	if ! pg_running; then
 		log "starting PostgreSQL on 127.0.0.1:$PG_PORT (socket $PGSOCK)"
-		as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 60 \
+		as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PG_LOG" -w -t 60 \
 			-o "-p $PG_PORT -k $PGSOCK -c listen_addresses=127.0.0.1" start >/dev/null ||
-			die "PostgreSQL did not start: see $LOGS/postgres.log"
+			die "PostgreSQL did not start: see $PG_LOG"
 	fi
+	pg_secure
 	local db
 	for db in harvest_shard0 harvest_shard1; do
-		if [[ -z "$(as_pg "$PGBIN/psql" -h "$PGSOCK" -p "$PG_PORT" -U postgres -d postgres -tAc \
-			"SELECT 1 FROM pg_database WHERE datname = '$db'")" ]]; then
-			as_pg "$PGBIN/createdb" -h "$PGSOCK" -p "$PG_PORT" -U postgres "$db"
+		if [[ -z "$(pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]]; then
+			pg_psql createdb "$db"
 		fi
 	done
 }
@@ -205,15 +332,17 @@ build() {
 
 start_node() {
 	local i=$1 k=$(($1 - 1))
-	local dsn="postgres://postgres@127.0.0.1:$PG_PORT"
-	mkdir -p "$STATE/n$i"
+	local dsn="postgres://postgres:$PGPW@127.0.0.1:$PG_PORT"
+	# The raft state holds the shard DSNs, passwords included.
+	mkdir -p "$STATE/n$i" && chmod 700 "$STATE/n$i"
 	# Output goes to the log, stdin from /dev/null: nothing holds the caller's terminal or pipes.
-	"$BIN/harvestd" agent --node-id "n$i" --data-dir "$STATE/n$i" --log-format console \
+	# The DSNs go in the environment (HARVEST_SHARD is --shard), which only this user can read.
+	HARVEST_SHARD="0=$dsn/harvest_shard0?sslmode=disable,1=$dsn/harvest_shard1?sslmode=disable" \
+		"$BIN/harvestd" agent --node-id "n$i" --data-dir "$STATE/n$i" --log-format console \
 		--cluster-key-file "$KEYFILE" --initial-token-file "$TOKENFILE" \
 		--http-addr "127.0.0.1:${HTTP[k]}" \
 		--gossip-addr "127.0.0.1:${GOSSIP[k]}" --gossip-profile local --join "127.0.0.1:${GOSSIP[0]}" \
 		--raft-addr "127.0.0.1:${RAFT[k]}" --bootstrap-expect 3 --drain-check-interval 2s \
-		--shard "0=$dsn/harvest_shard0?sslmode=disable" --shard "1=$dsn/harvest_shard1?sslmode=disable" \
 		</dev/null >"$LOGS/n$i.log" 2>&1 &
 	echo $! >"$(pidfile "$i")"
 }
@@ -277,6 +406,7 @@ cmd_up() {
 		fi
 	done
 	load_config fresh
+	choose_pg_dir
 	save_config
 	command -v curl >/dev/null 2>&1 || die "curl is required"
 	build
@@ -303,7 +433,7 @@ cmd_status() {
 	local i k pid up=()
 	PGBIN="$(pg_bin_dir)"
 	if pg_running; then
-		echo "postgres  running  127.0.0.1:$PG_PORT  pid $(head -n 1 "$PGDATA/postmaster.pid")"
+		echo "postgres  running  127.0.0.1:$PG_PORT  pid $(head -n 1 "$PGDATA/postmaster.pid")  data $PGDATA"
 	else
 		echo "postgres  stopped"
 	fi
