@@ -37,7 +37,14 @@ func newLocalCluster(t *testing.T) *localCluster {
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(state, 0o755))
 	t.Cleanup(func() { os.RemoveAll(state) })
-	c := &localCluster{root: repoRoot(t), state: state}
+	return localClusterAt(t, repoRoot(t), state)
+}
+
+// localClusterAt is the cluster of the script in root with the state
+// directory state, on free ports.
+func localClusterAt(t *testing.T, root, state string) *localCluster {
+	t.Helper()
+	c := &localCluster{root: root, state: state}
 	free := freePorts(t, 10)
 	c.http, c.ports, c.udp = free[0:3], free, free[3:6]
 	list := func(ps []int) string {
@@ -153,10 +160,20 @@ func (c *localCluster) ctlJSON(t *testing.T, node int, args ...string) map[strin
 // ourPIDs are the harvestd and postmaster processes the script started.
 func (c *localCluster) ourPIDs(t *testing.T) map[string]int {
 	t.Helper()
+	return c.pids(t, filepath.Join(c.state, "pg", "data", "postmaster.pid"))
+}
+
+// pids are the harvestd processes the script started and the postmaster
+// of the pid file postmasterPID.
+func (c *localCluster) pids(t *testing.T, postmasterPID string) map[string]int {
+	t.Helper()
 	pids := map[string]int{}
-	files := map[string]string{"n1": "n1.pid", "n2": "n2.pid", "n3": "n3.pid", "postgres": "pg/data/postmaster.pid"}
+	files := map[string]string{"postgres": postmasterPID}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		files[n] = filepath.Join(c.state, n+".pid")
+	}
 	for name, f := range files {
-		data, err := os.ReadFile(filepath.Join(c.state, f))
+		data, err := os.ReadFile(f)
 		require.NoError(t, err, "%s pid file", name)
 		first, _, _ := strings.Cut(string(data), "\n")
 		pid, err := strconv.Atoi(strings.TrimSpace(first))
@@ -193,11 +210,7 @@ func TestLocalClusterScript(t *testing.T) {
 	began := time.Now()
 	out, err := c.script(t, 3*time.Minute, "up")
 	if err != nil {
-		logs, _ := filepath.Glob(filepath.Join(c.state, "logs", "*.log"))
-		for _, l := range logs {
-			data, _ := os.ReadFile(l)
-			t.Logf("--- %s\n%s", l, data)
-		}
+		c.dumpLogs(t)
 	}
 	require.NoError(t, err, "local-cluster.sh up:\n%s", out)
 	t.Logf("up in %s", time.Since(began).Round(time.Millisecond))
@@ -290,6 +303,16 @@ func TestLocalClusterScript(t *testing.T) {
 		c.requireAgentsHaveSecrets(t, c.ourPIDs(t))
 		c.ctlJSON(t, 1, "cluster", "members") // the catalog still knows the token
 	})
+}
+
+// dumpLogs logs the state directory's logs, for a failed up.
+func (c *localCluster) dumpLogs(t *testing.T) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(c.state, "logs", "*.log"))
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		t.Logf("--- %s\n%s", l, data)
+	}
 }
 
 // running reports whether pid is a live process; a zombie (exited, not yet
