@@ -77,6 +77,18 @@ load_config() {
 	set_pg_paths "${PG_DIR:-$STATE/pg}" "${PG_LOG:-$LOGS/postgres.log}"
 }
 
+# recorded prints what the last up recorded in cluster.env for the variable
+# named $1, "" for nothing.
+recorded() {
+	[[ -f "$ENVFILE" ]] || return 0
+	(
+		unset "$1"
+		# shellcheck source=/dev/null
+		source "$ENVFILE"
+		echo "${!1:-}"
+	)
+}
+
 # set_pg_paths sets where PostgreSQL lives: PG_DIR (data/, run/), PG_LOG.
 set_pg_paths() {
 	PG_DIR="$1" PG_LOG="$2"
@@ -173,9 +185,10 @@ pg_running() {
 # named after a hash of the state directory's path.
 choose_pg_dir() {
 	local prev
-	prev="$(unset PG_DIR && [[ -f "$ENVFILE" ]] && source "$ENVFILE" && echo "${PG_DIR:-}" || true)"
+	prev="$(recorded PG_DIR)"
 	if [[ -n "$prev" && -f "$prev/data/PG_VERSION" ]]; then
-		set_pg_paths "$prev" "$(source "$ENVFILE" && echo "${PG_LOG:-$LOGS/postgres.log}")"
+		set_pg_paths "$prev" "$(recorded PG_LOG)"
+		[[ -n "$PG_LOG" ]] || PG_LOG="$LOGS/postgres.log"
 		return 0
 	fi
 	set_pg_paths "$STATE/pg" "$LOGS/postgres.log"
@@ -184,8 +197,9 @@ choose_pg_dir() {
 	runuser -u postgres -- test -x "$STATE" && return 0
 	local home hash
 	home="$(getent passwd postgres | cut -d: -f6)"
-	[[ -n "$home" && -d "$home" ]] && runuser -u postgres -- test -w "$home" -a -x "$home" ||
+	if [[ -z "$home" || ! -d "$home" ]] || ! runuser -u postgres -- test -w "$home" -a -x "$home"; then
 		die "user postgres cannot reach $STATE, nor write its home '$home': make the state directory's parents searchable (chmod o+x) or set HARVEST_CLUSTER_DIR"
+	fi
 	hash="$(printf '%s' "$STATE" | sha256sum | cut -c1-16)"
 	set_pg_paths "$home/harvest-cluster-$hash" "$home/harvest-cluster-$hash/postgres.log"
 	log "user postgres cannot reach $STATE: PostgreSQL lives in $PG_DIR"
