@@ -7,4 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/ensure-postgres.sh
 source scripts/lib/ensure-postgres.sh
 ensure_postgres
-exec go run ./cmd/harvestd dev --log-format console "$@"
+# Built, then exec'd (not go run, which exits 1 after any Ctrl-C): the
+# signal reaches harvestd, and its exit status is the script's.
+mkdir -p .harvest/bin
+go build -o .harvest/bin/harvestd ./cmd/harvestd
+exec .harvest/bin/harvestd dev --log-format console "$@"
