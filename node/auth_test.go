@@ -1,9 +1,6 @@
 package node
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/auth"
 )
 
@@ -21,18 +17,10 @@ import (
 // (none when token is empty) and decodes the JSON answer.
 func authed(t *testing.T, n *Node, token, method, path string, body any) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		require.NoError(t, err)
-		rd = bytes.NewReader(raw)
+	if token == "" {
+		return call(t, n, method, path, body)
 	}
-	req, err := http.NewRequestWithContext(ctxT(t), method, "http://"+n.Addr()+api.BasePath+path, rd)
-	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return send(t, req)
+	return call(t, n, method, path, body, "Authorization", "Bearer "+token)
 }
 
 // writeToken writes a fresh admin token to a file and returns both.

@@ -159,24 +159,12 @@ type reply struct {
 
 func call(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		require.NoError(t, err)
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctxT(t), method, "http://"+n.Addr()+api.BasePath+path, rd)
-	require.NoError(t, err)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	return send(t, req)
+	return send(t, request(t, n, method, path, body, headers...))
 }
 
-// callAsNode is call as another node of the cluster would send it:
-// headers (X-Harvest-Forwarded among them) signed with the cluster key,
-// acting for an admin.
-func callAsNode(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
+// request is a request to n's API: body JSON-encoded (none when nil),
+// headers alternating name and value.
+func request(t *testing.T, n *Node, method, path string, body any, headers ...string) *http.Request {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -189,6 +177,15 @@ func callAsNode(t *testing.T, n *Node, method, path string, body any, headers ..
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return req
+}
+
+// callAsNode is call as another node of the cluster would send it:
+// headers (X-Harvest-Forwarded among them) signed with the cluster key,
+// acting for an admin.
+func callAsNode(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
+	t.Helper()
+	req := request(t, n, method, path, body, headers...)
 	api.SignNode(req, clusterkeytest.Key().Derive(clusterkey.LabelHTTP), req.Header.Get(api.ForwardedHeader), auth.Anonymous, time.Now())
 	return send(t, req)
 }
