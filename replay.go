@@ -76,7 +76,8 @@ type runState struct {
 
 	activities map[string]*future
 	timers     map[string]*future
-	signals    map[string][]json.RawMessage
+	signals    map[string][]arrival
+	order      int64 // last delivery sequence number handed out (tick)
 
 	ndErr    error
 	panicErr *PanicError
@@ -84,9 +85,8 @@ type runState struct {
 	exiting  bool
 	stuck    bool
 
-	resume  chan bool
-	yielded chan struct{}
-	exited  chan struct{}
+	coros   []*coroutine // in creation order; coros[0] runs the workflow function
+	current *coroutine   // the one running, set by the driver before it resumes one
 }
 
 func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
@@ -96,10 +96,7 @@ func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
 		logger:     logger,
 		activities: map[string]*future{},
 		timers:     map[string]*future{},
-		signals:    map[string][]json.RawMessage{},
-		resume:     make(chan bool),
-		yielded:    make(chan struct{}),
-		exited:     make(chan struct{}),
+		signals:    map[string][]arrival{},
 	}
 	if s.info.StartedAt.IsZero() {
 		s.info.StartedAt = s.now
@@ -113,17 +110,12 @@ func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
 }
 
 func (s *runState) start(def workflowDef, input json.RawMessage) {
-	carriers.run(func() {
-		defer close(s.exited)
-		if !<-s.resume {
-			return
-		}
+	s.spawn(func() {
 		out, err := s.runUser(def, input)
 		if s.panicErr == nil {
 			s.complete(out, err)
 		}
 		s.done = true
-		s.yielded <- struct{}{}
 	})
 }
 
@@ -186,52 +178,11 @@ func (s *runState) drive(ctx context.Context, events []Event) error {
 
 func (s *runState) finished() bool { return s.done || s.ndErr != nil || s.panicErr != nil }
 
-func (s *runState) step(ctx context.Context) error {
-	s.resume <- true
-	select {
-	case <-s.yielded:
-		return nil
-	case <-ctx.Done():
-		s.stuck = true
-		return fmt.Errorf("workflow code did not yield: %w", ctx.Err())
-	}
-}
-
-// stop ends the coroutine if it is still blocked inside workflow code.
-func (s *runState) stop() {
-	if s.stuck {
-		return // still running user code; it cannot be interrupted
-	}
-	if !s.done {
-		s.exiting = true
-		s.resume <- false
-	}
-	<-s.exited
-}
-
-// yield hands control back to the driver; called on the coroutine only.
-func (s *runState) yield() {
-	if s.exiting {
-		runtime.Goexit()
-	}
-	s.yielded <- struct{}{}
-	if !<-s.resume {
-		runtime.Goexit()
-	}
-}
-
-// await blocks the coroutine until cond holds.
-func (s *runState) await(cond func() bool) {
-	for !cond() {
-		s.yield()
-	}
-}
-
 // nonDeterministic records the error and parks the coroutine for good.
 func (s *runState) nonDeterministic(eventID int64, msg string) {
 	s.ndErr = &NonDeterminismError{EventID: eventID, Message: msg}
 	for {
-		s.yield()
+		s.yield(never)
 	}
 }
 
@@ -263,14 +214,16 @@ func (s *runState) deliver(ev Event) error {
 			f.resolve(nil, &ActivityError{ActivityID: d.ActivityID, ActivityName: s.activityName(d.ActivityID), TimeoutType: d.TimeoutType,
 				Info: ErrorInfo{Message: "timeout: " + d.TimeoutType, Type: "timeout"}})
 		}
+		f.seq = s.tick()
 	case EventTimerFired:
 		f, ok := s.timers[d.TimerID]
 		if !ok {
 			return &NonDeterminismError{EventID: ev.EventID, Message: fmt.Sprintf("TimerFired for timer %s that the code did not start", d.TimerID)}
 		}
 		f.resolve(nil, nil)
+		f.seq = s.tick()
 	case EventSignalReceived:
-		s.signals[d.SignalName] = append(s.signals[d.SignalName], d.Payload)
+		s.signals[d.SignalName] = append(s.signals[d.SignalName], arrival{seq: s.tick(), payload: d.Payload})
 	}
 	return nil
 }
@@ -331,7 +284,9 @@ func (s *runState) scheduleActivity(name string, input json.RawMessage, opts Act
 
 func (s *runState) startTimer(d time.Duration) *future {
 	if d <= 0 {
-		return resolvedFuture(nil, nil)
+		f := resolvedFuture(nil, nil)
+		f.seq = s.tick()
+		return f
 	}
 	id := s.nextSeq()
 	f := &future{}
@@ -372,7 +327,7 @@ func (s *runState) popSignal(name string) json.RawMessage {
 	q := s.signals[name]
 	v := q[0]
 	s.signals[name] = q[1:]
-	return v
+	return v.payload
 }
 
 // identity extracts what a recorded command is matched by.

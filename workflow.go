@@ -40,6 +40,7 @@ type future struct {
 	ready bool
 	value json.RawMessage
 	err   error
+	seq   int64 // delivery sequence number of its resolution (runState.tick)
 }
 
 func resolvedFuture(value json.RawMessage, err error) *future {
