@@ -17,6 +17,9 @@ const (
 	NoopChainName = "noop_chain"
 	// NoopChainMax bounds NoopChainInput.Activities.
 	NoopChainMax = 100
+	// ApprovalRaceName races the "approved" signal, a timer and an
+	// automatic approval activity: the first to come decides.
+	ApprovalRaceName = "approval_race"
 )
 
 // NoopChainInput is the noop_chain workflow's input.
@@ -72,6 +75,10 @@ type Demo struct {
 	ChargeCard *harvest.Activity[OrderInput, string]
 	Onboarding *harvest.Workflow[OnboardingInput, OnboardingResult]
 	Order      *harvest.Workflow[OrderInput, OrderResult]
+	// AutoApprove is approval_race's activity: it answers after
+	// ApprovalRaceInput.AutoApproveMS.
+	AutoApprove  *harvest.Activity[int64, string]
+	ApprovalRace *harvest.Workflow[ApprovalRaceInput, ApprovalRaceResult]
 }
 
 // New binds the demo definitions to svc.
@@ -96,6 +103,8 @@ func New(svc *Services) *Demo {
 	d.NoopChain = harvest.NewWorkflow(NoopChainName, d.noopChain).
 		WithInputSchema(fmt.Appendf(nil, `{"type":"object","required":["activities"],`+
 			`"properties":{"activities":{"type":"integer","minimum":0,"maximum":%d}}}`, NoopChainMax))
+	d.AutoApprove = harvest.NewActivity("auto_approve", autoApprove, harvest.ActivityOptions{StartToClose: 48 * time.Hour}) // outlasts the default 24 h race
+	d.ApprovalRace = harvest.NewWorkflow(ApprovalRaceName, d.approvalRace)
 	return d
 }
 
@@ -130,7 +139,8 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
-	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.Onboarding, d.Order, d.NoopStep, d.NoopChain}
+	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
+		d.AutoApprove, d.ApprovalRace}
 }
 
 // Register adds the demo definitions to reg.
