@@ -32,10 +32,21 @@
 //
 // Workflow functions are re-run against their recorded history on every
 // workflow task (deterministic replay). They must only wait through the
-// SDK (Future.Get, Sleep, Signal.Receive), read time through Context.Now and
+// SDK (Future.Get, Sleep, Signal.Receive, Selector.Select, Channel), read time through Context.Now and
 // take nondeterministic values through SideEffect. A workflow whose commands
 // no longer match its history fails its task with a NonDeterminismError;
 // the history is never rewritten.
+//
+// # Select, coroutines and channels
+//
+// A Selector (NewSelector) waits on futures, signals and channels at once
+// and runs the handler of the first case ready. Go starts a coroutine, and
+// Channel (NewChannel, NewBufferedChannel) passes values between
+// coroutines. All of it is deterministic: coroutines run one at a time, in
+// creation order, until every one is blocked, at the start and after each
+// delivered event; when several select cases are ready, the one whose
+// event came first in history wins. The run ends when the workflow
+// function returns; other coroutines are abandoned.
 //
 // # Activity idempotency keys
 //
