@@ -15,14 +15,14 @@ import (
 
 // history is a tiny in-memory stand-in for the engine's event log.
 type history struct {
-	t      *testing.T
+	t      testing.TB
 	reg    *harvest.Registry
 	info   harvest.WorkflowInfo
 	events []harvest.Event
 	clock  time.Time
 }
 
-func newHistory(t *testing.T, reg *harvest.Registry, workflow string, input any) *history {
+func newHistory(t testing.TB, reg *harvest.Registry, workflow string, input any) *history {
 	h := &history{t: t, reg: reg, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		info: harvest.WorkflowInfo{ExecutionID: "00000000-0000-4000-8000-000000000001", WorkflowName: workflow, WorkflowID: "wf-1"}}
 	raw, err := json.Marshal(input)
