@@ -34,7 +34,7 @@ type TaskResult struct {
 //
 // Replay model: the code is started, then every delivered event of the
 // history (activity results, timer fires, signals) is handed to it in
-// order, and after each one the code runs until it blocks again. Commands
+// order, and after each one the code (every coroutine, see sched.go) runs until it blocks again. Commands
 // the code issues are matched, in issue order, against the commands already
 // recorded (ActivityScheduled, TimerStarted, MarkerRecorded, completion);
 // a mismatch, or recorded commands the code no longer issues, is a
@@ -177,6 +177,62 @@ func (s *runState) drive(ctx context.Context, events []Event) error {
 }
 
 func (s *runState) finished() bool { return s.done || s.ndErr != nil || s.panicErr != nil }
+
+// step runs every runnable coroutine, in creation order, until all block.
+func (s *runState) step(ctx context.Context) error {
+	for progressed := true; progressed && !s.finished(); {
+		progressed = false
+		for i := 0; i < len(s.coros) && !s.finished(); i++ {
+			if !s.coros[i].runnable() {
+				continue
+			}
+			if err := s.resumeOne(ctx, s.coros[i]); err != nil {
+				return err
+			}
+			progressed = true
+		}
+		if progressed && ctx.Err() != nil {
+			return fmt.Errorf("workflow coroutines did not block: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// stop ends every coroutine still blocked inside workflow code.
+func (s *runState) stop() {
+	if s.stuck {
+		return // one is still running user code; it cannot be interrupted
+	}
+	s.exiting = true
+	for _, c := range s.coros {
+		if !c.done {
+			s.current = c
+			c.resume <- false
+		}
+		<-c.exited
+	}
+}
+
+// yield hands control back to the driver until cond may hold; called on
+// the running coroutine only.
+func (s *runState) yield(cond func() bool) {
+	if s.exiting {
+		runtime.Goexit()
+	}
+	c := s.current
+	c.waitFor = cond
+	c.yielded <- struct{}{}
+	if !<-c.resume {
+		runtime.Goexit()
+	}
+}
+
+// await blocks the running coroutine until cond holds.
+func (s *runState) await(cond func() bool) {
+	for !cond() {
+		s.yield(cond)
+	}
+}
 
 // nonDeterministic records the error and parks the coroutine for good.
 func (s *runState) nonDeterministic(eventID int64, msg string) {

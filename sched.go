@@ -16,7 +16,7 @@ import (
 // at any time: the driver sets current, resumes it and waits until it
 // yields (it blocks in await, recording what it waits for) or returns.
 //
-// step, the scheduler, runs at the start and after each delivered event:
+// step (replay.go), the scheduler, runs at the start and after each delivered event:
 // it passes over the coroutines in creation order, resuming each one that
 // is new or whose wait condition now holds, and repeats the pass until a
 // pass resumes none: then every coroutine is blocked. A coroutine created
@@ -85,26 +85,6 @@ func (c *coroutine) runnable() bool {
 	return !c.done && (c.waitFor == nil || c.waitFor())
 }
 
-// step runs every runnable coroutine, in creation order, until all block.
-func (s *runState) step(ctx context.Context) error {
-	for progressed := true; progressed && !s.finished(); {
-		progressed = false
-		for i := 0; i < len(s.coros) && !s.finished(); i++ {
-			if !s.coros[i].runnable() {
-				continue
-			}
-			if err := s.resumeOne(ctx, s.coros[i]); err != nil {
-				return err
-			}
-			progressed = true
-		}
-		if progressed && ctx.Err() != nil {
-			return fmt.Errorf("workflow coroutines did not block: %w", ctx.Err())
-		}
-	}
-	return nil
-}
-
 // resumeOne runs c until it yields or returns.
 func (s *runState) resumeOne(ctx context.Context, c *coroutine) error {
 	s.current = c
@@ -115,42 +95,6 @@ func (s *runState) resumeOne(ctx context.Context, c *coroutine) error {
 	case <-ctx.Done():
 		s.stuck = true
 		return fmt.Errorf("workflow code did not yield: %w", ctx.Err())
-	}
-}
-
-// stop ends every coroutine still blocked inside workflow code.
-func (s *runState) stop() {
-	if s.stuck {
-		return // one is still running user code; it cannot be interrupted
-	}
-	s.exiting = true
-	for _, c := range s.coros {
-		if !c.done {
-			s.current = c
-			c.resume <- false
-		}
-		<-c.exited
-	}
-}
-
-// yield hands control back to the driver until cond may hold; called on
-// the running coroutine only.
-func (s *runState) yield(cond func() bool) {
-	if s.exiting {
-		runtime.Goexit()
-	}
-	c := s.current
-	c.waitFor = cond
-	c.yielded <- struct{}{}
-	if !<-c.resume {
-		runtime.Goexit()
-	}
-}
-
-// await blocks the running coroutine until cond holds.
-func (s *runState) await(cond func() bool) {
-	for !cond() {
-		s.yield(cond)
 	}
 }
 
