@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,7 +84,12 @@ func first(history []harvest.Event, a, b harvest.EventType) harvest.EventType {
 	return ""
 }
 
-func activityDone(d engine.Description) bool { return len(d.PendingActivities) == 0 }
+// hasEvent is a WaitFor condition: the history holds an event of type et.
+func hasEvent(et harvest.EventType) func(engine.Description) bool {
+	return func(d engine.Description) bool {
+		return slices.ContainsFunc(d.History, func(ev harvest.Event) bool { return ev.Type == et })
+	}
+}
 
 func TestSelectOnTheEngine(t *testing.T) {
 	t.Parallel()
@@ -92,7 +98,7 @@ func TestSelectOnTheEngine(t *testing.T) {
 		t.Parallel()
 		env, reg := selectSetup(t)
 		id := env.Start("late_race", "").ExecutionID
-		env.WaitFor(id, "the activity completed", activityDone)
+		env.WaitFor(id, "the activity's completion", hasEvent(harvest.EventActivityCompleted))
 		env.Signal(id, "approved", "signal")
 		env.SkipTime(id) // the first hour: both are ready at the select
 		env.SkipTime(id) // the second: a task after the select replays it
@@ -114,7 +120,7 @@ func TestSelectOnTheEngine(t *testing.T) {
 		id := env.Start("late_race", "").ExecutionID
 		env.Signal(id, "approved", "signal")
 		close(release)
-		env.WaitFor(id, "the activity completed", activityDone)
+		env.WaitFor(id, "the activity's completion", hasEvent(harvest.EventActivityCompleted))
 		env.SkipTime(id)
 		env.SkipTime(id)
 		var got string
