@@ -22,6 +22,8 @@ var (
 	ErrUnknownSignal = errors.New("signal not declared by the workflow")
 	// ErrInvalidPayload matches every *PayloadError.
 	ErrInvalidPayload = errors.New("signal payload does not decode into its type")
+	// ErrCanceled matches every *CanceledError: the run was asked to cancel.
+	ErrCanceled = errors.New("workflow canceled")
 )
 
 // ErrorInfo is the wire form of a failure as recorded in history.
@@ -111,6 +113,9 @@ func ToErrorInfo(err error) ErrorInfo {
 	var app *ApplicationError
 	if errors.As(err, &app) {
 		return ErrorInfo{Message: app.Message, Type: app.Type, NonRetryable: app.NonRetryable, Details: app.Details}
+	}
+	if errors.Is(err, ErrCanceled) {
+		return ErrorInfo{Message: err.Error(), Type: "canceled"}
 	}
 	var act *ActivityError
 	if errors.As(err, &act) {

@@ -24,6 +24,12 @@ const (
 	EventTimerFired         EventType = "TimerFired"
 	EventSignalReceived     EventType = "SignalReceived"
 	EventMarkerRecorded     EventType = "MarkerRecorded"
+	// EventWorkflowCancelRequested is a cancel request, delivered to the
+	// code like a signal; the run stays open until the code returns.
+	EventWorkflowCancelRequested EventType = "WorkflowCancelRequested"
+	// EventWorkflowTimedOut closes a run whose execution or run timeout
+	// passed.
+	EventWorkflowTimedOut EventType = "WorkflowTimedOut"
 )
 
 // IsCommand reports whether events of this type are produced by workflow
@@ -40,7 +46,7 @@ func (t EventType) IsCommand() bool {
 // IsTerminal reports whether the event closes the run.
 func (t EventType) IsTerminal() bool {
 	switch t {
-	case EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowCancelled, EventWorkflowTerminated:
+	case EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowCancelled, EventWorkflowTerminated, EventWorkflowTimedOut:
 		return true
 	}
 	return false
@@ -90,6 +96,18 @@ type WorkflowClosedData struct {
 	Reason string `json:"reason,omitempty"`
 	// ReplacedBy is set when a start with a terminating policy replaced the run.
 	ReplacedBy string `json:"replaced_by,omitempty"`
+}
+
+// WorkflowCancelRequestedData is the payload of WorkflowCancelRequested.
+type WorkflowCancelRequestedData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// WorkflowTimedOutData is the payload of WorkflowTimedOut.
+type WorkflowTimedOutData struct {
+	// TimeoutType is "execution" or "run".
+	TimeoutType string    `json:"timeout_type"`
+	Error       ErrorInfo `json:"error"`
 }
 
 // ActivityScheduledData is the payload of ActivityScheduled. The

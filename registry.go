@@ -246,7 +246,7 @@ func (a *Activity[In, Out]) Execute(ctx Context, in In, opts ...ActivityOptions)
 	if err != nil {
 		return Future[Out]{f: resolvedFuture(nil, fmt.Errorf("encode input of activity %s: %w", a.name, err))}
 	}
-	return Future[Out]{f: ctx.state().scheduleActivity(a.name, raw, o.WithDefaults())}
+	return Future[Out]{f: startIn(ctx, func() *future { return ctx.state().scheduleActivity(a.name, raw, o.WithDefaults()) })}
 }
 
 // Signal is a typed signal definition: the same value is used by workflow
@@ -262,10 +262,15 @@ func NewSignal[T any](name string) Signal[T] { return Signal[T]{name: name} }
 func (s Signal[T]) Name() string { return s.name }
 
 // Receive blocks until a signal arrives and returns its payload. Signals
-// are buffered: one that arrived before Receive is returned at once.
+// are buffered: one that arrived before Receive is returned at once. A
+// cancel request of ctx ends the wait with a *CanceledError.
 func (s Signal[T]) Receive(ctx Context) (T, error) {
 	st := ctx.state()
-	st.await(func() bool { return st.hasSignal(s.name) })
+	st.await(func() bool { return st.hasSignal(s.name) || ctx.Err() != nil })
+	if err := ctx.Err(); err != nil && !st.hasSignal(s.name) {
+		var zero T
+		return zero, err
+	}
 	return decodeValue[T](st.popSignal(s.name))
 }
 
@@ -281,17 +286,18 @@ func (s Signal[T]) TryReceive(ctx Context) (T, bool, error) {
 }
 
 // ReceiveWithTimeout waits at most d (a durable timer) for a signal.
-// ok is false when the timer fired first.
+// ok is false when the timer fired first. A cancel request of ctx ends
+// the wait with a *CanceledError.
 func (s Signal[T]) ReceiveWithTimeout(ctx Context, d time.Duration) (v T, ok bool, err error) {
 	st := ctx.state()
 	if st.hasSignal(s.name) {
 		v, err = decodeValue[T](st.popSignal(s.name))
 		return v, true, err
 	}
-	timer := st.startTimer(d)
+	timer := startIn(ctx, func() *future { return st.startTimer(d) })
 	st.await(func() bool { return st.hasSignal(s.name) || timer.ready })
 	if !st.hasSignal(s.name) {
-		return v, false, nil
+		return v, false, timer.err
 	}
 	v, err = decodeValue[T](st.popSignal(s.name))
 	return v, true, err

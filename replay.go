@@ -78,6 +78,7 @@ type runState struct {
 	timers     map[string]*future
 	signals    map[string][]arrival
 	order      int64 // last delivery sequence number handed out (tick)
+	cancel     cancelState
 
 	ndErr    error
 	panicErr *PanicError
@@ -125,10 +126,16 @@ func (s *runState) runUser(def workflowDef, input json.RawMessage) (out json.Raw
 			s.panicErr = &PanicError{Value: fmt.Sprint(r), Stack: string(debug.Stack())}
 		}
 	}()
-	return def.run(wfContext{s}, input)
+	return def.run(wfContext{s: s}, input)
 }
 
 func (s *runState) complete(out json.RawMessage, err error) {
+	if errors.Is(err, ErrCanceled) {
+		s.issue(EventWorkflowCancelled, "", "", func() any {
+			return WorkflowClosedData{Reason: s.cancel.reason}
+		})
+		return
+	}
 	if err != nil {
 		s.issue(EventWorkflowFailed, "", "", func() any {
 			return WorkflowFailedData{Error: ToErrorInfo(err)}
@@ -251,6 +258,7 @@ func (s *runState) deliver(ev Event) error {
 		Output      json.RawMessage `json:"output"`
 		Error       ErrorInfo       `json:"error"`
 		TimeoutType string          `json:"timeout_type"`
+		Reason      string          `json:"reason"`
 	}
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
 		return &NonDeterminismError{EventID: ev.EventID, Message: "undecodable " + string(ev.Type) + ": " + err.Error()}
@@ -280,6 +288,8 @@ func (s *runState) deliver(ev Event) error {
 		f.seq = s.tick()
 	case EventSignalReceived:
 		s.signals[d.SignalName] = append(s.signals[d.SignalName], arrival{seq: s.tick(), payload: d.Payload})
+	case EventWorkflowCancelRequested:
+		s.cancel.request(d.Reason)
 	}
 	return nil
 }
@@ -417,8 +427,12 @@ func describe(ev Event) string {
 	return string(ev.Type)
 }
 
-// wfContext is the Context handed to workflow code.
-type wfContext struct{ s *runState }
+// wfContext is the Context handed to workflow code; a detached one is
+// disconnected from cancellation (NewDisconnectedContext).
+type wfContext struct {
+	s        *runState
+	detached bool
+}
 
 var nopLogger = zerolog.Nop()
 

@@ -27,8 +27,15 @@ type Context interface {
 	Logger() *zerolog.Logger
 	// IsReplaying reports whether the code is re-running recorded history.
 	IsReplaying() bool
+	// Done is ready once the run was asked to cancel (see cancel.go); it
+	// never is for a disconnected context.
+	Done() Future[struct{}]
+	// Err is nil until the run was asked to cancel, then a *CanceledError
+	// (errors.Is(err, ErrCanceled)); always nil for a disconnected context.
+	Err() error
 
 	state() *runState
+	isDetached() bool
 }
 
 // Future is the eventual result of an activity or timer.
@@ -47,7 +54,12 @@ func resolvedFuture(value json.RawMessage, err error) *future {
 	return &future{ready: true, value: value, err: err}
 }
 
+// resolve settles f; the first result stands (an activity's result that
+// arrives after a cancel failed its future is ignored).
 func (f *future) resolve(value json.RawMessage, err error) {
+	if f.ready {
+		return
+	}
 	f.ready, f.value, f.err = true, value, err
 }
 
@@ -67,7 +79,7 @@ func (f Future[T]) IsReady() bool { return f.f.ready }
 
 // NewTimer starts a durable timer that fires after d of database time.
 func NewTimer(ctx Context, d time.Duration) Future[struct{}] {
-	return Future[struct{}]{f: ctx.state().startTimer(d)}
+	return Future[struct{}]{f: startIn(ctx, func() *future { return ctx.state().startTimer(d) })}
 }
 
 // Sleep blocks the workflow for d; the wait is durable and survives

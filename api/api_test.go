@@ -220,11 +220,48 @@ func TestReadAndCloseRoutes(t *testing.T) {
 	c := b.do(t, "POST", "/workflows/"+id+"/cancel", map[string]any{"reason": "no longer needed"})
 	require.Equal(t, http.StatusOK, c.Status, "%s", c.Raw)
 	require.Equal(t, true, c.Body["newly_cancelled"])
+	require.Equal(t, "RUNNING", c.Body["state"], "a cancel is answered once it is recorded")
+	res := b.do(t, "GET", "/workflows/"+id+"/result?wait=20s", nil)
+	require.Equal(t, "CANCELLED", res.Body["state"], "%s", res.Raw)
 	requireError(t, b.do(t, "POST", "/workflows/"+id+"/cancel", nil), http.StatusConflict, codeTerminal)
 	tr := b.do(t, "POST", "/workflows/"+id+"/terminate", nil)
 	require.Equal(t, http.StatusAccepted, tr.Status)
 	require.Equal(t, false, tr.Body["newly_terminated"])
 	requireError(t, b.do(t, "POST", "/workflows/"+id+"/terminate", map[string]any{"why": 1}), http.StatusBadRequest, codeInvalidJSON)
+}
+
+func TestCooperativeCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	run := b.do(t, "POST", "/workflows/linger/start", map[string]any{"input": "x"})
+	require.Equal(t, http.StatusCreated, run.Status, "%s", run.Raw)
+	id := run.Body["execution_id"].(string)
+	cancel := "/workflows/" + id + "/cancel"
+
+	t.Run("AnswerAndRepeat", func(t *testing.T) {
+		first := b.do(t, "POST", cancel, map[string]any{"reason": "user asked"})
+		require.Equal(t, http.StatusOK, first.Status, "%s", first.Raw)
+		require.Equal(t, map[string]any{"ok": true, "execution_id": id, "state": "RUNNING", "reason": "user asked",
+			"cancel_requested": true, "newly_cancelled": true}, first.Body)
+		again := b.do(t, "POST", cancel, nil)
+		require.Equal(t, http.StatusOK, again.Status, "%s", again.Raw)
+		require.Equal(t, false, again.Body["newly_cancelled"])
+		require.Equal(t, true, again.Body["cancel_requested"])
+		require.Equal(t, "RUNNING", again.Body["state"])
+	})
+
+	t.Run("ClosedRunIsAConflict", func(t *testing.T) {
+		require.Equal(t, http.StatusAccepted, b.do(t, "POST", "/workflows/"+id+"/signal/go", `"now"`).Status)
+		res := b.do(t, "GET", "/workflows/"+id+"/result?wait=20s", nil)
+		require.Equal(t, "CANCELLED", res.Body["state"], "%s", res.Raw)
+		requireError(t, b.do(t, "POST", cancel, nil), http.StatusConflict, codeTerminal)
+		h := b.do(t, "GET", "/workflows/"+id+"/history", nil)
+		var types []string
+		for _, ev := range h.Body["events"].([]any) {
+			types = append(types, ev.(map[string]any)["type"].(string))
+		}
+		require.Equal(t, []string{"WorkflowStarted", "WorkflowCancelRequested", "SignalReceived", "WorkflowCancelled"}, types)
+	})
 }
 
 func TestHealth(t *testing.T) {

@@ -35,14 +35,23 @@ func (s *Server) close(c *gin.Context, terminate bool) {
 		s.fail(c, err)
 		return
 	}
-	op, status, flag := shard.Cancel, http.StatusOK, "newly_cancelled"
 	if terminate {
-		op, status, flag = shard.Terminate, http.StatusAccepted, "newly_terminated"
+		res, err := shard.Terminate(c.Request.Context(), id, b.Reason)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		c.JSON(http.StatusAccepted, gin.H{"ok": true, "execution_id": id.String(), "state": res.State, "reason": b.Reason,
+			"newly_terminated": res.Newly})
+		return
 	}
-	res, err := op(c.Request.Context(), id, b.Reason)
+	// A cancel is answered once the request is recorded: the run is still
+	// RUNNING; its code closes it (CANCELLED, unless it chooses otherwise).
+	res, err := shard.Cancel(c.Request.Context(), id, b.Reason)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(status, gin.H{"ok": true, "execution_id": id.String(), "state": res.State, "reason": b.Reason, flag: res.Newly})
+	c.JSON(http.StatusOK, gin.H{"ok": true, "execution_id": id.String(), "state": res.State, "reason": b.Reason,
+		"cancel_requested": res.CancelRequested, "newly_cancelled": res.Newly})
 }

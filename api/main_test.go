@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -41,6 +42,18 @@ var (
 	blockWF = harvest.NewWorkflow("block", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
 		return goSignal.Receive(ctx)
 	})
+	// linger waits for "go"; cancelled, it waits for "go" again on a
+	// disconnected context before it closes CANCELLED.
+	lingerWF = harvest.NewWorkflow("linger", func(ctx harvest.Context, _ json.RawMessage) (string, error) {
+		v, err := goSignal.Receive(ctx)
+		if !errors.Is(err, harvest.ErrCanceled) {
+			return v, err
+		}
+		if _, err := goSignal.Receive(harvest.NewDisconnectedContext(ctx)); err != nil {
+			return "", err
+		}
+		return "", ctx.Err()
+	})
 )
 
 type testBundle struct {
@@ -67,7 +80,7 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(b.svc).Register(reg))
-	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF))
+	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF, lingerWF))
 	cfg := engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()}
 	if mutate != nil {
 		mutate(&cfg)

@@ -382,10 +382,12 @@ func TestReadQueries(t *testing.T) {
 
 func TestCloseRequests(t *testing.T) {
 	t.Parallel()
-	c, b := fake(t, http.StatusOK, `{"ok":true,"execution_id":"e1","state":"CANCELLED","reason":"r","newly_cancelled":true}`)
+	c, b := fake(t, http.StatusOK, `{"ok":true,"execution_id":"e1","state":"RUNNING","reason":"r","cancel_requested":true,"newly_cancelled":true}`)
 	res, err := c.Cancel(ctxT(t), "e1", "r")
 	require.NoError(t, err)
 	require.True(t, res.NewlyCancelled)
+	require.True(t, res.CancelRequested)
+	require.Equal(t, "RUNNING", res.State)
 	r := b.next(t)
 	require.Equal(t, "/api/harvest/workflows/e1/cancel", r.path)
 	require.JSONEq(t, `{"reason":"r"}`, string(r.body))

@@ -135,6 +135,9 @@ func TestServerSignals(t *testing.T) {
 
 		_, err = b.api.Cancel(ctxT(t), run.ExecutionID, "done")
 		require.NoError(t, err)
+		_, closed, err := b.api.Result(ctxT(t), run.ExecutionID, 20*time.Second)
+		require.NoError(t, err)
+		require.True(t, closed)
 		late, err := b.api.Signal(ctxT(t), run.ExecutionID, demo.ApprovedSignal, nil, opts)
 		require.NoError(t, err, "a retry of a delivered key is acknowledged after close")
 		require.False(t, late.SignalDelivered)

@@ -266,19 +266,25 @@ type reasonBody struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// CancelResponse is the answer of a cancel.
+// CancelResponse is the answer of a cancel: the request is recorded, and
+// the run (State RUNNING) closes when its code returns, CANCELLED unless
+// the code chooses otherwise; wait for it with Result.
 type CancelResponse struct {
-	OK             bool   `json:"ok"`
-	ExecutionID    string `json:"execution_id"`
-	State          string `json:"state"`
-	Reason         string `json:"reason"`
-	NewlyCancelled bool   `json:"newly_cancelled"`
+	OK          bool   `json:"ok"`
+	ExecutionID string `json:"execution_id"`
+	State       string `json:"state"`
+	Reason      string `json:"reason"`
+	// CancelRequested is true once the run has a cancel request.
+	CancelRequested bool `json:"cancel_requested"`
+	// NewlyCancelled is false for a repeat: the run had a request already.
+	NewlyCancelled bool `json:"newly_cancelled"`
 	// Raw is the server's JSON body.
 	Raw json.RawMessage `json:"-"`
 }
 
-// Cancel closes a running run as CANCELLED. A closed run is an error
-// matching ErrTerminal.
+// Cancel asks a running run to cancel (cooperatively: its code sees the
+// request and may clean up first). A closed run is an error matching
+// ErrTerminal.
 func (c *Client) Cancel(ctx context.Context, executionID, reason string) (*CancelResponse, error) {
 	var res CancelResponse
 	raw, err := c.close(ctx, executionID, "cancel", reason, &res)

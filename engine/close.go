@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
+
+	"github.com/harvestd/harvest"
 )
 
 // CloseResult is the outcome of a cancel or terminate.
@@ -11,24 +14,65 @@ type CloseResult struct {
 	ExecutionID uuid.UUID
 	State       string
 	Reason      string
-	// Newly is true when this request closed the run.
+	// Newly is true when this request closed the run (terminate) or asked
+	// it to cancel for the first time (cancel).
 	Newly bool
+	// CancelRequested is true when the run has a cancel request (cancel).
+	CancelRequested bool
 }
 
-// Cancel closes a running run as CANCELLED: WorkflowCancelled is appended,
-// pending activities and timers are dropped (a running activity's result
-// is then refused). A closed run is a *TerminalError.
+// Cancel asks a running run to cancel: WorkflowCancelRequested is appended
+// and a workflow task made due, in one transaction. The run stays RUNNING
+// until its code returns (see harvest.CanceledError): CANCELLED when it
+// returns the cancellation. A repeat finds the recorded request and
+// writes nothing (Newly=false). A closed run is a *TerminalError.
 func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
-	return e.close(ctx, id, StateCancelled, reason, true)
+	res := CloseResult{ExecutionID: id, Reason: reason, State: StateRunning, CancelRequested: true}
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		ex, err := lockExecution(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if IsTerminal(ex.State) {
+			return &TerminalError{ExecutionID: id.String(), State: ex.State}
+		}
+		requested, err := hasCancelRequest(ctx, tx, id)
+		if err != nil || requested {
+			return err
+		}
+		res.Newly = true
+		cmd := harvest.NewCommand(harvest.EventWorkflowCancelRequested, harvest.WorkflowCancelRequestedData{Reason: reason})
+		return appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true)
+	})
+	if err != nil {
+		return CloseResult{}, err
+	}
+	if res.Newly {
+		e.nudge(e.wfWake)
+	}
+	return res, nil
+}
+
+// hasCancelRequest reports whether the run's history holds a cancel
+// request already: the read-only dedup of Cancel.
+func hasCancelRequest(ctx context.Context, tx *fencedTx, id uuid.UUID) (bool, error) {
+	var found bool
+	err := tx.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM harvest_events WHERE execution_id = $1 AND event_type = $2)`,
+		id, string(harvest.EventWorkflowCancelRequested)).Scan(&found)
+	if err != nil {
+		return false, fmt.Errorf("find cancel request of %s: %w", id, err)
+	}
+	return found, nil
 }
 
 // Terminate force-closes a run as TERMINATED and releases its workflow id.
 // Terminating a closed run is a no-op (Newly=false).
 func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
-	return e.close(ctx, id, StateTerminated, reason, false)
+	return e.close(ctx, id, StateTerminated, reason)
 }
 
-func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string, refuseClosed bool) (CloseResult, error) {
+func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason}
 	err := e.withTx(ctx, func(tx *fencedTx) error {
 		ex, err := lockExecution(ctx, tx, id)
@@ -37,9 +81,6 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string, 
 		}
 		if IsTerminal(ex.State) {
 			res.State = ex.State
-			if refuseClosed {
-				return &TerminalError{ExecutionID: id.String(), State: ex.State}
-			}
 			return nil
 		}
 		res.State, res.Newly = state, true

@@ -133,7 +133,8 @@ func TestCancelTerminate(t *testing.T) {
 	res, err := e.Cancel(context.Background(), run.ExecutionID, "user asked")
 	require.NoError(t, err)
 	require.True(t, res.Newly)
-	require.Equal(t, StateCancelled, res.State)
+	require.Equal(t, StateRunning, res.State, "a cancel asks; the code closes the run")
+	require.Equal(t, StateCancelled, waitClosed(t, e, run.ExecutionID).State)
 	_, err = e.Cancel(context.Background(), run.ExecutionID, "again")
 	var term *TerminalError
 	require.ErrorAs(t, err, &term)

@@ -188,6 +188,8 @@ func makePrior(t *testing.T, e *Engine, wfID, state string) uuid.UUID {
 	switch state {
 	case StateCancelled:
 		_, err = e.Cancel(context.Background(), r.ExecutionID, "setup")
+		require.NoError(t, err)
+		require.Equal(t, StateCancelled, waitClosed(t, e, r.ExecutionID).State)
 	case StateTerminated:
 		_, err = e.Terminate(context.Background(), r.ExecutionID, "setup")
 	}

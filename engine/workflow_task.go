@@ -328,6 +328,10 @@ func queueCloseFromCommand(w *writeSet, ex *execRow, last harvest.Command) error
 		}
 		w.closeExecution(ex, StateFailed, nil, info)
 		return nil
+	case harvest.EventWorkflowCancelled:
+		// What a forced cancel writes: no output, no error.
+		w.closeExecution(ex, StateCancelled, nil, nil)
+		return nil
 	}
 	return fmt.Errorf("close run %s: unexpected last command %s", ex.ID, last.Type)
 }

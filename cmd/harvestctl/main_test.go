@@ -295,9 +295,12 @@ func TestSignalWithStartCancelAndTerminate(t *testing.T) {
 	require.Empty(t, r.stdout)
 
 	table = b.ok(t, "workflow", "cancel", wid, "--reason", "customer left")
-	require.Equal(t, "CANCELLED", cell(t, table, "State"))
+	require.Equal(t, "RUNNING", cell(t, table, "State"), "a cancel is answered once recorded")
+	require.Equal(t, "true", cell(t, table, "Cancel requested"))
 	require.Equal(t, "true", cell(t, table, "Newly cancelled"))
 	require.Equal(t, "customer left", cell(t, table, "Reason"))
+	closed := b.okJSON(t, "workflow", "result", wid, "--wait", "20s")
+	require.Equal(t, "CANCELLED", closed["state"])
 
 	// reject_duplicate refuses the closed run's id.
 	r = b.ctl(t, "workflow", "start", "order", "--workflow-id", "ord-8", "--reuse-policy", "reject_duplicate")

@@ -331,7 +331,7 @@ func reasonFlag() cli.Flag {
 func cancelCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "cancel",
-		Usage:     "cancel a running run",
+		Usage:     "ask a running run to cancel (its code may clean up first; it stays RUNNING until it returns)",
 		ArgsUsage: "<execution-id>",
 		Flags:     []cli.Flag{reasonFlag()},
 		Action:    cancelAction,
@@ -349,6 +349,7 @@ func cancelAction(c *cli.Context) error {
 	}
 	return s.emit(res.Raw, func(tw *tabwriter.Writer) {
 		closedRows(tw, res.ExecutionID, res.State, res.Reason)
+		kv(tw, "Cancel requested", fmt.Sprint(res.CancelRequested))
 		kv(tw, "Newly cancelled", fmt.Sprint(res.NewlyCancelled))
 	})
 }
