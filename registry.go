@@ -37,7 +37,8 @@ type workflowDef struct {
 	run    func(ctx Context, input json.RawMessage) (json.RawMessage, error)
 	schema *jsonschema.Schema // nil: any input
 	// signals are the declared signals by name; nil: any signal.
-	signals map[string]SignalDecl
+	signals  map[string]SignalDecl
+	timeouts WorkflowTimeouts
 }
 
 type activityDef struct {
@@ -159,10 +160,11 @@ func (r *Registry) workflow(name string) (workflowDef, bool) {
 // Workflow is a typed workflow definition: declare it once, register it,
 // and use it (later) from typed clients so names cannot drift.
 type Workflow[In, Out any] struct {
-	name    string
-	fn      func(ctx Context, in In) (Out, error)
-	schema  json.RawMessage
-	signals []SignalDecl
+	name     string
+	fn       func(ctx Context, in In) (Out, error)
+	schema   json.RawMessage
+	signals  []SignalDecl
+	timeouts WorkflowTimeouts
 }
 
 // NewWorkflow declares a workflow named name.
@@ -182,7 +184,7 @@ func (w *Workflow[In, Out]) registration() (registration, error) {
 	if err != nil {
 		return registration{}, err
 	}
-	def := workflowDef{name: w.name, run: w.run, schema: sch, signals: sigs}
+	def := workflowDef{name: w.name, run: w.run, schema: sch, signals: sigs, timeouts: w.timeouts}
 	return registration{kind: "workflow", name: w.name, wf: def}, nil
 }
 

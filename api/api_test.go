@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -374,4 +375,26 @@ func TestHostileInput(t *testing.T) {
 			require.Equal(t, before, b.counts(t), "a rejected request changed data")
 		})
 	}
+}
+
+func TestStartTimeouts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("DescribeShowsTheDeadline", func(t *testing.T) {
+		run := b.do(t, "POST", "/workflows/block/start", map[string]any{"input": "x", "execution_timeout": "1h", "run_timeout": 7200})
+		require.Equal(t, http.StatusCreated, run.Status, "%s", run.Raw)
+		d := b.do(t, "GET", "/workflows/"+run.Body["execution_id"].(string), nil)
+		x := d.Body["execution"].(map[string]any)
+		exec, err := time.Parse(time.RFC3339Nano, x["execution_deadline"].(string))
+		require.NoError(t, err)
+		runDL, err := time.Parse(time.RFC3339Nano, x["run_deadline"].(string))
+		require.NoError(t, err)
+		require.Equal(t, time.Hour, runDL.Sub(exec))
+	})
+
+	t.Run("BadValuesAre400", func(t *testing.T) {
+		requireError(t, b.do(t, "POST", "/workflows/block/start", map[string]any{"execution_timeout": "soon"}), http.StatusBadRequest, codeInvalidArgument)
+		requireError(t, b.do(t, "POST", "/workflows/block/start", map[string]any{"run_timeout": "-1s"}), http.StatusBadRequest, codeInvalidArgument)
+	})
 }

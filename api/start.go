@@ -32,6 +32,10 @@ type startBody struct {
 	Delay               json.RawMessage   `json:"delay"`
 	StartAt             *time.Time        `json:"start_at"`
 	CompletionCallbacks []engine.Callback `json:"completion_callbacks"`
+	// ExecutionTimeout and RunTimeout ("1h" or seconds, like delay)
+	// override the workflow's default timeouts; 0 removes one.
+	ExecutionTimeout json.RawMessage `json:"execution_timeout"`
+	RunTimeout       json.RawMessage `json:"run_timeout"`
 }
 
 func (b *startBody) deferred() bool {
@@ -259,6 +263,14 @@ func (s *Server) startRequest(name, key string, b *startBody) (engine.StartReque
 	if err != nil {
 		return engine.StartRequest{}, err
 	}
+	execTimeout, err := parseDuration("execution_timeout", b.ExecutionTimeout)
+	if err != nil {
+		return engine.StartRequest{}, err
+	}
+	runTimeout, err := parseDuration("run_timeout", b.RunTimeout)
+	if err != nil {
+		return engine.StartRequest{}, err
+	}
 	for i, cb := range b.CompletionCallbacks {
 		if err := checkText(fmt.Sprintf("completion_callbacks[%d].url", i), cb.URL, maxIDLen, true); err != nil {
 			return engine.StartRequest{}, err
@@ -268,6 +280,7 @@ func (s *Server) startRequest(name, key string, b *startBody) (engine.StartReque
 		WorkflowName: name, WorkflowID: b.WorkflowID, Input: b.Input, Queue: b.Queue, Memo: b.Memo,
 		IdempotencyKey: key, ReusePolicy: reuse, ConflictPolicy: conflict,
 		Delay: delay, StartAt: b.StartAt, Callbacks: b.CompletionCallbacks,
+		ExecutionTimeout: execTimeout, RunTimeout: runTimeout,
 	}, nil
 }
 

@@ -59,6 +59,10 @@ type StartRequest struct {
 	// StartAt, when not zero, is when the first task runs (not with
 	// Delay; at most 5 minutes in the past).
 	StartAt time.Time
+	// ExecutionTimeout and RunTimeout, when positive, close the run
+	// TIMED_OUT once they pass (override the workflow's defaults).
+	ExecutionTimeout time.Duration
+	RunTimeout       time.Duration
 	// CompletionCallbacks are POSTed the result when the run closes.
 	CompletionCallbacks []Callback
 	// Wait, when positive, asks the server to wait up to this long (it
@@ -88,6 +92,8 @@ type startBody struct {
 	Delay          string          `json:"delay,omitempty"`
 	StartAt        *time.Time      `json:"start_at,omitempty"`
 	Callbacks      []Callback      `json:"completion_callbacks,omitempty"`
+	ExecTimeout    string          `json:"execution_timeout,omitempty"`
+	RunTimeout     string          `json:"run_timeout,omitempty"`
 }
 
 // StartResponse is the answer of a start.
@@ -118,6 +124,12 @@ func (c *Client) Start(ctx context.Context, name string, req StartRequest) (*Sta
 		Callbacks: req.CompletionCallbacks}
 	if req.Delay != 0 {
 		body.Delay = req.Delay.String()
+	}
+	if req.ExecutionTimeout > 0 {
+		body.ExecTimeout = req.ExecutionTimeout.String()
+	}
+	if req.RunTimeout > 0 {
+		body.RunTimeout = req.RunTimeout.String()
 	}
 	if !req.StartAt.IsZero() {
 		at := req.StartAt.UTC()

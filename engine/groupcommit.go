@@ -537,6 +537,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 	}
 	if runs.len() > 0 {
 		runs.queue(b)
+		p.queueTimeouts(b, &runs)
 	}
 	if len(cbIDs) > 0 {
 		b.Queue(`
@@ -621,6 +622,16 @@ func (c *runColumns) queue(b *pgx.Batch) {
 		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
 		SELECT id, 0, t, d::jsonb, at FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS r(id, t, d, at)`,
 		c.ids, c.eventType, c.eventData, c.at)
+}
+
+// queueTimeouts queues the timeout timers of the runs the batch creates
+// that are still running, due from the times their events are stamped.
+func (p *batchPlan) queueTimeouts(b *pgx.Batch, runs *runColumns) {
+	for j, i := range runs.reqIdx {
+		if runs.states[j] == StateRunning {
+			queueTimeoutTimers(b, runs.ids[j], runs.at[j], p.reqs[i].timeouts)
+		}
+	}
 }
 
 func textOrNil(s string) *string {

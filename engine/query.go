@@ -51,6 +51,10 @@ type Execution struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	// ExecutionDeadline and RunDeadline are when a running run times out
+	// (workflow time), if it has such a timeout.
+	ExecutionDeadline *time.Time `json:"execution_deadline,omitempty"`
+	RunDeadline       *time.Time `json:"run_deadline,omitempty"`
 }
 
 // PendingActivity is an activity task not yet finished.
@@ -86,12 +90,15 @@ type Description struct {
 }
 
 const executionColumns = `execution_id, workflow_name, workflow_id, state, queue, input, output, error, memo,
-	coalesce(idempotency_key, ''), coalesce(last_error, ''), wf_task_attempt, next_event_id, created_at, updated_at, completed_at`
+	coalesce(idempotency_key, ''), coalesce(last_error, ''), wf_task_attempt, next_event_id, created_at, updated_at, completed_at,
+	(SELECT fire_at FROM harvest_timers t WHERE t.execution_id = harvest_executions.execution_id AND t.timer_id = '$timeout:execution'),
+	(SELECT fire_at FROM harvest_timers t WHERE t.execution_id = harvest_executions.execution_id AND t.timer_id = '$timeout:run')`
 
 func scanExecution(row pgx.Row) (Execution, error) {
 	var x Execution
 	err := row.Scan(&x.ExecutionID, &x.WorkflowName, &x.WorkflowID, &x.State, &x.Queue, &x.Input, &x.Output, &x.Error,
-		&x.Memo, &x.IdempotencyKey, &x.LastError, &x.TaskAttempt, &x.EventCount, &x.CreatedAt, &x.UpdatedAt, &x.CompletedAt)
+		&x.Memo, &x.IdempotencyKey, &x.LastError, &x.TaskAttempt, &x.EventCount, &x.CreatedAt, &x.UpdatedAt, &x.CompletedAt,
+		&x.ExecutionDeadline, &x.RunDeadline)
 	return x, err
 }
 

@@ -202,6 +202,9 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 		if err := e.checkGate(ctx, sr.WorkflowName); err != nil {
 			return err
 		}
+		if err := e.resolveTimeouts(&sr); err != nil {
+			return err
+		}
 		newID := NewExecutionID(e.cfg.ShardID)
 		if d == decideTerminateAndStart {
 			if err := forceClose(ctx, tx, prior, StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
@@ -217,6 +220,11 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 			return err
 		}
 		if err := appendEvents(ctx, tx, ex, []harvest.Command{startedCommand(sr)}, true); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		queueTimeoutTimersNow(b, tx, newID, sr.timeouts)
+		if err := sendBatch(ctx, tx, b); err != nil {
 			return err
 		}
 		res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, StateRunning, true, true

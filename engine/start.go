@@ -34,6 +34,11 @@ type StartRequest struct {
 	// later; the run exists at once.
 	Delay   *time.Duration
 	StartAt *time.Time
+	// ExecutionTimeout and RunTimeout, when set, override the workflow's
+	// default timeouts (harvest.WorkflowTimeouts; 0 removes one): the run
+	// closes TIMED_OUT once one passes (see timeout.go).
+	ExecutionTimeout *time.Duration
+	RunTimeout       *time.Duration
 	// Callbacks are POSTed when the run closes (at least once).
 	Callbacks []Callback
 	// Placement, when set, is the catalog epoch this start was placed
@@ -50,7 +55,8 @@ type StartRequest struct {
 	// (no live claim of the key).
 	FreshChecks func(ctx context.Context) error
 
-	dueAt *time.Time // resolved from Delay/StartAt by the fresh checks
+	dueAt    *time.Time   // resolved from Delay/StartAt by the fresh checks
+	timeouts []runTimeout // resolved by the fresh checks
 	// mintedID: the engine minted WorkflowID (a random UUID), so no run
 	// can hold its slot yet and a start batch does not look for one.
 	mintedID bool
@@ -222,6 +228,9 @@ func (e *Engine) freshChecks(ctx context.Context, req *StartRequest) error {
 		return err
 	}
 	req.dueAt = due
+	if err := e.resolveTimeouts(req); err != nil {
+		return err
+	}
 	if len(req.Callbacks) > MaxCallbacks {
 		return fmt.Errorf("at most %d completion callbacks: %w", MaxCallbacks, ErrInvalidArgument)
 	}
@@ -372,7 +381,7 @@ func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
 }
 
 // createRun inserts a fresh run with its WorkflowStarted event, its first
-// workflow task and its callbacks, in one round trip.
+// workflow task, its timeout timers and its callbacks, in one round trip.
 func createRun(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest) error {
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
@@ -387,6 +396,7 @@ func createRun(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest
 		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
 		VALUES ($1, 0, $2, $3, now() + $4 * interval '1 microsecond')`,
 		id, string(started.Type), string(started.Data), micros(tx.ahead))
+	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
 		headers, err := json.Marshal(cb.Headers)
 		if err != nil {

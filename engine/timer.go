@@ -42,7 +42,7 @@ func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
 	}
 	fired := 0
 	for _, d := range due {
-		ok, err := e.fireTimer(ctx, d)
+		ok, _, err := e.fireTimer(ctx, d)
 		if err != nil {
 			return fired > 0, err
 		}
@@ -57,9 +57,8 @@ func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
 	return len(due) == timerBatch, nil
 }
 
-func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (bool, error) {
-	fired := false
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (fired, closed bool, err error) {
+	err = e.withTx(ctx, func(tx *fencedTx) error {
 		ex, err := lockExecution(ctx, tx, d.ExecutionID)
 		if errors.Is(err, ErrNotFound) {
 			return nil
@@ -67,18 +66,31 @@ func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (bool, error) {
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM harvest_timers WHERE execution_id = $1 AND timer_id = $2`, d.ExecutionID, d.TimerID)
+		var fireAt time.Time
+		err = tx.QueryRow(ctx, `DELETE FROM harvest_timers WHERE execution_id = $1 AND timer_id = $2 RETURNING fire_at`,
+			d.ExecutionID, d.TimerID).Scan(&fireAt)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && IsTerminal(ex.State)) {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("delete timer: %w", err)
 		}
-		if tag.RowsAffected() == 0 || IsTerminal(ex.State) {
-			return nil
+		if kind := timeoutKind(d.TimerID); kind != "" {
+			closed = true
+			return fireTimeout(ctx, tx, ex, kind, fireAt)
 		}
 		fired = true
 		cmd := harvest.NewCommand(harvest.EventTimerFired, harvest.TimerFiredData{TimerID: d.TimerID})
 		return appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true)
 	})
-	return fired, err
+	if err != nil {
+		return false, false, err
+	}
+	if closed {
+		e.closed.fire(d.ExecutionID)
+		e.nudge(e.cbWake) // its callbacks, if any, are due
+	}
+	return fired, closed, nil
 }
 
 // armNextTimer nudges the timer loop when the earliest pending timer is

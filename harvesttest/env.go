@@ -121,6 +121,17 @@ func WithDelay(d time.Duration) StartOption {
 	return func(r *engine.StartRequest) { r.Delay = &d }
 }
 
+// WithExecutionTimeout starts with an execution timeout: the run closes
+// TIMED_OUT once the clock passes it.
+func WithExecutionTimeout(d time.Duration) StartOption {
+	return func(r *engine.StartRequest) { r.ExecutionTimeout = &d }
+}
+
+// WithRunTimeout starts with a run timeout (see engine.StartRequest).
+func WithRunTimeout(d time.Duration) StartOption {
+	return func(r *engine.StartRequest) { r.RunTimeout = &d }
+}
+
 // StartOption changes a start request.
 type StartOption func(*engine.StartRequest)
 

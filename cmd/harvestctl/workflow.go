@@ -72,6 +72,8 @@ func startCommand() *cli.Command {
 			&cli.StringFlag{Name: "queue", Usage: "task queue (server default: default)"},
 			&cli.StringFlag{Name: "memo-json", Usage: "memo as a JSON object"},
 			&cli.DurationFlag{Name: "delay", Usage: "defer the run's first task by this long (e.g. 90s, 2h)"},
+			&cli.DurationFlag{Name: "execution-timeout", Usage: "close the run TIMED_OUT after this long (e.g. 1h)"},
+			&cli.DurationFlag{Name: "run-timeout", Usage: "close this one run TIMED_OUT after this long"},
 			&cli.StringFlag{Name: "start-at", Usage: "run the first task at this RFC 3339 time (not with --delay)"},
 			&cli.StringSliceFlag{Name: "callback-url", Usage: "POST the result to this http(s) URL when the run closes (repeatable)"},
 		},
@@ -96,7 +98,7 @@ func startAction(c *cli.Context) error {
 		WorkflowID: c.String("workflow-id"), Input: input, Queue: c.String("queue"), Memo: memo,
 		IdempotencyKey: c.String("idempotency-key"),
 		ReusePolicy:    client.ReusePolicy(c.String("reuse-policy")), ConflictPolicy: client.ConflictPolicy(c.String("conflict-policy")),
-		Delay: c.Duration("delay"),
+		Delay: c.Duration("delay"), ExecutionTimeout: c.Duration("execution-timeout"), RunTimeout: c.Duration("run-timeout"),
 	}
 	if at := c.String("start-at"); at != "" {
 		if req.StartAt, err = time.Parse(time.RFC3339, at); err != nil {

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// Workflow timeouts.
+//
+// A start with an execution or run timeout (its own, or its workflow's
+// default, harvest.WorkflowTimeouts) writes one durable timer per bound
+// in its start transaction, under a reserved timer id that workflow code
+// cannot issue (its timers are numbered). The timer loop fires it like any
+// timer; firing one closes the run TIMED_OUT, appending WorkflowTimedOut,
+// in the transaction that deletes the timer. The deadline is workflow
+// time (the database's clock plus Config.Clock's offset), so a test clock
+// drives it. A keyed replay of the start creates no run and so no timer.
+
+// Timeout kinds, the suffixes of the reserved timer ids.
+const (
+	TimeoutExecution = "execution"
+	TimeoutRun       = "run"
+)
+
+// timeoutTimerPrefix starts the timer id of a workflow timeout.
+const timeoutTimerPrefix = "$timeout:"
+
+// runTimeout is one bound of a start, resolved from the request and the
+// workflow's defaults.
+type runTimeout struct {
+	kind string
+	d    time.Duration
+}
+
+func (t runTimeout) timerID() string { return timeoutTimerPrefix + t.kind }
+
+// resolveTimeouts fills req.timeouts from its own timeouts and the
+// workflow's defaults.
+func (e *Engine) resolveTimeouts(req *StartRequest) error {
+	defaults := e.reg.WorkflowTimeouts(req.WorkflowName)
+	req.timeouts = nil
+	for _, t := range []struct {
+		kind string
+		own  *time.Duration
+		def  time.Duration
+	}{{TimeoutExecution, req.ExecutionTimeout, defaults.Execution}, {TimeoutRun, req.RunTimeout, defaults.Run}} {
+		d := t.def
+		if t.own != nil {
+			d = *t.own
+		}
+		if d < 0 {
+			return fmt.Errorf("%s_timeout %s is negative: %w", t.kind, d, ErrInvalidArgument)
+		}
+		if d > 0 {
+			req.timeouts = append(req.timeouts, runTimeout{kind: t.kind, d: d})
+		}
+	}
+	return nil
+}
+
+// queueTimeoutTimers queues the timeout timers of one new run, due d
+// after at (the run's start in workflow time, its WorkflowStarted's
+// timestamp).
+func queueTimeoutTimers(b *pgx.Batch, id uuid.UUID, at time.Time, timeouts []runTimeout) {
+	for _, t := range timeouts {
+		b.Queue(`INSERT INTO harvest_timers (execution_id, timer_id, fire_at) VALUES ($1, $2, $3)`,
+			id, t.timerID(), at.Add(t.d))
+	}
+}
+
+// queueTimeoutTimersNow is queueTimeoutTimers for a run started by tx
+// itself: due d after tx's workflow time.
+func queueTimeoutTimersNow(b *pgx.Batch, tx *fencedTx, id uuid.UUID, timeouts []runTimeout) {
+	for _, t := range timeouts {
+		b.Queue(`
+			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
+			VALUES ($1, $2, now() + $3 * interval '1 microsecond')`, id, t.timerID(), micros(tx.ahead+t.d))
+	}
+}
+
+// fireTimeout closes the locked run TIMED_OUT for its timeout timer that
+// was due at fireAt.
+func fireTimeout(ctx context.Context, tx *fencedTx, ex *execRow, kind string, fireAt time.Time) error {
+	var started time.Time
+	err := tx.QueryRow(ctx, `SELECT created_at FROM harvest_events WHERE execution_id = $1 AND event_id = 0`, ex.ID).Scan(&started)
+	if err != nil {
+		return fmt.Errorf("read start of %s: %w", ex.ID, translate(err))
+	}
+	return timeOut(ctx, tx, ex, kind, fireAt.Sub(started))
+}
+
+// timeoutKind is the kind of a workflow timeout's timer id ("" for a
+// timer of workflow code).
+func timeoutKind(timerID string) string {
+	kind, ok := strings.CutPrefix(timerID, timeoutTimerPrefix)
+	if !ok {
+		return ""
+	}
+	return kind
+}
+
+// timeOut closes the locked run TIMED_OUT: WorkflowTimedOut, then the
+// close, in tx.
+func timeOut(ctx context.Context, tx *fencedTx, ex *execRow, kind string, d time.Duration) error {
+	info := harvest.ErrorInfo{Type: "timeout", Message: fmt.Sprintf("workflow %s timeout %s", kind, d)}
+	raw, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("encode timeout error: %w", err)
+	}
+	cmd := harvest.NewCommand(harvest.EventWorkflowTimedOut, harvest.WorkflowTimedOutData{TimeoutType: kind, Error: info})
+	b := &pgx.Batch{}
+	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, false)
+	queueCloseExecution(b, ex, StateTimedOut, nil, raw)
+	return sendBatch(ctx, tx, b)
+}
