@@ -86,11 +86,12 @@ func (f *Fake) TotalCalls() int {
 // Services are the fakes the demo activities call.
 type Services struct {
 	Payments *Fake
+	Refunds  *Fake
 	UserDB   *Fake
 	Mailer   *Fake
 }
 
 // NewServices returns fresh fakes.
 func NewServices() *Services {
-	return &Services{Payments: NewFake("ch"), UserDB: NewFake("user"), Mailer: NewFake("mail")}
+	return &Services{Payments: NewFake("ch"), Refunds: NewFake("re"), UserDB: NewFake("user"), Mailer: NewFake("mail")}
 }

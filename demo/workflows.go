@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,8 +74,11 @@ type Demo struct {
 	NoopStep   *harvest.Activity[int, int]
 	NoopChain  *harvest.Workflow[NoopChainInput, int]
 	ChargeCard *harvest.Activity[OrderInput, string]
-	Onboarding *harvest.Workflow[OnboardingInput, OnboardingResult]
-	Order      *harvest.Workflow[OrderInput, OrderResult]
+	// RefundCharge refunds a charge (by its id): the order's cleanup when
+	// it is cancelled after the charge.
+	RefundCharge *harvest.Activity[string, string]
+	Onboarding   *harvest.Workflow[OnboardingInput, OnboardingResult]
+	Order        *harvest.Workflow[OrderInput, OrderResult]
 	// AutoApprove is approval_race's activity: it answers after
 	// ApprovalRaceInput.AutoApproveMS.
 	AutoApprove  *harvest.Activity[int64, string]
@@ -95,6 +99,9 @@ func New(svc *Services) *Demo {
 	d.ChargeCard = harvest.NewActivity("charge_card", func(ctx *harvest.ActivityContext, in OrderInput) (string, error) {
 		return svc.Payments.Do(ctx, ctx.IdempotencyKey().String())
 	}, harvest.ActivityOptions{StartToClose: 30 * time.Second, Retry: harvest.Exponential(3, 200*time.Millisecond)})
+	d.RefundCharge = harvest.NewActivity("refund_charge", func(ctx *harvest.ActivityContext, chargeID string) (string, error) {
+		return svc.Refunds.Do(ctx, ctx.IdempotencyKey().String())
+	}, harvest.ActivityOptions{StartToClose: 30 * time.Second, Retry: harvest.Exponential(5, 200*time.Millisecond)})
 	d.Onboarding = harvest.NewWorkflow(OnboardingName, func(ctx harvest.Context, in OnboardingInput) (OnboardingResult, error) {
 		return d.CreateUser.Execute(ctx, in).Get(ctx)
 	})
@@ -108,6 +115,10 @@ func New(svc *Services) *Demo {
 	return d
 }
 
+// order charges the card, waits for an approval, then pauses. Cancelled
+// after the charge, it refunds it (on a disconnected context, which the
+// cancel does not reach) and ends CANCELLED; cancelled during the charge,
+// it ends CANCELLED at once.
 func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
 	charge, err := d.ChargeCard.Execute(ctx, in).Get(ctx)
 	if err != nil {
@@ -116,15 +127,28 @@ func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
 	timeout := msOr(in.ApprovalTimeoutMS, time.Hour)
 	approval, ok, err := Approved.ReceiveWithTimeout(ctx, timeout)
 	if err != nil {
-		return OrderResult{}, err
+		return OrderResult{}, d.refundIfCancelled(ctx, charge, err)
 	}
 	if !ok {
 		return OrderResult{ChargeID: charge, Status: "approval_timeout"}, nil
 	}
 	if err := harvest.Sleep(ctx, msOr(in.SleepMS, time.Second)); err != nil {
-		return OrderResult{}, err
+		return OrderResult{}, d.refundIfCancelled(ctx, charge, err)
 	}
 	return OrderResult{ChargeID: charge, Status: "approved", Approver: approval.By}, nil
+}
+
+// refundIfCancelled refunds charge when err is the run's cancellation,
+// and returns err (or the refund's failure).
+func (d *Demo) refundIfCancelled(ctx harvest.Context, charge string, err error) error {
+	if !errors.Is(err, harvest.ErrCanceled) {
+		return err
+	}
+	cleanup := harvest.NewDisconnectedContext(ctx)
+	if _, rerr := d.RefundCharge.Execute(cleanup, charge).Get(cleanup); rerr != nil {
+		return rerr
+	}
+	return err
 }
 
 // noopChain runs in.Activities no-op activities in sequence.
@@ -139,7 +163,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
-	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
+	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
 		d.AutoApprove, d.ApprovalRace}
 }
 

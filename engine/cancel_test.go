@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/demo"
 )
 
 // registerRefundOnCancel adds "refund_on_cancel": it records a charge,
@@ -79,6 +80,21 @@ func TestCooperativeCancel(t *testing.T) {
 		x := waitClosed(t, e, run.ExecutionID)
 		require.Equal(t, StateCancelled, x.State, "code that ignores cancellation ends CANCELLED on its next block")
 		require.Equal(t, []string{"WorkflowStarted", "WorkflowCancelRequested", "WorkflowCancelled"}, eventTypes(t, b.pool, run.ExecutionID))
+	})
+
+	t.Run("TheDemoOrderRefundsItsCharge", func(t *testing.T) {
+		t.Parallel()
+		e, b := setupCancel(t)
+		run := start(t, e, StartRequest{WorkflowName: demo.OrderName, Input: raw(t, demo.OrderInput{OrderID: "o-1"})})
+		eventually(t, "the charge", func() bool {
+			return count(eventTypes(t, b.pool, run.ExecutionID), harvest.EventActivityCompleted) == 1
+		})
+		_, err := e.Cancel(ctxT(t), run.ExecutionID, "customer left")
+		require.NoError(t, err)
+		require.Equal(t, StateCancelled, waitClosed(t, e, run.ExecutionID).State)
+		require.Equal(t, 1, b.demo.Services.Refunds.Effects())
+		types := eventTypes(t, b.pool, run.ExecutionID)
+		require.Equal(t, []string{"WorkflowCancelRequested", "ActivityScheduled", "ActivityCompleted", "WorkflowCancelled"}, types[len(types)-4:])
 	})
 
 	t.Run("ARepeatWhileRunningWritesNothing", func(t *testing.T) {
