@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -11,10 +12,16 @@ import (
 	"github.com/harvestd/harvest/engine"
 )
 
-// sinkWF never completes: signals only buffer, so fuzzed requests are the
+// sinkWF never completes: signals only buffer, and a cancel request only
+// moves its wait to a disconnected context, so fuzzed requests are the
 // only writers and a rejected one must leave every count unchanged.
 var sinkWF = harvest.NewWorkflow("sink", func(ctx harvest.Context, _ any) (string, error) {
-	return harvest.NewSignal[string]("sink-never-sent-7f3a").Receive(ctx)
+	never := harvest.NewSignal[string]("sink-never-sent-7f3a")
+	v, err := never.Receive(ctx)
+	if errors.Is(err, harvest.ErrCanceled) {
+		return never.Receive(harvest.NewDisconnectedContext(ctx))
+	}
+	return v, err
 })
 
 // fuzzBundle is a server whose only workflow is sink.
