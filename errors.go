@@ -24,6 +24,12 @@ var (
 	ErrInvalidPayload = errors.New("signal payload does not decode into its type")
 	// ErrCanceled matches every *CanceledError: the run was asked to cancel.
 	ErrCanceled = errors.New("workflow canceled")
+	// ErrNoWorkflowStarted is returned when a history to replay does not
+	// start with WorkflowStarted.
+	ErrNoWorkflowStarted = errors.New("history does not start with WorkflowStarted")
+	// ErrPartialHistory is returned for a history file that holds one page
+	// of a longer history (its next_cursor is set): fetch it with --all.
+	ErrPartialHistory = errors.New("history file holds one page of the history (next_cursor is set): fetch every page with harvestctl workflow history --all")
 )
 
 // ErrorInfo is the wire form of a failure as recorded in history.

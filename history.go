@@ -119,6 +119,9 @@ type ActivityScheduledData struct {
 	Queue          string          `json:"queue,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	Options        ActivityOptions `json:"options"`
+	// Digest is the digest of name, input and options (digest.go); empty
+	// in histories written before digests.
+	Digest string `json:"digest,omitempty"`
 }
 
 // ActivityCompletedData is the payload of ActivityCompleted.
@@ -148,6 +151,8 @@ type TimerStartedData struct {
 	TimerID    string     `json:"timer_id"`
 	DurationMS int64      `json:"duration_ms"`
 	FireAt     *time.Time `json:"fire_at,omitempty"`
+	// Digest is the digest of the duration (digest.go).
+	Digest string `json:"digest,omitempty"`
 }
 
 // TimerFiredData is the payload of TimerFired.
@@ -167,6 +172,8 @@ type MarkerRecordedData struct {
 	Name     string          `json:"name"`
 	MarkerID string          `json:"marker_id"`
 	Details  json.RawMessage `json:"details"`
+	// Digest is the digest of the name (and a version marker's change id).
+	Digest string `json:"digest,omitempty"`
 }
 
 // NewCommand encodes a payload into a command.

@@ -131,18 +131,18 @@ func (s *runState) runUser(def workflowDef, input json.RawMessage) (out json.Raw
 
 func (s *runState) complete(out json.RawMessage, err error) {
 	if errors.Is(err, ErrCanceled) {
-		s.issue(EventWorkflowCancelled, "", "", func() any {
+		s.issue(EventWorkflowCancelled, "", "", args{}, func() any {
 			return WorkflowClosedData{Reason: s.cancel.reason}
 		})
 		return
 	}
 	if err != nil {
-		s.issue(EventWorkflowFailed, "", "", func() any {
+		s.issue(EventWorkflowFailed, "", "", args{}, func() any {
 			return WorkflowFailedData{Error: ToErrorInfo(err)}
 		})
 		return
 	}
-	s.issue(EventWorkflowCompleted, "", "", func() any {
+	s.issue(EventWorkflowCompleted, "", "", args{}, func() any {
 		return WorkflowCompletedData{Output: out}
 	})
 }
@@ -312,18 +312,23 @@ func (s *runState) activityName(id string) string {
 	return ""
 }
 
-// issue matches a command against the next recorded one, or records it as
-// new. It returns the recorded event when the command was replayed.
-func (s *runState) issue(t EventType, id, name string, payload func() any) (*Event, bool) {
+// issue matches a command against the next recorded one, by kind, id,
+// name and argument digest (when the recorded one has a digest), or
+// records it as new. It returns the recorded event when the command was
+// replayed.
+func (s *runState) issue(t EventType, id, name string, a args, payload func() any) (*Event, bool) {
 	if s.exiting {
 		runtime.Goexit()
 	}
 	if s.cursor < len(s.recorded) {
 		ev := s.recorded[s.cursor]
-		gotID, gotName := identity(ev)
+		gotID, gotName, gotDigest := commandKey(ev)
 		if ev.Type != t || gotID != id || gotName != name {
 			s.nonDeterministic(ev.EventID, fmt.Sprintf("code issued %s, history has %s",
 				describe(Event{Type: t, Data: mustJSON(payload())}), describe(ev)))
+		}
+		if msg := a.mismatch(ev, gotDigest); msg != "" {
+			s.nonDeterministic(ev.EventID, describe(ev)+": "+msg)
 		}
 		s.cursor++
 		return &ev, false
@@ -340,9 +345,10 @@ func (s *runState) nextSeq() string {
 func (s *runState) scheduleActivity(name string, input json.RawMessage, opts ActivityOptions) *future {
 	id := s.nextSeq()
 	f := &future{}
-	s.issue(EventActivityScheduled, id, name, func() any {
+	a := activityArgs(name, input, opts)
+	s.issue(EventActivityScheduled, id, name, a, func() any {
 		return ActivityScheduledData{ActivityID: id, Name: name, Input: input, Queue: opts.Queue,
-			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts.Stored()}
+			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts.Stored(), Digest: a.sum}
 	})
 	s.activities[id] = f
 	return f
@@ -356,8 +362,9 @@ func (s *runState) startTimer(d time.Duration) *future {
 	}
 	id := s.nextSeq()
 	f := &future{}
-	s.issue(EventTimerStarted, id, "", func() any {
-		return TimerStartedData{TimerID: id, DurationMS: d.Milliseconds()}
+	a := timerArgs(d.Milliseconds())
+	s.issue(EventTimerStarted, id, "", a, func() any {
+		return TimerStartedData{TimerID: id, DurationMS: d.Milliseconds(), Digest: a.sum}
 	})
 	s.timers[id] = f
 	return f
@@ -365,8 +372,9 @@ func (s *runState) startTimer(d time.Duration) *future {
 
 func (s *runState) recordMarker(name string) (json.RawMessage, bool) {
 	id := s.nextSeq()
-	ev, isNew := s.issue(EventMarkerRecorded, id, name, func() any {
-		return MarkerRecordedData{Name: name, MarkerID: id}
+	a := markerArgs(name, "")
+	ev, isNew := s.issue(EventMarkerRecorded, id, name, a, func() any {
+		return MarkerRecordedData{Name: name, MarkerID: id, Digest: a.sum}
 	})
 	if isNew {
 		return nil, true
@@ -396,24 +404,32 @@ func (s *runState) popSignal(name string) json.RawMessage {
 	return v.payload
 }
 
-// identity extracts what a recorded command is matched by.
+// identity extracts the id and name a recorded command is matched by.
 func identity(ev Event) (id, name string) {
+	id, name, _ = commandKey(ev)
+	return id, name
+}
+
+// commandKey extracts what a recorded command is matched by: id, name and
+// argument digest ("" when recorded before digests existed).
+func commandKey(ev Event) (id, name, digest string) {
 	var d struct {
 		ActivityID string `json:"activity_id"`
 		TimerID    string `json:"timer_id"`
 		MarkerID   string `json:"marker_id"`
 		Name       string `json:"name"`
+		Digest     string `json:"digest"`
 	}
 	_ = json.Unmarshal(ev.Data, &d)
 	switch ev.Type {
 	case EventActivityScheduled:
-		return d.ActivityID, d.Name
+		return d.ActivityID, d.Name, d.Digest
 	case EventTimerStarted:
-		return d.TimerID, ""
+		return d.TimerID, "", d.Digest
 	case EventMarkerRecorded:
-		return d.MarkerID, d.Name
+		return d.MarkerID, d.Name, d.Digest
 	}
-	return "", ""
+	return "", "", ""
 }
 
 func describe(ev Event) string {
