@@ -233,6 +233,13 @@ func TestWorkflowLifecycle(t *testing.T) {
 
 		table := b.ok(t, "workflow", "history", id, "--limit", "2")
 		require.Contains(t, table, "next page: --after 1")
+
+		all := b.okJSON(t, "workflow", "history", id, "--limit", "2", "--all")
+		require.Nil(t, all["next_cursor"])
+		require.Len(t, all["events"], int(all["total_events"].(float64)))
+		for i, ev := range all["events"].([]any) {
+			require.Equal(t, float64(i), ev.(map[string]any)["event_id"])
+		}
 	})
 
 	t.Run("List", func(t *testing.T) {

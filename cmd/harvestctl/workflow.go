@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -273,6 +275,7 @@ func historyCommand() *cli.Command {
 			&cli.Int64Flag{Name: "after", Usage: "show events after this event id (the next_cursor of the previous page)"},
 			&cli.IntFlag{Name: "limit", Usage: "page size, 1-1000 (server default 100)"},
 			&cli.StringSliceFlag{Name: "event-type", Usage: "keep only this event type (repeatable)"},
+			&cli.BoolFlag{Name: "all", Usage: "fetch every page (following next_cursor) and print them as one page, e.g. for harvest.ReplayHistoryFile"},
 		},
 		Action: historyAction,
 	}
@@ -288,11 +291,39 @@ func historyAction(c *cli.Context) error {
 		after := c.Int64("after")
 		q.After = &after
 	}
-	p, err := s.api.History(c.Context, s.args[0], q)
+	fetch := s.api.History
+	if c.Bool("all") {
+		fetch = s.allHistory
+	}
+	p, err := fetch(c.Context, s.args[0], q)
 	if err != nil {
 		return failed(err)
 	}
 	return s.emit(p.Raw, func(tw *tabwriter.Writer) { historyTable(tw, p) })
+}
+
+// allHistory reads every page of the history from q.After on and returns
+// them as one page, its Raw the JSON of that page.
+func (s *session) allHistory(ctx context.Context, id string, q client.HistoryQuery) (*client.HistoryPage, error) {
+	all := &client.HistoryPage{Events: []client.Event{}}
+	for {
+		p, err := s.api.History(ctx, id, q)
+		if err != nil {
+			return nil, err
+		}
+		all.Events = append(all.Events, p.Events...)
+		all.TotalEvents, all.LastEventID = p.TotalEvents, p.LastEventID
+		if p.NextCursor == nil {
+			break
+		}
+		q.After = p.NextCursor
+	}
+	raw, err := json.Marshal(all)
+	if err != nil {
+		return nil, fmt.Errorf("encode history: %w", err)
+	}
+	all.Raw = raw
+	return all, nil
 }
 
 func listCommand() *cli.Command {
