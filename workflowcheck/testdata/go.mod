@@ -1,0 +1,3 @@
+module github.com/harvestd/harvest
+
+go 1.26.0
