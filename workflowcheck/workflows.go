@@ -61,7 +61,9 @@ func (c *checker) checkWorkflows() {
 	for _, r := range c.roots() {
 		switch {
 		case r.lit != nil:
-			w.report(scan(c.pass.Pkg, c.pass.TypesInfo, r.lit.Body), r.name, "")
+			w.queue = append(w.queue, queued{lit: r.lit, workflow: r.name})
+		case r.fn != nil && c.decls[r.fn] != nil:
+			w.enqueue(r.fn, r.name, "")
 		case r.fn != nil:
 			w.follow(edge{r.pos, r.fn}, r.name, "")
 		}
@@ -69,7 +71,11 @@ func (c *checker) checkWorkflows() {
 	for len(w.queue) > 0 {
 		next := w.queue[0]
 		w.queue = w.queue[1:]
-		w.report(c.summary(next.fn), next.workflow, funcName(next.fn))
+		if next.lit != nil {
+			w.report(scan(c.pass.Pkg, c.pass.TypesInfo, next.lit.Body), next.workflow, "")
+		} else {
+			w.report(c.summary(next.fn), next.workflow, next.helper)
+		}
 	}
 }
 
@@ -80,10 +86,13 @@ type walk struct {
 	queue []queued
 }
 
-// queued is a function to report: reached from workflow.
+// queued is a body to report, reached from workflow: a workflow
+// literal, or a declared function.
 type queued struct {
+	lit      *ast.FuncLit
 	fn       *types.Func
 	workflow string
+	helper   string // fn's name if it is not the workflow function itself
 }
 
 // report reports the findings of one body, and follows its edges. helper
@@ -106,17 +115,22 @@ func (w *walk) report(s *summary, workflow, helper string) {
 // follow queues a function of the package, or reports a call to a
 // function of the module that has a NonDeterministic fact.
 func (w *walk) follow(e edge, workflow, note string) {
-	if w.c.ig.covers(e.pos) {
-		return
-	}
-	if _, local := w.c.decls[e.callee]; local {
-		if !w.seen[e.callee] {
-			w.seen[e.callee] = true
-			w.queue = append(w.queue, queued{e.callee, workflow})
+	switch {
+	case w.c.ig.covers(e.pos):
+	case w.c.decls[e.callee] != nil:
+		w.enqueue(e.callee, workflow, funcName(e.callee))
+	default:
+		if f := w.c.importedFact(e.callee); f != nil {
+			w.c.pass.Reportf(e.pos, "call to %s: %s%s", funcName(e.callee), f.describe(), note)
 		}
-		return
 	}
-	if f := w.c.importedFact(e.callee); f != nil {
-		w.c.pass.Reportf(e.pos, "call to %s: %s%s", funcName(e.callee), f.describe(), note)
+}
+
+// enqueue queues a function of the package, once. helper is "" for a
+// workflow function itself.
+func (w *walk) enqueue(fn *types.Func, workflow, helper string) {
+	if !w.seen[fn] {
+		w.seen[fn] = true
+		w.queue = append(w.queue, queued{fn: fn, workflow: workflow, helper: helper})
 	}
 }
