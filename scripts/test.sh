@@ -5,7 +5,8 @@
 # local server binaries, so this script only makes sure those binaries are
 # installed. Set HARVEST_TEST_DSN to use an existing server instead.
 #
-# Before the tests it runs go vet, staticcheck and go mod tidy -diff; then
+# Before the tests it runs go vet, harvest-vet (workflow determinism, over
+# demo/), staticcheck and go mod tidy -diff; then
 # the same checks and the tests of every example app under examples/.
 #
 # Run as root, it ends with the short profile of the fault-injection suite
@@ -22,6 +23,9 @@ if [[ -z "${HARVEST_TEST_DSN:-}" ]]; then
 fi
 
 go vet ./...
+# Workflow code must be deterministic: harvest-vet (package workflowcheck)
+# over the demo workflows.
+go run ./cmd/harvest-vet ./demo/...
 # staticcheck at a pinned version (from the Go module proxy), and a go.mod
 # that `go mod tidy` would not change.
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
@@ -34,6 +38,7 @@ for example in examples/*/; do
 	(
 		cd "$example"
 		go vet ./...
+		go run github.com/harvestd/harvest/cmd/harvest-vet ./...
 		go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 		go mod tidy -diff
 		go test -race -count=1 ./...

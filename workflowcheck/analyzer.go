@@ -22,12 +22,13 @@ var Analyzer = &analysis.Analyzer{
 // docSummary is the analyzer's help beyond its first line.
 const docSummary = `Workflow code is replayed against its history and must do the same
 thing every time. Inside the functions passed to harvest.NewWorkflow, and
-the functions of the module they call, workflowcheck reports range over a
-map, time.Now and the timers of package time, go statements, channel
-operations and select, math/rand, math/rand/v2 and crypto/rand, os.Getenv
-and os.LookupEnv, and writes to package variables. A comment
-"//harvest:ignore <reason>" on the line, or the line above, suppresses a
-report.`
+the functions of the module that they call, workflowcheck reports range
+over a map, time.Now and the timers of package time, go statements,
+channel operations and select, math/rand, math/rand/v2 and crypto/rand,
+os.Getenv and os.LookupEnv, and writes to package variables, each with
+the SDK call to use instead. A comment "//harvest:ignore <reason>" at the
+end of a line suppresses its reports; alone on a line, those of the line
+below.`
 
 // checker is the state of one pass.
 type checker struct {
