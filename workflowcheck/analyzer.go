@@ -14,7 +14,6 @@ import (
 var Analyzer = &analysis.Analyzer{
 	Name:      "workflowcheck",
 	Doc:       "report non-deterministic code in Harvest workflow functions\n\n" + docSummary,
-	URL:       "https://pkg.go.dev/github.com/harvestd/harvest/workflowcheck",
 	Run:       run,
 	FactTypes: []analysis.Fact{new(NonDeterministic)},
 }
