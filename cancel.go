@@ -39,6 +39,7 @@ type cancelState struct {
 	reason    string
 	done      future
 	watched   []*future
+	children  []*cancelScope // the WithCancel scopes made from the root
 }
 
 // request fails every watched future that is still pending.
@@ -54,6 +55,18 @@ func (c *cancelState) request(reason string) {
 	c.watched = nil
 }
 
+// requestCancel is a cancel request delivered by the driver: it cancels the root's scopes too,
+// without recording cancel commands (see scope.go).
+func (s *runState) requestCancel(reason string) {
+	if s.cancel.requested {
+		return
+	}
+	s.cancel.request(reason)
+	for _, sc := range s.cancel.children {
+		sc.cancel(s, reason, false)
+	}
+}
+
 // NewDisconnectedContext returns a context of the same run that a cancel
 // request does not reach: its Done is never ready, its Err is nil, and its
 // activities, timers and signal receives are not cancelled. Use it to
@@ -65,6 +78,9 @@ func NewDisconnectedContext(ctx Context) Context {
 // Done is ready once a cancel request reached the run (never, for a
 // disconnected context).
 func (c wfContext) Done() Future[struct{}] {
+	if c.sc != nil {
+		return Future[struct{}]{f: &c.sc.done}
+	}
 	if c.detached {
 		return Future[struct{}]{f: &future{}}
 	}
@@ -74,6 +90,12 @@ func (c wfContext) Done() Future[struct{}] {
 // Err is a *CanceledError once a cancel request reached the run (always
 // nil for a disconnected context).
 func (c wfContext) Err() error {
+	if c.sc != nil {
+		if c.sc.canceled {
+			return c.sc.err
+		}
+		return nil
+	}
 	if c.detached || !c.s.cancel.requested {
 		return nil
 	}
@@ -83,15 +105,15 @@ func (c wfContext) Err() error {
 func (c wfContext) isDetached() bool { return c.detached }
 
 // startIn starts a wait of ctx: it fails at once when ctx is cancelled,
-// and fails later if ctx is cancelled while it is pending.
-func startIn(ctx Context, start func() *future) *future {
+// and fails later if ctx is cancelled while it is pending; cancelling its
+// WithCancel scope issues the command kind (scope.go).
+func startIn(ctx Context, kind EventType, start func() *future) *future {
 	if err := ctx.Err(); err != nil {
 		return resolvedFuture(nil, err)
 	}
 	f := start()
-	if !ctx.isDetached() && !f.ready {
-		st := ctx.state()
-		st.cancel.watched = append(st.cancel.watched, f)
+	if !f.ready {
+		watch(ctx, f, kind)
 	}
 	return f
 }

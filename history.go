@@ -30,6 +30,12 @@ const (
 	// EventWorkflowTimedOut closes a run whose execution or run timeout
 	// passed.
 	EventWorkflowTimedOut EventType = "WorkflowTimedOut"
+	// EventTimerCanceled is a timer the code cancelled (a WithCancel
+	// scope); the timer never fires.
+	EventTimerCanceled EventType = "TimerCanceled"
+	// EventActivityCancelRequested is an activity the code cancelled; its
+	// future failed at once, its later result is ignored.
+	EventActivityCancelRequested EventType = "ActivityCancelRequested"
 )
 
 // IsCommand reports whether events of this type are produced by workflow
@@ -37,7 +43,8 @@ const (
 func (t EventType) IsCommand() bool {
 	switch t {
 	case EventActivityScheduled, EventTimerStarted, EventMarkerRecorded,
-		EventWorkflowCompleted, EventWorkflowFailed:
+		EventWorkflowCompleted, EventWorkflowFailed,
+		EventTimerCanceled, EventActivityCancelRequested:
 		return true
 	}
 	return false
@@ -158,6 +165,16 @@ type TimerStartedData struct {
 // TimerFiredData is the payload of TimerFired.
 type TimerFiredData struct {
 	TimerID string `json:"timer_id"`
+}
+
+// TimerCanceledData is the payload of TimerCanceled.
+type TimerCanceledData struct {
+	TimerID string `json:"timer_id"`
+}
+
+// ActivityCancelRequestedData is the payload of ActivityCancelRequested.
+type ActivityCancelRequestedData struct {
+	ActivityID string `json:"activity_id"`
 }
 
 // SignalReceivedData is the payload of SignalReceived.

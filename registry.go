@@ -248,7 +248,7 @@ func (a *Activity[In, Out]) Execute(ctx Context, in In, opts ...ActivityOptions)
 	if err != nil {
 		return Future[Out]{f: resolvedFuture(nil, fmt.Errorf("encode input of activity %s: %w", a.name, err))}
 	}
-	return Future[Out]{f: startIn(ctx, func() *future { return ctx.state().scheduleActivity(a.name, raw, o.WithDefaults()) })}
+	return Future[Out]{f: startIn(ctx, EventActivityCancelRequested, func() *future { return ctx.state().scheduleActivity(a.name, raw, o.WithDefaults()) })}
 }
 
 // Signal is a typed signal definition: the same value is used by workflow
@@ -296,7 +296,7 @@ func (s Signal[T]) ReceiveWithTimeout(ctx Context, d time.Duration) (v T, ok boo
 		v, err = decodeValue[T](st.popSignal(s.name))
 		return v, true, err
 	}
-	timer := startIn(ctx, func() *future { return st.startTimer(d) })
+	timer := startIn(ctx, EventTimerCanceled, func() *future { return st.startTimer(d) })
 	st.await(func() bool { return st.hasSignal(s.name) || timer.ready })
 	if !st.hasSignal(s.name) {
 		return v, false, timer.err

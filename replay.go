@@ -289,7 +289,7 @@ func (s *runState) deliver(ev Event) error {
 	case EventSignalReceived:
 		s.signals[d.SignalName] = append(s.signals[d.SignalName], arrival{seq: s.tick(), payload: d.Payload})
 	case EventWorkflowCancelRequested:
-		s.cancel.request(d.Reason)
+		s.requestCancel(d.Reason)
 	}
 	return nil
 }
@@ -426,6 +426,10 @@ func commandKey(ev Event) (id, name, digest string) {
 		return d.ActivityID, d.Name, d.Digest
 	case EventTimerStarted:
 		return d.TimerID, "", d.Digest
+	case EventTimerCanceled:
+		return d.TimerID, "", ""
+	case EventActivityCancelRequested:
+		return d.ActivityID, "", ""
 	case EventMarkerRecorded:
 		return d.MarkerID, d.Name, d.Digest
 	}
@@ -448,6 +452,7 @@ func describe(ev Event) string {
 type wfContext struct {
 	s        *runState
 	detached bool
+	sc       *cancelScope // a WithCancel scope (scope.go), nil for the root
 }
 
 var nopLogger = zerolog.Nop()

@@ -36,6 +36,7 @@ type Context interface {
 
 	state() *runState
 	isDetached() bool
+	scope() *cancelScope // nil: the root scope (or none, when detached)
 }
 
 // Future is the eventual result of an activity or timer.
@@ -79,7 +80,7 @@ func (f Future[T]) IsReady() bool { return f.f.ready }
 
 // NewTimer starts a durable timer that fires after d of database time.
 func NewTimer(ctx Context, d time.Duration) Future[struct{}] {
-	return Future[struct{}]{f: startIn(ctx, func() *future { return ctx.state().startTimer(d) })}
+	return Future[struct{}]{f: startIn(ctx, EventTimerCanceled, func() *future { return ctx.state().startTimer(d) })}
 }
 
 // Sleep blocks the workflow for d; the wait is durable and survives
