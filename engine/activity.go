@@ -39,6 +39,9 @@ var (
 	errScheduleToClose = errors.New(TimeoutScheduleToClose)
 	errHeartbeat       = errors.New(TimeoutHeartbeat)
 	errStaleAttempt    = errors.New("activity attempt is no longer current")
+	// errActivityCanceled: the workflow cancelled the activity (its task's
+	// cancel_requested, see activity_cancel.go).
+	errActivityCanceled = errors.New("activity cancel requested")
 )
 
 // claimedTask is one activity attempt handed to this engine.
@@ -55,7 +58,10 @@ type claimedTask struct {
 	Attempt       int
 	CloseDeadline *time.Time
 	Heartbeat     json.RawMessage
-	ClaimedAt     time.Time // workflow time (the database's clock plus the clock's offset)
+	// CancelRequested: the workflow cancelled the activity before this
+	// (reclaimed) attempt was claimed; it is not started.
+	CancelRequested bool
+	ClaimedAt       time.Time // workflow time (the database's clock plus the clock's offset)
 	// Since is this node's clock before the claim was made: the attempt's
 	// timeouts count from it, so an attempt that waited for a slot never
 	// outlives its lock (locked_until counts from the claim).
@@ -171,7 +177,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 			 WHERE t.task_id = c.task_id AND e.execution_id = t.execution_id
 			RETURNING t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
 			          t.input, t.idempotency_key, t.options, t.attempt, t.close_deadline, t.heartbeat_details,
-			          now() + $4 * interval '1 microsecond'`,
+			          t.cancel_requested, now() + $4 * interval '1 microsecond'`,
 			e.epoch.Load(), limit, leaseGrace.Milliseconds(), micros(tx.ahead))
 		if err != nil {
 			return fmt.Errorf("claim activities: %w", err)
@@ -180,7 +186,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 			var t claimedTask
 			var opts []byte
 			err := row.Scan(&t.TaskID, &t.ExecutionID, &t.WorkflowName, &t.WorkflowID, &t.ActivityID, &t.Name,
-				&t.Input, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &t.Heartbeat, &t.ClaimedAt)
+				&t.Input, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &t.Heartbeat, &t.CancelRequested, &t.ClaimedAt)
 			if err == nil {
 				err = json.Unmarshal(opts, &t.Options)
 			}
@@ -232,6 +238,9 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 	case t.CloseDeadline != nil && !t.ClaimedAt.Before(*t.CloseDeadline):
 		e.finishActivity(ctx, t, nil, errScheduleToClose, TimeoutScheduleToClose)
 		return
+	case t.CancelRequested:
+		e.finishActivity(ctx, t, nil, canceledActivity(), "")
+		return
 	case policy.MaxAttempts > 0 && t.Attempt > policy.MaxAttempts:
 		// The previous attempt was lost (its lock expired): it counts.
 		e.finishActivity(ctx, t, nil, errStartToClose, TimeoutStartToClose)
@@ -255,6 +264,8 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 		switch cause := context.Cause(actx); {
 		case errors.Is(cause, errStaleAttempt):
 			return
+		case errors.Is(cause, errActivityCanceled):
+			// Recorded as a failure; retrySQL does not retry it.
 		case errors.Is(cause, errStartToClose), errors.Is(cause, errScheduleToClose), errors.Is(cause, errHeartbeat):
 			timeoutType = cause.Error()
 		}
@@ -304,6 +315,10 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 			if errors.Is(err, errStaleAttempt) {
 				cancelCause(errStaleAttempt)
 			}
+			if errors.Is(err, errActivityCanceled) {
+				cancelCause(errActivityCanceled)
+				return canceledActivity()
+			}
 			return err
 		}
 		if watchdog != nil {
@@ -325,18 +340,24 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 }
 
 func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details json.RawMessage) error {
-	return e.withTx(ctx, func(tx *fencedTx) error {
-		tag, err := tx.Exec(ctx, `
+	var canceled bool
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		err := tx.QueryRow(ctx, `
 			UPDATE harvest_tasks SET heartbeat_at = now(), heartbeat_details = $3
-			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'`, t.TaskID, t.Attempt, nullJSON(details))
+			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'
+			RETURNING cancel_requested`, t.TaskID, t.Attempt, nullJSON(details)).Scan(&canceled)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errStaleAttempt
+		}
 		if err != nil {
 			return fmt.Errorf("record heartbeat: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return errStaleAttempt
-		}
 		return nil
 	})
+	if err == nil && canceled {
+		return errActivityCanceled
+	}
+	return err
 }
 
 // finishActivity records an attempt's outcome if the attempt is still the
@@ -447,7 +468,8 @@ func (e *Engine) maybeRetry(ctx context.Context, tx *fencedTx, t claimedTask, in
 
 // retrySQL makes a failed attempt's task pending again: failed at the
 // transaction's workflow time ($4 the clock's offset), due $2 µs later,
-// unless that is past the schedule-to-close deadline.
+// unless that is past the schedule-to-close deadline or the workflow
+// cancelled the activity.
 const retrySQL = `
 	WITH f AS (SELECT now() + $4 * interval '1 microsecond' AS at)
 	UPDATE harvest_tasks
@@ -455,6 +477,7 @@ const retrySQL = `
 	       locked_until = NULL, last_error = $3
 	  FROM f
 	 WHERE task_id = $1
+	   AND NOT cancel_requested
 	   AND (close_deadline IS NULL OR f.at + $2 * interval '1 microsecond' < close_deadline)`
 
 func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) harvest.Command {

@@ -245,8 +245,9 @@ func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *execRow, attempt int, r
 func queueCommands(w *writeSet, ex *execRow, res harvest.TaskResult, dbNow time.Time) error {
 	cmds := make([]harvest.Command, len(res.Commands))
 	copy(cmds, res.Commands)
+	skip := cancelledInTask(cmds)
 	for i, c := range cmds {
-		filled, err := queueCommand(w, ex, c, dbNow)
+		filled, err := queueCommand(w, ex, c, dbNow, skip[c.Type])
 		if err != nil {
 			return err
 		}
@@ -260,16 +261,26 @@ func queueCommands(w *writeSet, ex *execRow, res harvest.TaskResult, dbNow time.
 	return nil
 }
 
-// queueCommand adds the row a command creates (activity task, timer) to w
-// and returns the command as recorded (a timer gets its fire time).
-func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time) (harvest.Command, error) {
+// queueCommand adds the row a command creates (activity task, timer), or
+// the cancel it makes, to w and returns the command as recorded (a timer
+// gets its fire time). The ids in cancelled are cancelled by the same task:
+// they get no row.
+func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time, cancelled map[string]bool) (harvest.Command, error) {
 	switch c.Type {
 	case harvest.EventActivityScheduled:
 		d, err := payload[harvest.ActivityScheduledData](c)
 		if err != nil {
 			return c, fmt.Errorf("decode ActivityScheduled: %w", err)
 		}
+		if cancelled[d.ActivityID] {
+			return c, nil
+		}
 		return c, queueActivityTask(w, ex, d)
+	case harvest.EventTimerCanceled, harvest.EventActivityCancelRequested:
+		if err := queueCancel(w, ex, c); err != nil {
+			return c, fmt.Errorf("decode %s: %w", c.Type, err)
+		}
+		return c, nil
 	case harvest.EventTimerStarted:
 		d, err := payload[harvest.TimerStartedData](c)
 		if err != nil {
@@ -277,7 +288,9 @@ func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time) (h
 		}
 		fireAt := now.Add(time.Duration(d.DurationMS) * time.Millisecond)
 		d.FireAt = &fireAt
-		w.addTimer(ex, d.TimerID, fireAt)
+		if !cancelled[d.TimerID] {
+			w.addTimer(ex, d.TimerID, fireAt)
+		}
 		return harvest.NewCommand(c.Type, d), nil
 	}
 	return c, nil

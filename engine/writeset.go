@@ -24,7 +24,9 @@ type writeSet struct {
 	byID   map[uuid.UUID]*execUpdate
 	tasks  activityRows
 	timers timerRows
-	closed []uuid.UUID
+	// cancels are the timers and activities cancelled (activity_cancel.go).
+	cancels cancelRows
+	closed  []uuid.UUID
 	// outcomes are the closed runs' outcomes as committed, for the
 	// waiters of their results (closeWatch.fireWith); filled when the
 	// set's statements run.
@@ -176,6 +178,7 @@ func (w *writeSet) queue(b *pgx.Batch) {
 			SELECT * FROM unnest($1::uuid[], $2::text[], $3::timestamptz[])`,
 			w.timers.ids, w.timers.timerIDs, w.timers.fireAt)
 	}
+	w.queueCancels(b)
 	w.queueCloses(b)
 }
 

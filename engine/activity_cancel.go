@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// Cancel commands of workflow code (harvest.WithCancel, scope.go).
+//
+// A TimerCanceled deletes the timer's row and an ActivityCancelRequested
+// deletes the activity's task if no attempt runs, else sets its
+// cancel_requested (migration 010), both in the workflow task's
+// transaction, so a cancelled timer never fires and a cancelled activity
+// never starts again. A running attempt learns of the flag through its
+// heartbeat: Heartbeat returns a *harvest.CanceledError and the attempt's
+// context is cancelled. Its outcome is recorded as usual but never
+// retried. A timer or activity started and cancelled by the same task gets
+// no row at all.
+
+// cancelRows are the timers and activity tasks a write set cancels.
+type cancelRows struct {
+	timerExecs, actExecs []uuid.UUID
+	timerIDs, actIDs     []string
+}
+
+// cancelledInTask is the set of timers and activities that res's
+// commands both create and cancel: they need no row.
+func cancelledInTask(cmds []harvest.Command) map[harvest.EventType]map[string]bool {
+	var out map[harvest.EventType]map[string]bool
+	for _, c := range cmds {
+		var made harvest.EventType
+		var id string
+		switch c.Type {
+		case harvest.EventTimerCanceled:
+			d, _ := payload[harvest.TimerCanceledData](c)
+			made, id = harvest.EventTimerStarted, d.TimerID
+		case harvest.EventActivityCancelRequested:
+			d, _ := payload[harvest.ActivityCancelRequestedData](c)
+			made, id = harvest.EventActivityScheduled, d.ActivityID
+		default:
+			continue
+		}
+		if out == nil {
+			out = map[harvest.EventType]map[string]bool{}
+		}
+		if out[made] == nil {
+			out[made] = map[string]bool{}
+		}
+		out[made][id] = true
+	}
+	return out
+}
+
+// queueCancel adds what a cancel command does to w.
+func queueCancel(w *writeSet, ex *execRow, c harvest.Command) error {
+	switch c.Type {
+	case harvest.EventTimerCanceled:
+		d, err := payload[harvest.TimerCanceledData](c)
+		if err != nil {
+			return err
+		}
+		w.cancels.timerExecs = append(w.cancels.timerExecs, ex.ID)
+		w.cancels.timerIDs = append(w.cancels.timerIDs, d.TimerID)
+	case harvest.EventActivityCancelRequested:
+		d, err := payload[harvest.ActivityCancelRequestedData](c)
+		if err != nil {
+			return err
+		}
+		w.cancels.actExecs = append(w.cancels.actExecs, ex.ID)
+		w.cancels.actIDs = append(w.cancels.actIDs, d.ActivityID)
+	}
+	return nil
+}
+
+// queueCancels queues the set's cancels on b.
+func (w *writeSet) queueCancels(b *pgx.Batch) {
+	c := &w.cancels
+	if len(c.timerExecs) > 0 {
+		b.Queue(`
+			DELETE FROM harvest_timers t
+			 USING unnest($1::uuid[], $2::text[]) AS u(id, timer_id)
+			 WHERE t.execution_id = u.id AND t.timer_id = u.timer_id`, c.timerExecs, c.timerIDs)
+	}
+	if len(c.actExecs) > 0 {
+		b.Queue(`
+			WITH u AS (SELECT * FROM unnest($1::uuid[], $2::text[]) AS u(id, activity_id)),
+			     d AS (DELETE FROM harvest_tasks t USING u
+			            WHERE t.execution_id = u.id AND t.activity_id = u.activity_id AND t.status = 'pending')
+			UPDATE harvest_tasks t SET cancel_requested = true
+			  FROM u
+			 WHERE t.execution_id = u.id AND t.activity_id = u.activity_id AND t.status = 'running'`,
+			c.actExecs, c.actIDs)
+	}
+}
+
+// canceledActivity is what Heartbeat returns once the workflow cancelled
+// the activity.
+func canceledActivity() error {
+	return &harvest.CanceledError{Reason: errActivityCanceled.Error()}
+}

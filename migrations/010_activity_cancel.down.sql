@@ -1,0 +1,1 @@
+ALTER TABLE harvest_tasks DROP COLUMN cancel_requested;
