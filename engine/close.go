@@ -42,7 +42,10 @@ func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (Close
 		}
 		res.Newly = true
 		cmd := harvest.NewCommand(harvest.EventWorkflowCancelRequested, harvest.WorkflowCancelRequestedData{Reason: reason})
-		return appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true)
+		if err := appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true); err != nil {
+			return err
+		}
+		return e.crashAt(ctx, crashCancel)
 	})
 	if err != nil {
 		return CloseResult{}, err

@@ -101,6 +101,10 @@ type Config struct {
 	// Activities runs activity attempts (default: the engine's registry).
 	// A test kit wraps it to replace activities with fakes.
 	Activities ActivityRunner
+
+	// crashHook stops the engine at a named step boundary: tests only
+	// (crashpoint.go).
+	crashHook crashHook
 }
 
 // ActivityRunner runs one attempt of an activity by name on its JSON

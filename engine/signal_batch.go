@@ -132,6 +132,9 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		}
 		ledger.queue(b)
 		w.queue(b)
+		if err := e.crashAt(ctx, crashSignal); err != nil {
+			return err
+		}
 		if err := tx.commitWith(ctx, b); err != nil {
 			return fmt.Errorf("write: %w", translate(err))
 		}

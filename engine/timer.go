@@ -77,11 +77,17 @@ func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (fired, closed bool,
 		}
 		if kind := timeoutKind(d.TimerID); kind != "" {
 			closed = true
-			return fireTimeout(ctx, tx, ex, kind, fireAt)
+			if err := fireTimeout(ctx, tx, ex, kind, fireAt); err != nil {
+				return err
+			}
+			return e.crashAt(ctx, crashTimeoutFire)
 		}
 		fired = true
 		cmd := harvest.NewCommand(harvest.EventTimerFired, harvest.TimerFiredData{TimerID: d.TimerID})
-		return appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true)
+		if err := appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true); err != nil {
+			return err
+		}
+		return e.crashAt(ctx, crashTimerFire)
 	})
 	if err != nil {
 		return false, false, err

@@ -82,6 +82,9 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		closed, tmWork, err = e.runAndWrite(ctx, tx, &pgx.Batch{}, w, tasks)
 		return err
 	})
+	if err == nil && len(tasks) > 0 {
+		err = e.crashAt(ctx, crashCommitted)
+	}
 	e.settleTasks(ctx, w, err)
 	if len(tasks) > 0 && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
@@ -103,6 +106,9 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 // timers. New activity tasks take free activity slots (w.direct): the
 // caller settles them (settleTasks) once its transaction ends.
 func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, tmWork bool, err error) {
+	if err := e.crashAt(ctx, crashLoaded); err != nil {
+		return nil, false, err
+	}
 	for _, t := range tasks {
 		res, ran, err := e.runClaimedTask(ctx, b, w, t)
 		if err != nil {
@@ -115,8 +121,14 @@ func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w 
 	if n := len(w.tasks.ids); n > 0 {
 		w.direct = e.reserveDispatch(n)
 	}
+	if err := e.crashAt(ctx, crashRan); err != nil {
+		return nil, false, err
+	}
 	w.ahead = tx.ahead
 	w.queue(b)
+	if err := e.crashAt(ctx, crashBeforeCommit); err != nil {
+		return nil, false, err
+	}
 	if err := tx.commitWith(ctx, b); err != nil {
 		return nil, false, fmt.Errorf("write: %w", translate(err))
 	}

@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+)
+
+var errCrashed = errors.New("crashed at a crash point")
+
+// crashScenario is a run that passes a crash point, the client calls it
+// needs (repeated on the successor, so they must be idempotent) and how
+// it ends without a crash.
+type crashScenario struct {
+	req    StartRequest
+	act    func(e *Engine, id uuid.UUID, stop <-chan struct{})
+	state  string
+	output string
+}
+
+func (b *testBundle) registerCrashWorkflows(t *testing.T) {
+	record := harvest.NewActivity("crash_record", func(_ *harvest.ActivityContext, tag string) (string, error) { return tag, nil })
+	require.NoError(t, b.reg.Register(record, harvest.NewWorkflow("crash_select", func(ctx harvest.Context, timeoutMS int) (string, error) {
+		if _, err := record.Execute(ctx, "a").Get(ctx); err != nil {
+			return "", err
+		}
+		cctx, cancel := harvest.WithCancel(ctx)
+		won := ""
+		harvest.NewSelector(ctx).
+			AddReceive(goSignal, func() { won, _ = goSignal.Receive(ctx) }).
+			AddFuture(harvest.NewTimer(cctx, time.Duration(timeoutMS)*time.Millisecond), func() { won = "timeout" }).
+			Select(ctx)
+		cancel()
+		if _, err := record.Execute(ctx, "b").Get(ctx); err != nil {
+			return "", err
+		}
+		return won, nil
+	})))
+	b.registerRefundOnCancel(t)
+}
+
+// crashScenarios maps each crash point to a run that passes it.
+func crashScenarios(pool *pgxpool.Pool) map[crashPoint]crashScenario {
+	signalled := crashScenario{
+		req: StartRequest{WorkflowName: "crash_select", Input: []byte(`3600000`)},
+		act: func(e *Engine, id uuid.UUID, stop <-chan struct{}) {
+			if waitUntil(stop, func() bool { return countOf(pool, id, harvest.EventTimerStarted) == 1 }) {
+				_, _ = e.Signal(context.Background(), SignalRequest{ExecutionID: id, SignalName: goSignal.Name(),
+					Payload: []byte(`"sig"`), IdempotencyKey: "once"})
+			}
+		},
+		state: StateCompleted, output: `"sig"`,
+	}
+	runTimeout := 300 * time.Millisecond
+	return map[crashPoint]crashScenario{
+		crashLoaded: signalled, crashRan: signalled, crashBeforeCommit: signalled, crashCommitted: signalled,
+		crashSignal: signalled,
+		crashTimerFire: {
+			req: StartRequest{WorkflowName: "crash_select", Input: []byte(`200`)}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
+			state: StateCompleted, output: `"timeout"`,
+		},
+		crashCancel: {
+			req: StartRequest{WorkflowName: "refund_on_cancel"},
+			act: func(e *Engine, id uuid.UUID, stop <-chan struct{}) {
+				if waitUntil(stop, func() bool { return countOf(pool, id, harvest.EventActivityCompleted) >= 1 }) {
+					_, _ = e.Cancel(context.Background(), id, "crash test")
+				}
+			},
+			state: StateCancelled,
+		},
+		crashTimeoutFire: {
+			req: StartRequest{WorkflowName: "block", RunTimeout: &runTimeout}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
+			state: StateTimedOut,
+		},
+	}
+}
+
+// crashOnce is a hook that stops the engine the first time it reaches
+// target: from then on every crash point blocks until the engine's loops
+// end or frozen is closed, and fails.
+func crashOnce(target crashPoint, hit, frozen chan struct{}) crashHook {
+	var crashed atomic.Bool
+	return func(ctx context.Context, p crashPoint) error {
+		if p != target && !crashed.Load() {
+			return nil
+		}
+		if crashed.CompareAndSwap(false, true) {
+			close(hit)
+		}
+		select {
+		case <-ctx.Done():
+		case <-frozen:
+		}
+		return errCrashed
+	}
+}
+
+func TestCrashPoints(t *testing.T) {
+	t.Parallel()
+	for _, p := range crashPoints {
+		t.Run(string(p), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.registerCrashWorkflows(t)
+			sc, ok := crashScenarios(b.pool)[p]
+			require.True(t, ok, "no scenario passes %s", p)
+			hit, frozen := make(chan struct{}), make(chan struct{})
+			e1 := b.engine(t, func(c *Config) { c.crashHook = crashOnce(p, hit, frozen) })
+			run := start(t, e1, sc.req)
+			acted := make(chan struct{})
+			go func() { defer close(acted); sc.act(e1, run.ExecutionID, frozen) }()
+			select {
+			case <-hit:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the run never reached %s", p)
+			}
+			crash(e1)
+			close(frozen)
+			<-acted
+
+			e2 := b.engine(t)
+			sc.act(e2, run.ExecutionID, nil)
+			x := waitClosed(t, e2, run.ExecutionID)
+			require.Equal(t, sc.state, x.State)
+			if sc.output != "" {
+				require.JSONEq(t, sc.output, string(x.Output))
+			}
+			requireSoundHistory(t, b.pool, run.ExecutionID)
+		})
+	}
+}
+
+// requireSoundHistory checks that no event was lost or doubled: ids are
+// dense, one WorkflowStarted first, one close last, each activity
+// scheduled once and closed at most once, each timer started once.
+func requireSoundHistory(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	var n, maxID int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), max(event_id) FROM harvest_events WHERE execution_id = $1`, id).Scan(&n, &maxID))
+	require.Equal(t, n-1, maxID, "event ids are dense")
+	types := eventTypes(t, pool, id)
+	require.Equal(t, string(harvest.EventWorkflowStarted), types[0])
+	require.Equal(t, 1, count(types, harvest.EventWorkflowStarted))
+	closes := 0
+	for _, s := range types {
+		if harvest.EventType(s).IsTerminal() {
+			closes++
+		}
+	}
+	require.Equal(t, 1, closes)
+	require.True(t, harvest.EventType(types[len(types)-1]).IsTerminal())
+	var doubled int
+	require.NoError(t, pool.QueryRow(ctx, `
+		SELECT count(*) FROM (
+			SELECT coalesce(data->>'activity_id', data->>'timer_id'), event_type, count(*) FROM harvest_events
+			 WHERE execution_id = $1
+			   AND event_type IN ('ActivityScheduled', 'ActivityCompleted', 'ActivityFailed', 'TimerStarted', 'TimerFired', 'SignalReceived', 'WorkflowCancelRequested')
+			 GROUP BY 1, 2 HAVING count(*) > 1) d`, id).Scan(&doubled))
+	require.Zero(t, doubled, "an event was doubled: %v", types)
+}
+
+// waitUntil polls cond until it holds (true) or stop is closed (false).
+func waitUntil(stop <-chan struct{}, cond func() bool) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for !cond() {
+		select {
+		case <-stop:
+			return false
+		case <-deadline:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+func countOf(pool *pgxpool.Pool, id uuid.UUID, typ harvest.EventType) int {
+	var n int
+	_ = pool.QueryRow(context.Background(), `SELECT count(*) FROM harvest_events WHERE execution_id = $1 AND event_type = $2`, id, string(typ)).Scan(&n)
+	return n
+}

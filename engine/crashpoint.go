@@ -1,0 +1,57 @@
+package engine
+
+import "context"
+
+// Crash points: the named step boundaries where a test can stop the
+// engine as a crash would (crash_test.go). A point is a call of
+// e.crashAt inside the step; with no hook (every real build) it is a nil
+// check. A test sets Config.crashHook, which may block, and returns an
+// error: the step then ends as if the process died there, its
+// transaction rolled back (the points before a commit) or its commit
+// left unacknowledged (crashCommitted). The test abandons the engine and
+// starts another on the same database, which takes the lease over.
+//
+// The points, in the order a workflow task meets them:
+//
+//   - crashLoaded: the task's history is loaded, its code not run yet
+//     (runAndWrite, the workflow loop and the completion batch).
+//   - crashRan: the code ran, its commands are queued, nothing is sent.
+//   - crashBeforeCommit: the writes are about to go out with the COMMIT.
+//   - crashCommitted: the commit succeeded, the direct activity dispatch,
+//     close waiters and wake-ups are not done yet (the workflow loop).
+//
+// And one per step that wakes a run:
+//
+//   - crashSignal: a signal batch (a selector's wake-up) before its commit.
+//   - crashCancel: a cancel request before its commit.
+//   - crashTimerFire: a timer fire before its commit.
+//   - crashTimeoutFire: a workflow timeout fire before its commit.
+type crashPoint string
+
+const (
+	crashLoaded       crashPoint = "workflow_task.loaded"
+	crashRan          crashPoint = "workflow_task.ran"
+	crashBeforeCommit crashPoint = "workflow_task.before_commit"
+	crashCommitted    crashPoint = "workflow_task.committed"
+	crashSignal       crashPoint = "signal.before_commit"
+	crashCancel       crashPoint = "cancel.before_commit"
+	crashTimerFire    crashPoint = "timer_fire.before_commit"
+	crashTimeoutFire  crashPoint = "timeout_fire.before_commit"
+)
+
+// crashPoints lists every crash point; crash tests iterate over it.
+var crashPoints = []crashPoint{
+	crashLoaded, crashRan, crashBeforeCommit, crashCommitted,
+	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire,
+}
+
+// crashHook is called at each crash point (tests only, see above).
+type crashHook func(ctx context.Context, p crashPoint) error
+
+// crashAt runs the test's hook at p; nil without one.
+func (e *Engine) crashAt(ctx context.Context, p crashPoint) error {
+	if e.cfg.crashHook == nil {
+		return nil
+	}
+	return e.cfg.crashHook(ctx, p)
+}
