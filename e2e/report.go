@@ -124,7 +124,7 @@ func opRow(w io.Writer, name string, ops []*Op) {
 	for _, op := range ops {
 		attempts += len(op.Attempts)
 		switch {
-		case op.OK:
+		case op.Answered(): // a 2xx, or a cancel's 409 execution_terminal
 			ok++
 			lat = append(lat, op.End.Sub(op.Begin))
 		case op.Status/100 == 4 && op.Status != 429:

@@ -22,6 +22,7 @@ const (
 	KindStart  = "start"  // keyed start (no workflow id: the server mints it)
 	KindSignal = "signal" // keyed signal to an execution
 	KindSWS    = "sws"    // keyed signal-with-start
+	KindCancel = "cancel" // cooperative cancel of an execution (idempotent by nature, no key)
 )
 
 // Workflows and the signal of the demo the workload drives.
@@ -39,7 +40,7 @@ type Op struct {
 	Workflow   string    `json:"workflow"`
 	Key        string    `json:"key"`                   // start key (start) or signal key (signal, sws)
 	WorkflowID string    `json:"workflow_id,omitempty"` // sws
-	Target     string    `json:"target,omitempty"`      // signal: execution id
+	Target     string    `json:"target,omitempty"`      // signal, cancel: execution id
 	Dup        bool      `json:"dup,omitempty"`         // a deliberate re-delivery of an answered op
 	Probe      bool      `json:"probe,omitempty"`       // sent by the nemesis to time recovery
 	Redelivery bool      `json:"redelivery,omitempty"`  // sent after the heal for an unanswered op
@@ -54,6 +55,22 @@ type Op struct {
 	Dedup     *bool  `json:"deduplicated,omitempty"`
 	Delivered *bool  `json:"signal_delivered,omitempty"`
 	Err       string `json:"error,omitempty"` // last error when !OK
+
+	// Cancel answers: the 200's flags, and the state of a 200 or a 409.
+	CancelRequested *bool  `json:"cancel_requested,omitempty"`
+	NewlyCancelled  *bool  `json:"newly_cancelled,omitempty"`
+	State           string `json:"state,omitempty"`
+	Code            string `json:"code,omitempty"` // error code of a non-2xx answer
+}
+
+// codeTerminal is the error code of a signal or cancel to a closed run.
+const codeTerminal = "execution_terminal"
+
+// Answered reports whether op got a definite answer that is not a
+// refusal: a 2xx, or for a cancel a 409 execution_terminal (the run was
+// closed already, which a cancel racing the run's end may find).
+func (op *Op) Answered() bool {
+	return op.OK || op.Kind == KindCancel && op.Status == http.StatusConflict && op.Code == codeTerminal
 }
 
 // Attempt is one HTTP request of an Op.
@@ -143,6 +160,11 @@ func (c *Client) requestOf(op *Op) request {
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/signal-with-start", op.Key,
 			map[string]any{"workflow_id": op.WorkflowID, "signal_name": sigApproved, "signal_payload": map[string]any{"by": "sws"},
 				"input": orderInput(op.WorkflowID), "idempotency_key": op.Key}}
+	case KindCancel:
+		// The cancel route takes no idempotency key (the header is ignored):
+		// a repeat finds the recorded request.
+		return request{http.MethodPost, "/api/harvest/workflows/" + op.Target + "/cancel", op.Key,
+			map[string]any{"reason": "e2e " + op.Key}}
 	}
 	panic("unknown op kind " + op.Kind)
 }
@@ -222,6 +244,17 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 	if resp.StatusCode/100 != 2 {
 		a.Err = strings.TrimSpace(string(b))
 		op.Status = resp.StatusCode
+		var e struct {
+			Code        string `json:"code"`
+			ExecutionID string `json:"execution_id"`
+			State       string `json:"state"`
+		}
+		_ = json.Unmarshal(b, &e) // best effort: the raw body is in a.Err
+		op.Code, op.State = e.Code, e.State
+		if op.Kind == KindCancel && op.Answered() {
+			op.ExecID, op.Err = e.ExecutionID, ""
+			return a, false
+		}
 		// 5xx and 429 are transient. Any other 4xx is a definite answer
 		// (a client or server bug here): recorded, not retried.
 		return a, resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
@@ -231,13 +264,17 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 		StartedFresh    *bool  `json:"started_fresh"`
 		Deduplicated    *bool  `json:"deduplicated"`
 		SignalDelivered *bool  `json:"signal_delivered"`
+		CancelRequested *bool  `json:"cancel_requested"`
+		NewlyCancelled  *bool  `json:"newly_cancelled"`
+		State           string `json:"state"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		a.Err = "bad answer: " + err.Error()
 		return a, true
 	}
-	op.OK, op.Status, op.Err = true, resp.StatusCode, ""
+	op.OK, op.Status, op.Err, op.Code = true, resp.StatusCode, "", ""
 	op.ExecID, op.Fresh, op.Dedup, op.Delivered = out.ExecutionID, out.StartedFresh, out.Deduplicated, out.SignalDelivered
+	op.CancelRequested, op.NewlyCancelled, op.State = out.CancelRequested, out.NewlyCancelled, out.State
 	return a, false
 }
 
@@ -251,6 +288,11 @@ type Workload struct {
 	OpTimeout time.Duration // per operation, across its retries
 	DupRate   float64       // probability of re-delivering an answered op
 	Pace      time.Duration // pause between a worker's chains
+	// CancelShare is the share of chains that start an order and cancel
+	// it (0: none). Most cancel while the order waits for its approval
+	// (it refunds its charge), some at once (during the charge), some
+	// after approving it (racing its end).
+	CancelShare float64
 
 	mu     sync.Mutex
 	parked []chain
@@ -265,6 +307,10 @@ type chain struct {
 	// refused: the first op was answered with a definite 4xx. The checker
 	// reports it; re-sending it would only repeat the refusal.
 	refused bool
+	// cancelAfter is the pause before the chain's cancel (its first
+	// sending only: a re-delivery cancels at once), so that most cancels
+	// find the order charged and waiting.
+	cancelAfter time.Duration
 }
 
 // Bugs returns the workload's own errors: operations it must not send
@@ -283,6 +329,9 @@ func (w *Workload) bug(format string, args ...any) {
 
 func (w *Workload) newChain() chain {
 	n := w.seq.Add(1)
+	if rand.Float64() < w.CancelShare {
+		return cancelChain(n)
+	}
 	switch r := rand.Float64(); {
 	case r < 0.4:
 		return chain{ops: []*Op{{Kind: KindStart, Workflow: wfOnboarding, Key: fmt.Sprintf("onb-%d", n)}}}
@@ -293,6 +342,25 @@ func (w *Workload) newChain() chain {
 		}}
 	default:
 		return chain{ops: []*Op{{Kind: KindSWS, Workflow: wfOrder, WorkflowID: fmt.Sprintf("sws-%d", n), Key: fmt.Sprintf("sws-%d-approved", n)}}}
+	}
+}
+
+// cancelChain starts order n and cancels it: 70 % after a pause that
+// mostly finds it charged and waiting for its approval (it refunds), 15 %
+// at once (often during the charge: no refund), 15 % after approving it
+// (the cancel races the order's short sleep and its end: a 409 or a
+// refund).
+func cancelChain(n int64) chain {
+	start := &Op{Kind: KindStart, Workflow: wfOrder, Key: fmt.Sprintf("ordc-%d", n)}
+	cancel := &Op{Kind: KindCancel, Workflow: wfOrder, Key: fmt.Sprintf("ordc-%d-cancel", n)}
+	switch r := rand.Float64(); {
+	case r < 0.7:
+		return chain{ops: []*Op{start, cancel}, cancelAfter: 300*time.Millisecond + rand.N(700*time.Millisecond)}
+	case r < 0.85:
+		return chain{ops: []*Op{start, cancel}}
+	default:
+		approve := &Op{Kind: KindSignal, Workflow: wfOrder, Key: fmt.Sprintf("ordc-%d-approved", n)}
+		return chain{ops: []*Op{start, approve, cancel}, cancelAfter: rand.N(40 * time.Millisecond)}
 	}
 }
 
@@ -326,18 +394,28 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			w.park(chain{ops: ch.ops[i:]})
 			return
 		}
-		if tmpl.Kind == KindSignal && tmpl.Target == "" {
+		if (tmpl.Kind == KindSignal || tmpl.Kind == KindCancel) && tmpl.Target == "" {
 			// Never sent: an empty id is refused (400) and the execution
 			// would wait for its approval forever.
-			w.bug("chain %q: signal %q has no execution id (its start was not answered in this chain)", ch.ops[0].Key, tmpl.Key)
+			w.bug("chain %q: %s %q has no execution id (its start was not answered in this chain)", ch.ops[0].Key, tmpl.Kind, tmpl.Key)
 			return
+		}
+		if tmpl.Kind == KindCancel && !redelivery && ch.cancelAfter > 0 {
+			t := time.NewTimer(ch.cancelAfter)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				w.park(chain{ops: ch.ops[i:]})
+				return
+			case <-t.C:
+			}
 		}
 		op := *tmpl
 		op.Redelivery = redelivery
 		octx, cancel := context.WithTimeout(ctx, timeout)
 		res := w.Client.Do(octx, &op, 0)
 		cancel()
-		if !res.OK {
+		if !res.Answered() {
 			// Unanswered, or refused with a 4xx (which the checker reports:
 			// the workload sends nothing a correct server refuses). Either
 			// way the chain is kept, as a webhook source with a dead-letter
@@ -351,7 +429,7 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			// Feed the answer to the rest of the chain now, before a dup
 			// or a stop can park it.
 			for _, next := range ch.ops[i+1:] {
-				if next.Kind == KindSignal && next.Target == "" {
+				if (next.Kind == KindSignal || next.Kind == KindCancel) && next.Target == "" {
 					next.Target = res.ExecID
 				}
 			}

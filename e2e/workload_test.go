@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // testToken is the bearer token the fake expects.
@@ -26,6 +28,8 @@ type fakeOrders struct {
 	starts  atomic.Int64
 	onStart func(n int64, r *http.Request) bool // false: answer nothing
 	onSig   func(r *http.Request) int           // status to answer, 0: normal
+	cancels map[string]int                      // execution id -> cancels answered
+	onCan   func(n int) int                     // status of the nth cancel of an execution, 0: normal
 }
 
 func (f *fakeOrders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -64,6 +68,29 @@ func (f *fakeOrders) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 		_ = json.NewEncoder(w).Encode(map[string]any{"execution_id": id, "signal_delivered": true})
+	case strings.HasSuffix(r.URL.Path, "/cancel"):
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/harvest/workflows/"), "/cancel")
+		f.mu.Lock()
+		if f.cancels == nil {
+			f.cancels = map[string]int{}
+		}
+		f.cancels[id]++
+		n := f.cancels[id]
+		f.mu.Unlock()
+		st := 0
+		if f.onCan != nil {
+			st = f.onCan(n)
+		}
+		switch st {
+		case 0:
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "execution_id": id, "state": "RUNNING",
+				"cancel_requested": true, "newly_cancelled": n == 1})
+		case http.StatusConflict:
+			w.WriteHeader(st)
+			_ = json.NewEncoder(w).Encode(map[string]any{"code": codeTerminal, "error": "closed", "execution_id": id, "state": "CANCELLED"})
+		default:
+			w.WriteHeader(st)
+		}
 	default:
 		http.NotFound(w, r)
 	}
@@ -194,5 +221,48 @@ func TestSignalWithoutTargetIsNotSent(t *testing.T) {
 	wl.runChain(context.Background(), chain{ops: []*Op{{Kind: KindSignal, Workflow: wfOrder, Key: "x-approved"}}}, time.Second, true)
 	if len(hist.Ops()) != 0 || len(wl.Bugs()) != 1 {
 		t.Fatalf("ops %d, bugs %q", len(hist.Ops()), wl.Bugs())
+	}
+}
+
+// A cancel goes to the execution its chain's start named, is retried on a
+// 5xx, and a 409 execution_terminal is an answer: the chain is done, not
+// parked as refused.
+func TestCancelChain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status []int // the answers to the cancels, in order (0: normal)
+		check  func(t *testing.T, op *Op)
+	}{
+		{"retried until recorded", []int{http.StatusServiceUnavailable, 0}, func(t *testing.T, op *Op) {
+			require.True(t, op.OK)
+			require.Len(t, op.Attempts, 2)
+			require.Equal(t, "RUNNING", op.State)
+			require.True(t, *op.CancelRequested)
+			require.False(t, *op.NewlyCancelled, "the second cancel the fake saw")
+		}},
+		{"a closed run", []int{http.StatusConflict}, func(t *testing.T, op *Op) {
+			require.False(t, op.OK)
+			require.True(t, op.Answered())
+			require.Equal(t, codeTerminal, op.Code)
+			require.Equal(t, "CANCELLED", op.State)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeOrders{execs: map[string]string{}, onCan: func(n int) int { return tc.status[n-1] }}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			hist := NewHistory(nil)
+			wl := &Workload{Client: NewClient([]string{srv.URL}, testToken, hist), Workers: 1}
+			ch := cancelChain(1)
+			ch.ops, ch.cancelAfter = []*Op{ch.ops[0], ch.ops[len(ch.ops)-1]}, time.Millisecond
+			wl.runChain(context.Background(), ch, 5*time.Second, false)
+			require.Empty(t, wl.parked)
+			ops := hist.Ops()
+			require.Len(t, ops, 2)
+			require.Equal(t, KindCancel, ops[1].Kind)
+			require.Equal(t, ops[0].ExecID, ops[1].Target)
+			require.Equal(t, ops[0].ExecID, ops[1].ExecID)
+			tc.check(t, ops[1])
+		})
 	}
 }
