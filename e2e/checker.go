@@ -26,6 +26,9 @@ const (
 	CheckHistory      = "history dense, one WorkflowStarted"
 	CheckActivity     = "activity scheduled/completed once"
 	CheckCompleted    = "every started workflow completes"
+	CheckCancelAnswer = "cancel answered 200 RUNNING or 409 terminal"
+	CheckCancelOnce   = "cancel -> one WorkflowCancelRequested"
+	CheckCancelCloses = "cancelled run ends CANCELLED, refunds once"
 	CheckPhantom      = "no execution without a request"
 	CheckAnswered     = "every op answered after the heal"
 	CheckRefusal      = "no unexpected 4xx"
@@ -33,7 +36,8 @@ const (
 
 // AllChecks lists the checks in report order.
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
-	CheckHistory, CheckActivity, CheckCompleted, CheckPhantom, CheckAnswered, CheckRefusal}
+	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
+	CheckAnswered, CheckRefusal}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -52,12 +56,13 @@ type DBState struct {
 	acts    map[[2]string][2]int64      // (execution, activity id) -> scheduled, completed
 	actKeys map[string]int64            // activity idempotency key -> ActivityScheduled events
 	shards  map[uint16]map[string]int64 // shard -> execution states -> count
+	cancels map[string]*cancelRow       // execution id -> its cancel requests (executions that have one)
 }
 
 // ReadDB reads every shard database.
 func ReadDB(ctx context.Context, dsns map[uint16]string) (*DBState, error) {
 	st := &DBState{execs: map[string]*execRow{}, signals: map[[2]string]int64{}, acts: map[[2]string][2]int64{},
-		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}}
+		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}, cancels: map[string]*cancelRow{}}
 	for shard, dsn := range dsns {
 		if err := st.readShard(ctx, shard, dsn); err != nil {
 			return nil, fmt.Errorf("shard %d: %w", shard, err)
@@ -138,7 +143,10 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 			st.actKeys[key] += sched
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return st.readCancels(ctx, conn)
 }
 
 // Executions is how many executions the databases hold.
@@ -217,6 +225,15 @@ func Check(ops []*Op, st *DBState) []Violation {
 	signalSeen := map[[2]string]bool{}
 	for _, op := range sortedOps(ops) {
 		ident := op.Kind + " " + op.Workflow + " " + op.Key + " " + op.WorkflowID + " " + op.Target
+		if op.Kind == KindCancel {
+			// checkCancels checks the answers; here only whether one came.
+			if op.Answered() || op.Status/100 == 4 && op.Status != 429 {
+				answeredIDs[ident] = true
+			} else {
+				unanswered[ident] = op
+			}
+			continue
+		}
 		if !op.OK {
 			if op.Status/100 == 4 && op.Status != 429 {
 				add(CheckRefusal, "op %d %s %q answered %d: %s", op.ID, op.Kind, op.Key, op.Status, op.Err)
@@ -277,14 +294,19 @@ func Check(ops []*Op, st *DBState) []Violation {
 		}
 	}
 
-	// Histories and activities.
+	checkCancels(ops, st, add)
+
+	// Histories and activities. A run closes COMPLETED, or CANCELLED when
+	// it was asked to (checkCancels decides whether that close was right).
 	for _, id := range sortedKeys(st.execs) {
 		x := st.execs[id]
 		if x.events == 0 || x.minEv != 0 || x.maxEv != x.events-1 || x.nextEventID != x.events || x.started != 1 {
 			add(CheckHistory, "execution %s: %d events, ids %d..%d, next_event_id %d, %d WorkflowStarted",
 				id, x.events, x.minEv, x.maxEv, x.nextEventID, x.started)
 		}
-		if x.state != "COMPLETED" {
+		// A run asked to cancel is reported here only while open: how it
+		// closed is CheckCancelCloses's.
+		if x.state == "RUNNING" || st.cancels[id] == nil && x.state != "COMPLETED" {
 			msg := ""
 			if x.lastError != "" {
 				msg = ": " + x.lastError

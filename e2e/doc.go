@@ -1,8 +1,8 @@
 // Package e2e is Harvest's fault-injection suite, in the manner of Jepsen:
 // real harvestd processes, each in its own network namespace on a private
 // bridge, share one PostgreSQL server on the bridge address; clients send
-// keyed starts, keyed signals and signal-with-start through random nodes
-// with retries (the same key on every retry and on deliberate
+// keyed starts, keyed signals, signal-with-start and cooperative cancels
+// of orders through random nodes with retries (the same key on every retry and on deliberate
 // re-deliveries) while a nemesis kills, pauses, partitions and isolates
 // nodes, kills the raft leader, restarts PostgreSQL and drains and adds
 // shards. Every client operation is recorded; after the faults are healed a
@@ -15,7 +15,14 @@
 //     acknowledged signal has one;
 //   - histories are dense from event 0 with a single WorkflowStarted;
 //   - per activity (execution, activity id) one ActivityScheduled and at
-//     most one completion.
+//     most one completion;
+//   - every cancel is answered 200 (cancel_requested, RUNNING) or 409
+//     execution_terminal; at most one answer per execution says
+//     newly_cancelled and its history has exactly one
+//     WorkflowCancelRequested (none when every answer was a 409); a run
+//     asked to cancel ends CANCELLED (COMPLETED if it had finished its
+//     last wait before the request) and, charged before the request,
+//     refunds exactly once. Cancelled runs count as closed.
 //
 // The nodes run as a deployment does: each run writes a fresh cluster key
 // and admin token into its work directory, every node gets both

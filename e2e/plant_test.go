@@ -44,14 +44,31 @@ func plantSignal(ctx context.Context, conn *pgx.Conn, execID, key string) error 
 	return err
 }
 
+// plantEvent appends an event of type typ with data to an execution's
+// history, keeping it dense.
+func plantEvent(ctx context.Context, conn *pgx.Conn, execID, typ string, data map[string]any) error {
+	_, err := conn.Exec(ctx, `
+		WITH x AS (UPDATE harvest_executions SET next_event_id = next_event_id + 1
+		            WHERE execution_id = $1 RETURNING next_event_id - 1 AS ev)
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data)
+		SELECT $1, ev, $2::text, $3::jsonb FROM x`, execID, typ, data)
+	if err != nil {
+		return fmt.Errorf("plant %s: %w", typ, err)
+	}
+	return nil
+}
+
 // selfTestChecker plants one violation of each kind the databases can show
 // (a second execution for an answered start key, a second SignalReceived
-// for an answered signal key, an answer naming a missing execution) and
-// checks that the checker reports each.
+// for an answered signal key, an answer naming a missing execution, and a
+// second WorkflowCancelRequested when a cancel was answered
+// newly_cancelled) and checks that the checker reports each.
 func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) error {
-	var start, signal *Op
+	var start, signal, cancel *Op
 	for _, op := range ops {
 		switch {
+		case op.OK && op.Kind == KindCancel && op.NewlyCancelled != nil && *op.NewlyCancelled && cancel == nil:
+			cancel = op
 		case op.OK && op.Kind == KindStart && !op.Probe && start == nil:
 			start = op
 		case op.OK && op.Kind == KindSignal && signal == nil:
@@ -61,18 +78,27 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 	if start == nil || signal == nil {
 		return fmt.Errorf("no answered start and signal to plant violations on")
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for _, p := range []struct {
+	ctx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	type plant struct {
 		shard uint16
 		do    func(*pgx.Conn) error
-	}{
+	}
+	want := []string{CheckStartDedup, CheckSignalOnce, CheckAckedExists}
+	plants := []plant{
 		{shardOf(start.ExecID), func(c *pgx.Conn) error {
 			s := shardOf(start.ExecID)
 			return plantExecution(ctx, c, newExecID(s), start.Workflow, "planted-dup", start.Key, "COMPLETED")
 		}},
 		{shardOf(signal.ExecID), func(c *pgx.Conn) error { return plantSignal(ctx, c, signal.ExecID, signal.Key) }},
-	} {
+	}
+	if cancel != nil {
+		want = append(want, CheckCancelOnce)
+		plants = append(plants, plant{shardOf(cancel.Target), func(c *pgx.Conn) error {
+			return plantEvent(ctx, c, cancel.Target, "WorkflowCancelRequested", map[string]any{"reason": "planted"})
+		}})
+	}
+	for _, p := range plants {
 		conn, err := pgx.Connect(ctx, dsns[p.shard])
 		if err != nil {
 			return err
@@ -94,7 +120,7 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 	for _, v := range vs {
 		got[v.Check]++
 	}
-	for _, c := range []string{CheckStartDedup, CheckSignalOnce, CheckAckedExists} {
+	for _, c := range want {
 		if got[c] == 0 {
 			return fmt.Errorf("planted a %q violation, the checker did not report it (it reported %v)", c, got)
 		}
