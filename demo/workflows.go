@@ -120,9 +120,16 @@ func New(svc *Services) *Demo {
 // cancel does not reach) and ends CANCELLED; cancelled during the charge,
 // it ends CANCELLED at once.
 func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
-	charge, err := d.ChargeCard.Execute(ctx, in).Get(ctx)
+	// The charge runs to its end even when a cancel comes meanwhile (a
+	// disconnected context): abandoned, it could still go through and
+	// never be refunded. A cancel that came during it refunds it at once.
+	charging := harvest.NewDisconnectedContext(ctx)
+	charge, err := d.ChargeCard.Execute(charging, in).Get(charging)
 	if err != nil {
 		return OrderResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return OrderResult{}, d.refundIfCancelled(ctx, charge, err)
 	}
 	timeout := msOr(in.ApprovalTimeoutMS, time.Hour)
 	approval, ok, err := Approved.ReceiveWithTimeout(ctx, timeout)

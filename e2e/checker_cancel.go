@@ -124,12 +124,11 @@ func (a Attempt) ambiguous() bool {
 //     or COMPLETED when a TimerFired precedes the request: the order's
 //     last wait is its sleep after the approval, so the code had already
 //     finished waiting and returns its result (a cancel is delivered in
-//     history order). A CANCELLED run whose charge completed before the
-//     request has scheduled and completed its refund exactly once; any
-//     other run has scheduled none (cancelled during the charge, the
-//     order ends at once; by the demo's design a charge that completes
-//     after the request is not refunded). A run still open is
-//     CheckCompleted's.
+//     history order). A CANCELLED run whose charge completed, before or
+//     after the request (the order finishes its charge on a disconnected
+//     context), has scheduled and completed its refund exactly once; a
+//     run whose charge never completed has scheduled none. A run still
+//     open is CheckCompleted's.
 func checkCancels(ops []*Op, st *DBState, add func(check, format string, args ...any)) {
 	type perExec struct {
 		requested, ambiguous, sent bool
@@ -206,7 +205,7 @@ func checkCancels(ops []*Op, st *DBState, add func(check, format string, args ..
 		if x == nil || x.state == "RUNNING" {
 			continue // CheckCompleted reports it
 		}
-		charged := c.chargeDone >= 0 && c.chargeDone < c.firstReq
+		charged := c.chargeDone >= 0
 		switch {
 		case x.state == "COMPLETED" && c.timerBefore:
 			if c.refundSched != 0 {
@@ -254,14 +253,14 @@ func CancelStats(ops []*Op, st *DBState) string {
 		case c.chargeDone >= 0 && c.chargeDone < c.firstReq:
 			refunded++
 		case c.chargeDone >= 0:
-			late++
+			late++ // charged during the request's delivery: refunded too
 		default:
 			early++
 		}
 	}
 	return fmt.Sprintf("cancel answers: %d newly_cancelled, %d repeats, %d 409 execution_terminal, %d other; "+
 		"runs with a cancel request: %d (refunded after the charge: %d, cancelled before the charge completed: %d, "+
-		"charge completed after the request (not refunded, by design): %d, completed before seeing it: %d)",
+		"charge completed after the request, then refunded: %d, completed before seeing it: %d)",
 		newly, repeat, terminal, other, len(st.cancels), refunded, early, late, completed)
 }
 

@@ -111,12 +111,12 @@ func TestCheckCancels(t *testing.T) {
 			w.cancel200(id, false) // a re-delivery
 			w.cancel409(id, "CANCELLED")
 		}, nil},
-		{"cancelled during the charge ends at once", func(w *cancelWorld) {
+		{"a charge that never completed is not refunded", func(w *cancelWorld) {
 			id := w.order("CANCELLED", evCharge, evCancelReq, evCancelled)
 			w.cancel200(id, true)
 		}, nil},
-		{"a charge completed after the request is not refunded", func(w *cancelWorld) {
-			id := w.order("CANCELLED", evCharge, evCancelReq, evChargeDone, evCancelled)
+		{"a charge completed after the request is refunded", func(w *cancelWorld) {
+			id := w.order("CANCELLED", evCharge, evCancelReq, evChargeDone, evRefund, evRefundDone, evCancelled)
 			w.cancel200(id, true)
 		}, nil},
 		{"a cancel after the end is a 409 and writes nothing", func(w *cancelWorld) {
@@ -190,6 +190,10 @@ func TestCheckCancels(t *testing.T) {
 		}, map[string]int{CheckCancelCloses: 1}},
 		{"charged, cancelled, not refunded", func(w *cancelWorld) {
 			id := w.order("CANCELLED", evCharge, evChargeDone, evCancelReq, evCancelled)
+			w.cancel200(id, true)
+		}, map[string]int{CheckCancelCloses: 1}},
+		{"charged after the request, not refunded", func(w *cancelWorld) {
+			id := w.order("CANCELLED", evCharge, evCancelReq, evChargeDone, evCancelled)
 			w.cancel200(id, true)
 		}, map[string]int{CheckCancelCloses: 1}},
 		{"refund scheduled, not completed", func(w *cancelWorld) {
