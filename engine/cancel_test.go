@@ -107,6 +107,9 @@ func TestCooperativeCancel(t *testing.T) {
 		eventually(t, "the request to be seen", func() bool {
 			return len(eventTypes(t, b.pool, run.ExecutionID)) == 2
 		})
+		d, err := e.Describe(ctxT(t), run.ExecutionID)
+		require.NoError(t, err)
+		require.NotNil(t, d.CancelRequestedAt, "describe shows the request")
 		again, err := e.Cancel(ctxT(t), run.ExecutionID, "b")
 		require.NoError(t, err)
 		require.Equal(t, CloseResult{ExecutionID: run.ExecutionID, State: StateRunning, Reason: "b", CancelRequested: true}, again)

@@ -87,6 +87,9 @@ type Description struct {
 	PendingTimers     []PendingTimer    `json:"pending_timers"`
 	History           []harvest.Event   `json:"history"`
 	HistoryTruncated  bool              `json:"history_truncated"`
+	// CancelRequestedAt is when a cancel was requested (its
+	// WorkflowCancelRequested event); nil when none was.
+	CancelRequestedAt *time.Time `json:"cancel_requested_at,omitempty"`
 }
 
 const executionColumns = `execution_id, workflow_name, workflow_id, state, queue, input, output, error, memo,
@@ -129,7 +132,22 @@ func (e *Engine) Describe(ctx context.Context, id uuid.UUID) (Description, error
 		return Description{}, err
 	}
 	d.HistoryTruncated = more
+	if d.CancelRequestedAt, err = e.cancelRequestedAt(ctx, id); err != nil {
+		return Description{}, err
+	}
 	return d, nil
+}
+
+// cancelRequestedAt is the time of a run's WorkflowCancelRequested event.
+func (e *Engine) cancelRequestedAt(ctx context.Context, id uuid.UUID) (*time.Time, error) {
+	var at *time.Time
+	err := e.pool.QueryRow(ctx, `
+		SELECT min(created_at) FROM harvest_events
+		 WHERE execution_id = $1 AND event_type = 'WorkflowCancelRequested'`, id).Scan(&at)
+	if err != nil {
+		return nil, fmt.Errorf("cancel request of %s: %w", id, err)
+	}
+	return at, nil
 }
 
 func (e *Engine) pendingActivities(ctx context.Context, id uuid.UUID) ([]PendingActivity, error) {
