@@ -49,8 +49,12 @@ var (
 	needAdmin = access{class: classBearer, scope: auth.ScopeAdmin}
 )
 
-// identityKey is the gin context key of the caller's auth.Identity.
-const identityKey = "harvest.identity"
+// Gin context keys of the caller: its auth.Identity, and whether another
+// node sent the request.
+const (
+	identityKey = "harvest.identity"
+	fromNodeKey = "harvest.from_node"
+)
 
 // handle registers a route with its access: the guard runs before h.
 func (s *Server) handle(g *gin.RouterGroup, method, relative string, a access, h gin.HandlerFunc) {
@@ -77,6 +81,7 @@ func (s *Server) authorize(c *gin.Context, a access) (auth.Identity, *apiError) 
 	if err != nil {
 		return auth.Identity{}, err
 	}
+	c.Set(fromNodeKey, fromNode != nil)
 	switch a.class {
 	case classOpen:
 		return auth.Identity{}, nil
@@ -118,6 +123,10 @@ func identity(c *gin.Context) auth.Identity {
 	}
 	return auth.Identity{}
 }
+
+// fromNode reports whether another node of the cluster sent the request
+// (its signature verified).
+func fromNode(c *gin.Context) bool { return c.GetBool(fromNodeKey) }
 
 // mayTerminate reports whether the caller may run a policy that
 // terminates a running run.

@@ -172,5 +172,21 @@ func idempotencyKey(c *gin.Context) (key string, present bool, err error) {
 	if key == "" {
 		return "", true, badRequest(codeInvalidArgument, "Idempotency-Key header must not be empty")
 	}
-	return key, true, checkText("Idempotency-Key", key, maxKeyLen, true)
+	return key, true, checkKey(c, "Idempotency-Key", key)
+}
+
+// ReservedKeyPrefix starts the idempotency keys Harvest makes itself (a
+// child's start, a signal one workflow sends another, …). A client's key
+// with it is refused (400); another node's request may carry one.
+const ReservedKeyPrefix = "hv:"
+
+// checkKey checks an idempotency key a request sent in field.
+func checkKey(c *gin.Context, field, key string) error {
+	if err := checkText(field, key, maxKeyLen, true); err != nil {
+		return err
+	}
+	if strings.HasPrefix(key, ReservedKeyPrefix) && !fromNode(c) {
+		return badRequest(codeInvalidArgument, fmt.Sprintf("%s %q: keys starting with %q are reserved for the keys Harvest makes itself", field, key, ReservedKeyPrefix))
+	}
+	return nil
 }

@@ -59,7 +59,7 @@ func signalKey(c *gin.Context) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	return vals[0], checkText("idempotency_key", vals[0], maxKeyLen, true)
+	return vals[0], checkKey(c, "idempotency_key", vals[0])
 }
 
 type signalWithStartBody struct {
@@ -121,7 +121,7 @@ func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartR
 	}
 	if !hasHeader && b.IdempotencyKey != nil {
 		key = *b.IdempotencyKey
-		if err := checkText("idempotency_key", key, maxKeyLen, true); err != nil {
+		if err := checkKey(c, "idempotency_key", key); err != nil {
 			return engine.SignalWithStartRequest{}, nil, err
 		}
 	}

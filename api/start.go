@@ -85,7 +85,7 @@ func (s *Server) start(c *gin.Context) {
 	key := headerKey
 	if !hasHeader && body.IdempotencyKey != nil {
 		key = *body.IdempotencyKey
-		if err := checkText("idempotency_key", key, maxKeyLen, true); err != nil {
+		if err := checkKey(c, "idempotency_key", key); err != nil {
 			s.fail(c, err)
 			return
 		}
