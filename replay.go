@@ -88,6 +88,9 @@ type runState struct {
 
 	coros   []*coroutine // in creation order; coros[0] runs the workflow function
 	current *coroutine   // the one running, set by the driver before it resumes one
+
+	queries  map[string]queryHandler // registered by SetQueryHandler
+	querying bool                    // a query handler runs: commands and waits fail it
 }
 
 func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
@@ -223,6 +226,7 @@ func (s *runState) stop() {
 // yield hands control back to the driver until cond may hold; called on
 // the running coroutine only.
 func (s *runState) yield(cond func() bool) {
+	s.failIfQuery()
 	if s.exiting {
 		runtime.Goexit()
 	}
@@ -236,6 +240,7 @@ func (s *runState) yield(cond func() bool) {
 
 // await blocks the running coroutine until cond holds.
 func (s *runState) await(cond func() bool) {
+	s.failIfQuery()
 	for !cond() {
 		s.yield(cond)
 	}
@@ -317,6 +322,7 @@ func (s *runState) activityName(id string) string {
 // records it as new. It returns the recorded event when the command was
 // replayed.
 func (s *runState) issue(t EventType, id, name string, a args, payload func() any) (*Event, bool) {
+	s.failIfQuery()
 	if s.exiting {
 		runtime.Goexit()
 	}

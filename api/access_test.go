@@ -90,16 +90,18 @@ func wantStatus(a access, cred string) int {
 // documented is every route's access as the README's Security section
 // and docs/http-api.md give it.
 var documented = map[string]access{
-	"GET /healthz":                           open,
-	"GET /readyz":                            open,
-	"GET /api/harvest/openapi.json":          open,
-	"GET /metrics":                           needRead,
-	"GET /api/harvest/cluster/members":       needRead,
-	"GET /api/harvest/cluster/routing":       needRead,
-	"GET /api/harvest/workflows":             needRead,
-	"GET /api/harvest/workflows/:id":         needRead,
-	"GET /api/harvest/workflows/:id/result":  needRead,
-	"GET /api/harvest/workflows/:id/history": needRead,
+	"GET /healthz":                                 open,
+	"GET /readyz":                                  open,
+	"GET /api/harvest/openapi.json":                open,
+	"GET /metrics":                                 needRead,
+	"GET /api/harvest/cluster/members":             needRead,
+	"GET /api/harvest/cluster/routing":             needRead,
+	"GET /api/harvest/workflows":                   needRead,
+	"GET /api/harvest/workflows/:id":               needRead,
+	"GET /api/harvest/workflows/:id/result":        needRead,
+	"GET /api/harvest/workflows/:id/history":       needRead,
+	"GET /api/harvest/workflows/:id/query/:query":  needRead,
+	"POST /api/harvest/workflows/:id/query/:query": needRead,
 
 	"POST /api/harvest/workflows/:id/start":             needWrite,
 	"POST /api/harvest/workflows/:id/signal-with-start": needWrite,

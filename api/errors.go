@@ -31,6 +31,9 @@ const (
 	codeBodyTimeout     = "request_timeout"
 	codeUnavailable     = "unavailable"
 	codeInternal        = "internal"
+	codeUnknownQuery    = "unknown_query"
+	codeQueryCommand    = "query_command"
+	codeQueryTimeout    = "query_timeout"
 )
 
 // apiError is a client-facing failure: status, code, message and extra
@@ -102,6 +105,14 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 	case errors.As(err, &terminal):
 		return &apiError{status: http.StatusConflict, code: codeTerminal, msg: terminal.Error(),
 			extra: gin.H{"execution_id": terminal.ExecutionID, "state": terminal.State}}
+	case errors.Is(err, harvest.ErrUnknownQuery):
+		return &apiError{status: http.StatusNotFound, code: codeUnknownQuery, msg: err.Error()}
+	case errors.Is(err, harvest.ErrQueryCommand):
+		return badRequest(codeQueryCommand, err.Error())
+	case errors.Is(err, harvest.ErrQueryArgs):
+		return badRequest(codeInvalidArgument, err.Error())
+	case errors.Is(err, engine.ErrQueryTimeout):
+		return &apiError{status: http.StatusRequestTimeout, code: codeQueryTimeout, msg: err.Error()}
 	case errors.Is(err, engine.ErrInvalidArgument):
 		return badRequest(codeInvalidArgument, err.Error())
 	case errors.Is(err, engine.ErrUnknownWorkflow):

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -22,6 +23,7 @@ type Shard interface {
 	Describe(ctx context.Context, id uuid.UUID) (engine.Description, error)
 	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Outcome, error)
 	History(ctx context.Context, id uuid.UUID, q engine.HistoryQuery) (engine.HistoryPage, error)
+	Query(ctx context.Context, id uuid.UUID, name string, args json.RawMessage) (json.RawMessage, error)
 	LookupWorkflowID(ctx context.Context, name, workflowID string) (engine.SlotHolder, bool, error)
 	ClaimPlacement(ctx context.Context, req engine.ClaimRequest) (engine.ClaimResult, error)
 	List(ctx context.Context, q engine.ListQuery) (engine.ListPage, error)

@@ -53,6 +53,15 @@ var (
 	// ErrUnknownSignal: the run's workflow declares its signals and not
 	// this one (unknown_signal, HTTP 404); nothing was delivered.
 	ErrUnknownSignal = errors.New("unknown signal")
+	// ErrUnknownQuery: the workflow code registered no query handler
+	// under this name (unknown_query, HTTP 404).
+	ErrUnknownQuery = errors.New("unknown query")
+	// ErrQueryCommand: the query handler issued a workflow command
+	// (query_command, HTTP 400).
+	ErrQueryCommand = errors.New("query handler issued a command")
+	// ErrQueryTimeout: the query ran past the engine's bound
+	// (query_timeout, HTTP 408).
+	ErrQueryTimeout = errors.New("query timed out")
 	// ErrInvalidPayload: the signal payload does not decode into the type
 	// of the signal the workflow declares (invalid_payload, HTTP 422);
 	// nothing was delivered.
@@ -102,6 +111,11 @@ const (
 	// signal-with-start to a workflow that declares its signals.
 	CodeUnknownSignal  = "unknown_signal"
 	CodeInvalidPayload = "invalid_payload"
+	// CodeUnknownQuery, CodeQueryCommand and CodeQueryTimeout answer
+	// queries.
+	CodeUnknownQuery = "unknown_query"
+	CodeQueryCommand = "query_command"
+	CodeQueryTimeout = "query_timeout"
 )
 
 // codeClass maps known codes to their sentinel; a nil value is a known code
@@ -126,6 +140,9 @@ var codeClass = map[string]error{
 	CodeCallbackRefused:  ErrCallbackRefused,
 	CodeUnknownSignal:    ErrUnknownSignal,
 	CodeInvalidPayload:   ErrInvalidPayload,
+	CodeUnknownQuery:     ErrUnknownQuery,
+	CodeQueryCommand:     ErrQueryCommand,
+	CodeQueryTimeout:     ErrQueryTimeout,
 }
 
 // statusClass classifies answers without a known code.

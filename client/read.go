@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -218,4 +219,40 @@ func setNonEmpty(q url.Values, key, value string) {
 	if value != "" {
 		q.Set(key, value)
 	}
+}
+
+// Query asks the run's query handler name (registered by the workflow
+// code with harvest.SetQueryHandler) and decodes its result into out (nil:
+// discarded). args, encoded as JSON, are the handler's arguments (nil:
+// none). The run may be running or closed. Errors: ErrNotFound (no such
+// run), ErrUnknownQuery, ErrQueryCommand (the handler issued a workflow
+// command), ErrQueryTimeout. A query changes nothing: it is retried like
+// a read.
+func (c *Client) Query(ctx context.Context, executionID, name string, args any, out any) error {
+	if executionID == "" {
+		return errEmptyID
+	}
+	cl := call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/query/" + seg(name), idempotent: true}
+	if args != nil {
+		body, err := json.Marshal(struct {
+			Args any `json:"args"`
+		}{args})
+		if err != nil {
+			return fmt.Errorf("encode query args: %w", err)
+		}
+		cl.method, cl.body = http.MethodPost, body
+	}
+	var answer struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if _, err := c.do(ctx, cl, &answer); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(answer.Result, out); err != nil {
+		return fmt.Errorf("decode query result: %w", err)
+	}
+	return nil
 }

@@ -41,7 +41,7 @@ func setupServerWith(t testing.TB, config func(*engine.Engine) api.Config) *serv
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
-	require.NoError(t, reg.Register(approvalWF))
+	require.NoError(t, reg.Register(approvalWF, queryCounterWF))
 	pool := pgtest.NewPool(t)
 	e, err := engine.New(pool, reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
 		Logger: zerolog.Nop()})

@@ -35,6 +35,8 @@ const (
 	SweepBatchDefault = 1000
 	// WorkflowTaskTimeoutDefault bounds workflow code between two yields.
 	WorkflowTaskTimeoutDefault = 10 * time.Second
+	// QueryTimeoutDefault bounds a query: history load, replay, handler.
+	QueryTimeoutDefault = 10 * time.Second
 	// TaskRetryMaxDefault caps the backoff of a failing workflow task.
 	TaskRetryMaxDefault = time.Minute
 	// StartBatchMaxDefault is the most starts one group commit carries.
@@ -75,6 +77,9 @@ type Config struct {
 	SweepBatch int
 	// WorkflowTaskTimeout bounds workflow code between two yields.
 	WorkflowTaskTimeout time.Duration
+	// QueryTimeout bounds a query (history load, replay and handler); past
+	// it Query returns ErrQueryTimeout.
+	QueryTimeout time.Duration
 	// TaskRetryMax caps the retry backoff of a failing workflow task.
 	TaskRetryMax time.Duration
 	// StartBatchMax is the most starts one group commit transaction
@@ -123,6 +128,7 @@ func (c Config) withDefaults() Config {
 	c.SweepInterval = cmp.Or(c.SweepInterval, SweepIntervalDefault)
 	c.SweepBatch = cmp.Or(c.SweepBatch, SweepBatchDefault)
 	c.WorkflowTaskTimeout = cmp.Or(c.WorkflowTaskTimeout, WorkflowTaskTimeoutDefault)
+	c.QueryTimeout = cmp.Or(c.QueryTimeout, QueryTimeoutDefault)
 	c.TaskRetryMax = cmp.Or(c.TaskRetryMax, TaskRetryMaxDefault)
 	c.StartBatchMax = cmp.Or(c.StartBatchMax, StartBatchMaxDefault)
 	c.HistoryPageBytes = cmp.Or(c.HistoryPageBytes, HistoryPageBytesDefault)

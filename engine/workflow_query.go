@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/harvestd/harvest"
+)
+
+// ErrQueryTimeout is returned by Query when the query ran past
+// Config.QueryTimeout.
+var ErrQueryTimeout = errors.New("query timed out")
+
+// Query answers the query name of a run, running or closed: it reads the
+// whole history (no write, no lock) and replays it through the workflow
+// code (harvest.Registry.RunQuery), for at most Config.QueryTimeout.
+// Errors: ErrNotFound, harvest.ErrUnknownQuery, harvest.ErrQueryCommand,
+// harvest.ErrQueryArgs, ErrQueryTimeout, or the handler's own error.
+func (e *Engine) Query(ctx context.Context, id uuid.UUID, name string, args json.RawMessage) (json.RawMessage, error) {
+	qctx, cancel := context.WithTimeout(ctx, e.cfg.QueryTimeout)
+	defer cancel()
+	out, err := e.query(qctx, id, name, args)
+	if err != nil && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("query %q of %s: %w after %s", name, id, ErrQueryTimeout, e.cfg.QueryTimeout)
+	}
+	return out, err
+}
+
+func (e *Engine) query(ctx context.Context, id uuid.UUID, name string, args json.RawMessage) (json.RawMessage, error) {
+	x, err := e.GetExecution(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	history, err := loadHistory(ctx, e.pool, &execRow{ID: id}, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	return e.reg.RunQuery(ctx, harvest.WorkflowTask{
+		Info:    harvest.WorkflowInfo{ExecutionID: id.String(), WorkflowName: x.WorkflowName, WorkflowID: x.WorkflowID},
+		History: history,
+	}, name, args)
+}
