@@ -13,6 +13,9 @@ const (
 	OnboardingName = "onboarding"
 	OrderName      = "order"
 	ApprovedSignal = "approved"
+	// OrderStatusQuery answers where an order is: charging, awaiting
+	// approval, approved by <who>.
+	OrderStatusQuery = "status"
 	// NoopChainName runs N no-op activities one after another: the
 	// workflow harvestctl bench --activities N measures.
 	NoopChainName = "noop_chain"
@@ -120,6 +123,8 @@ func New(svc *Services) *Demo {
 // cancel does not reach) and ends CANCELLED; cancelled during the charge,
 // it ends CANCELLED at once.
 func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
+	status := "charging"
+	harvest.SetQueryHandler(ctx, OrderStatusQuery, func(struct{}) (string, error) { return status, nil })
 	// The charge runs to its end even when a cancel comes meanwhile (a
 	// disconnected context): abandoned, it could still go through and
 	// never be refunded. A cancel that came during it refunds it at once.
@@ -131,6 +136,7 @@ func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
 	if err := ctx.Err(); err != nil {
 		return OrderResult{}, d.refundIfCancelled(ctx, charge, err)
 	}
+	status = "awaiting approval"
 	timeout := msOr(in.ApprovalTimeoutMS, time.Hour)
 	approval, ok, err := Approved.ReceiveWithTimeout(ctx, timeout)
 	if err != nil {
@@ -139,6 +145,7 @@ func (d *Demo) order(ctx harvest.Context, in OrderInput) (OrderResult, error) {
 	if !ok {
 		return OrderResult{ChargeID: charge, Status: "approval_timeout"}, nil
 	}
+	status = "approved by " + approval.By
 	if err := harvest.Sleep(ctx, msOr(in.SleepMS, time.Second)); err != nil {
 		return OrderResult{}, d.refundIfCancelled(ctx, charge, err)
 	}

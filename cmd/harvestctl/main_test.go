@@ -182,6 +182,14 @@ func TestWorkflowLifecycle(t *testing.T) {
 		require.Contains(t, cell(t, table, "Output"), `"approver":"ann"`)
 	})
 
+	t.Run("Query", func(t *testing.T) {
+		table := b.ok(t, "workflow", "query", id, "status")
+		require.Equal(t, `"approved by ann"`, cell(t, table, "Result"))
+		r := b.ctl(t, "workflow", "query", id, "nope")
+		require.Equal(t, exitFailure, r.code)
+		require.Contains(t, r.stderr, "unknown_query")
+	})
+
 	t.Run("Describe", func(t *testing.T) {
 		d := b.okJSON(t, "workflow", "describe", id)
 		x := d["execution"].(map[string]any)

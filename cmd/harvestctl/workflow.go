@@ -22,7 +22,7 @@ func workflowCommand() *cli.Command {
 		Aliases: []string{"wf"},
 		Usage:   "start, signal, inspect and close workflow runs",
 		Subcommands: []*cli.Command{
-			startCommand(), signalCommand(), signalWithStartCommand(), describeCommand(), resultCommand(),
+			startCommand(), signalCommand(), signalWithStartCommand(), describeCommand(), queryCommand(), resultCommand(),
 			historyCommand(), listCommand(), cancelCommand(), terminateCommand(),
 		},
 	}
@@ -226,6 +226,38 @@ func describeAction(c *cli.Context) error {
 		return failed(err)
 	}
 	return s.emit(d.Raw, func(tw *tabwriter.Writer) { describeTable(tw, d) })
+}
+
+func queryCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "query",
+		Usage:     "ask a run a question its code answers (a query handler), without changing it",
+		ArgsUsage: "<execution-id> <query>",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "args-json", Usage: "the query's arguments as JSON (default: none)"},
+		},
+		Action: queryAction,
+	}
+}
+
+func queryAction(c *cli.Context) error {
+	s, err := begin(c, "execution-id", "query")
+	if err != nil {
+		return err
+	}
+	args, err := jsonFlag(c, "args-json")
+	if err != nil {
+		return err
+	}
+	var queryArgs any
+	if args != nil {
+		queryArgs = args
+	}
+	var result json.RawMessage
+	if err := s.api.Query(c.Context, s.args[0], s.args[1], queryArgs, &result); err != nil {
+		return failed(err)
+	}
+	return s.emit(result, func(tw *tabwriter.Writer) { kv(tw, "Result", string(result)) })
 }
 
 func resultCommand() *cli.Command {
