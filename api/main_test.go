@@ -22,6 +22,7 @@ import (
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/pgtest"
+	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -80,7 +81,7 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(b.svc).Register(reg))
-	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF, lingerWF, shout, pairWF, queryCounterWF))
+	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF, lingerWF, shout, pairWF, testworkflows.QueryCounter))
 	cfg := engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()}
 	if mutate != nil {
 		mutate(&cfg)

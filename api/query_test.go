@@ -1,32 +1,11 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/harvestd/harvest"
 )
-
-var pingSig = harvest.NewSignal[string]("ping")
-
-// queryCounterWF counts "ping" signals until "stop"; its queries read it.
-var queryCounterWF = harvest.NewWorkflow("query_counter", func(ctx harvest.Context, _ json.RawMessage) (int, error) {
-	n := 0
-	harvest.SetQueryHandler(ctx, "count", func(struct{}) (int, error) { return n, nil })
-	harvest.SetQueryHandler(ctx, "plus", func(k int) (int, error) { return n + k, nil })
-	harvest.SetQueryHandler(ctx, "sleepy", func(struct{}) (int, error) { return 0, harvest.Sleep(ctx, time.Second) })
-	for {
-		v, err := pingSig.Receive(ctx)
-		if err != nil || v == "stop" {
-			return n, err
-		}
-		n++
-	}
-})
 
 func TestQueryHTTP(t *testing.T) {
 	t.Parallel()

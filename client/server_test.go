@@ -19,6 +19,7 @@ import (
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/pgtest"
+	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -41,7 +42,7 @@ func setupServerWith(t testing.TB, config func(*engine.Engine) api.Config) *serv
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
-	require.NoError(t, reg.Register(approvalWF, queryCounterWF))
+	require.NoError(t, reg.Register(approvalWF, testworkflows.QueryCounter))
 	pool := pgtest.NewPool(t)
 	e, err := engine.New(pool, reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
 		Logger: zerolog.Nop()})

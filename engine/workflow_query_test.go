@@ -2,38 +2,19 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/testworkflows"
 )
-
-var pingSig = harvest.NewSignal[string]("ping")
-
-// queryCounterWF counts "ping" signals in a local variable until "stop";
-// its queries read it.
-var queryCounterWF = harvest.NewWorkflow("query_counter", func(ctx harvest.Context, _ json.RawMessage) (int, error) {
-	n := 0
-	harvest.SetQueryHandler(ctx, "count", func(struct{}) (int, error) { return n, nil })
-	harvest.SetQueryHandler(ctx, "plus", func(k int) (int, error) { return n + k, nil })
-	harvest.SetQueryHandler(ctx, "fails", func(struct{}) (int, error) { return 0, errors.New("handler says no") })
-	harvest.SetQueryHandler(ctx, "sleepy", func(struct{}) (int, error) { return 0, harvest.Sleep(ctx, time.Second) })
-	for {
-		v, err := pingSig.Receive(ctx)
-		if err != nil || v == "stop" {
-			return n, err
-		}
-		n++
-	}
-})
 
 func TestQuery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.reg.Register(queryCounterWF))
+	require.NoError(t, b.reg.Register(testworkflows.QueryCounter))
 	e := b.engine(t)
 	run := start(t, e, StartRequest{WorkflowName: "query_counter"})
 	id := run.ExecutionID
@@ -86,7 +67,7 @@ func TestQuery(t *testing.T) {
 func TestQueryTimeout(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.reg.Register(queryCounterWF))
+	require.NoError(t, b.reg.Register(testworkflows.QueryCounter))
 	e := b.engine(t, func(c *Config) { c.QueryTimeout = time.Nanosecond })
 	run := start(t, e, StartRequest{WorkflowName: "query_counter"})
 	_, err := e.Query(ctxT(t), run.ExecutionID, "count", nil)
