@@ -352,7 +352,7 @@ start_node() {
 	# Output goes to the log, stdin from /dev/null: nothing holds the caller's terminal or pipes.
 	# The DSNs go in the environment (HARVEST_SHARD is --shard), which only this user can read.
 	HARVEST_SHARD="0=$dsn/harvest_shard0?sslmode=disable,1=$dsn/harvest_shard1?sslmode=disable" \
-		"$BIN/harvestd" agent --node-id "n$i" --data-dir "$STATE/n$i" --log-format console \
+		"$BIN/harvestd" --node-id "n$i" --data-dir "$STATE/n$i" --log-format console \
 		--cluster-key-file "$KEYFILE" --initial-token-file "$TOKENFILE" \
 		--http-addr "127.0.0.1:${HTTP[k]}" \
 		--gossip-addr "127.0.0.1:${GOSSIP[k]}" --gossip-profile local --join "127.0.0.1:${GOSSIP[0]}" \

@@ -15,8 +15,8 @@
 //	}
 //
 // Then `payoutd dev` runs one node on a managed PostgreSQL and `payoutd
-// agent --join …` one node of a cluster, as harvestd does; see the
-// project's README for every flag.
+// --join …` (short for `payoutd agent --join …`) one node of a cluster,
+// as harvestd does; see the project's README for every flag.
 //
 // # Embedding
 //
@@ -90,6 +90,10 @@ func Run(ctx context.Context, args []string, reg *harvest.Registry, opts ...Opti
 		return errors.New("server: a registry is required")
 	}
 	a := &app{reg: reg, opts: newOptions(opts)}
+	args, err := impliedCommand(args, a.opts.name)
+	if err != nil {
+		return err
+	}
 	return a.cli().RunContext(ctx, args)
 }
 
@@ -105,6 +109,9 @@ func (a *app) cli() *cli.App {
 		Name:    a.opts.name,
 		Usage:   a.opts.usage,
 		Version: a.opts.version,
+		UsageText: a.opts.name + " dev [options]\n" +
+			a.opts.name + " --join HOST:PORT [agent options]   (short for: " + a.opts.name + " agent --join HOST:PORT …)\n" +
+			a.opts.name + " agent [options]",
 		// Main prints the error once, in one line where it can.
 		ExitErrHandler: func(*cli.Context, error) {},
 		// A --shard DSN may contain commas; parseShards splits lists itself.

@@ -93,6 +93,13 @@ func shardFlags(t *testing.T, ids ...uint16) []string {
 // and the same secrets, whose token the daemons send.
 func launchAgents(t *testing.T, n int, secrets clusterSecrets, extra func(i int) []string) []*daemon {
 	t.Helper()
+	return launchNodes(t, n, func(int) []string { return []string{"agent"} }, secrets, extra)
+}
+
+// launchNodes is launchAgents with the command words of node i+1 from
+// command(i): "agent", or none for the short form `harvestd --join …`.
+func launchNodes(t *testing.T, n int, command func(i int) []string, secrets clusterSecrets, extra func(i int) []string) []*daemon {
+	t.Helper()
 	seed := freeAddr(t)
 	nodes := make([]*daemon, n)
 	for i := range nodes {
@@ -101,8 +108,9 @@ func launchAgents(t *testing.T, n int, secrets clusterSecrets, extra func(i int)
 			gossip = freeAddr(t)
 		}
 		addr := freeAddr(t)
-		args := append([]string{"agent", "--node-id", fmt.Sprintf("n%d", i+1), "--data-dir", t.TempDir(),
-			"--http-addr", addr, "--gossip-addr", gossip, "--gossip-profile", "local", "--join", seed}, secrets.args()...)
+		args := append(command(i), "--node-id", fmt.Sprintf("n%d", i+1), "--data-dir", t.TempDir(),
+			"--http-addr", addr, "--gossip-addr", gossip, "--gossip-profile", "local", "--join", seed)
+		args = append(args, secrets.args()...)
 		nodes[i] = launch(t, addr, append(args, extra(i)...)...)
 		nodes[i].token = secrets.token
 	}
@@ -113,12 +121,20 @@ func launchAgents(t *testing.T, n int, secrets clusterSecrets, extra func(i int)
 // the raft shard catalog from their --shard lists (--bootstrap-expect 3),
 // and a fourth that joins without --shard and learns the shards from the
 // catalog. They run with tokens (the default) and one initial admin token.
+// The first three start with the short form `harvestd --join …` (no
+// command word), the fourth with `harvestd agent --join …`.
 func TestAgentRaftCluster(t *testing.T) {
 	t.Parallel()
 	shardArgs := shardFlags(t, 0, 1)
 	secrets := newClusterSecrets(t, true)
 	began := time.Now()
-	nodes := launchAgents(t, 4, secrets, func(i int) []string {
+	shortForm := func(i int) []string {
+		if i < 3 {
+			return nil
+		}
+		return []string{"agent"}
+	}
+	nodes := launchNodes(t, 4, shortForm, secrets, func(i int) []string {
 		args := []string{"--raft-addr", freeAddr(t), "--drain-check-interval", "1s"}
 		if i < 3 {
 			args = append(append(args, "--bootstrap-expect", "3"), shardArgs...)

@@ -67,14 +67,23 @@ func agentFlags(t *testing.T) map[string]bool {
 	return flags
 }
 
-// parseArgs reads `agent --flag=value --flag value ...` into flag values,
-// failing on flags harvestd does not have.
+// parseArgs reads `agent --flag=value --flag value ...`, or the short form
+// `--join=… --flag value ...` (no command word), into flag values, failing
+// on flags harvestd agent does not have.
 func parseArgs(t *testing.T, svc string, args []string, known map[string]bool) map[string][]string {
 	t.Helper()
 	require.NotEmpty(t, args, "%s: no command", svc)
-	require.Equal(t, "agent", args[0], "%s: the command runs harvestd agent", svc)
+	first := 0
+	if args[0] == "agent" {
+		first = 1
+	}
 	values := map[string][]string{}
-	for i := 1; i < len(args); i++ {
+	defer func() {
+		if first == 0 {
+			require.NotEmpty(t, values["join"], "%s: without the agent command word, --join selects the agent", svc)
+		}
+	}()
+	for i := first; i < len(args); i++ {
 		arg := args[i]
 		require.True(t, strings.HasPrefix(arg, "--"), "%s: argument %q is not a flag", svc, arg)
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
