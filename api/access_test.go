@@ -100,6 +100,7 @@ var documented = map[string]access{
 	"GET /api/harvest/workflows/:id":               needRead,
 	"GET /api/harvest/workflows/:id/result":        needRead,
 	"GET /api/harvest/workflows/:id/history":       needRead,
+	"GET /api/harvest/workflows/:id/events/stream": needRead,
 	"GET /api/harvest/workflows/:id/query/:query":  needRead,
 	"POST /api/harvest/workflows/:id/query/:query": needRead,
 

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// streamIdle is how long a forwarded stream may stay silent (the owner
+// sends a heartbeat every streamHeartbeat) before the owner is taken
+// for lost and the stream resumed elsewhere.
+const streamIdle = 2*streamHeartbeat + 5*time.Second
+
+// streamClient forwards event streams. Unlike the forwarding client it
+// has no overall timeout (a stream lasts as long as its run): only the
+// owner's answer headers are bounded, and silence by streamIdle.
+var streamClient = newStreamClient()
+
+func newStreamClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = 10 * time.Second
+	return &http.Client{Transport: t}
+}
+
+// ownerSource relays the owner's event stream frame by frame.
+type ownerSource struct {
+	body   io.ReadCloser
+	cancel context.CancelFunc
+	idle   *time.Timer
+}
+
+// dialOwner opens the owner's stream from after (its Last-Event-ID). An
+// answer other than a stream is returned as the owner's error.
+func (s *Server) dialOwner(c *gin.Context, t Target, after int64) (source, error) {
+	ctx, cancel := context.WithCancel(c.Request.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL+c.Request.URL.RequestURI(), nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if after >= 0 {
+		req.Header.Set(lastEventIDHeader, strconv.FormatInt(after, 10))
+	}
+	req.Header.Set(ShardHeader, strconv.Itoa(int(t.ShardID)))
+	s.signNode(req, identity(c))
+	res, err := streamClient.Do(req)
+	if err != nil {
+		cancel()
+		return nil, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg:   fmt.Sprintf("forward to the owner of shard %d (%s) failed", t.ShardID, t.Owner),
+			extra: gin.H{"owner": t.Owner, "shard_id": t.ShardID}}
+	}
+	if res.StatusCode != http.StatusOK {
+		defer cancel()
+		defer res.Body.Close()
+		return nil, ownerError(res)
+	}
+	return &ownerSource{body: res.Body, cancel: cancel, idle: time.AfterFunc(streamIdle, cancel)}, nil
+}
+
+// ownerError is the owner's JSON error answer, passed on unchanged.
+func ownerError(res *http.Response) *apiError {
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	var body map[string]any
+	if json.Unmarshal(raw, &body) != nil {
+		return &apiError{status: http.StatusBadGateway, code: codeUnavailable, msg: fmt.Sprintf("the owner answered HTTP %d", res.StatusCode)}
+	}
+	e := &apiError{status: res.StatusCode, extra: gin.H{}}
+	e.code, _ = body["code"].(string)
+	e.msg, _ = body["error"].(string)
+	for k, v := range body {
+		if k != "code" && k != "error" {
+			e.extra[k] = v
+		}
+	}
+	return e
+}
+
+// run copies frames until the owner's "closed" event (true), its "error"
+// event or a broken or silent connection.
+func (o *ownerSource) run(_ context.Context, w *sseWriter) (bool, error) {
+	defer o.cancel()
+	defer o.body.Close()
+	defer o.idle.Stop()
+	rd := bufio.NewReader(o.body)
+	for {
+		f, err := readFrame(rd)
+		if err != nil {
+			return false, err
+		}
+		o.idle.Reset(streamIdle)
+		if f.event == sseError {
+			return false, errors.New("the owner lost the run's shard")
+		}
+		w.frame(f.raw, f.id)
+		w.flush()
+		if f.event == sseClosed {
+			return true, nil
+		}
+	}
+}
+
+// sseFrame is one event (or comment) of a stream, as read.
+type sseFrame struct {
+	raw       []byte
+	event, id string
+}
+
+// readFrame reads lines up to a blank line.
+func readFrame(rd *bufio.Reader) (sseFrame, error) {
+	var f sseFrame
+	var buf bytes.Buffer
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return f, err
+		}
+		buf.WriteString(line)
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			f.raw = buf.Bytes()
+			return f, nil
+		}
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			f.event = v
+		} else if v, ok := strings.CutPrefix(line, "id: "); ok {
+			f.id = v
+		}
+	}
+}
