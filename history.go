@@ -36,6 +36,10 @@ const (
 	// EventActivityCancelRequested is an activity the code cancelled; its
 	// future failed at once, its later result is ignored.
 	EventActivityCancelRequested EventType = "ActivityCancelRequested"
+	// EventWorkflowContinuedAsNew closes a run that continued as new
+	// (ContinueAsNew): its successor, a new run of the same workflow id,
+	// was created in the same transaction.
+	EventWorkflowContinuedAsNew EventType = "WorkflowContinuedAsNew"
 )
 
 // IsCommand reports whether events of this type are produced by workflow
@@ -43,7 +47,7 @@ const (
 func (t EventType) IsCommand() bool {
 	switch t {
 	case EventActivityScheduled, EventTimerStarted, EventMarkerRecorded,
-		EventWorkflowCompleted, EventWorkflowFailed,
+		EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowContinuedAsNew,
 		EventTimerCanceled, EventActivityCancelRequested:
 		return true
 	}
@@ -53,7 +57,8 @@ func (t EventType) IsCommand() bool {
 // IsTerminal reports whether the event closes the run.
 func (t EventType) IsTerminal() bool {
 	switch t {
-	case EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowCancelled, EventWorkflowTerminated, EventWorkflowTimedOut:
+	case EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowCancelled, EventWorkflowTerminated, EventWorkflowTimedOut,
+		EventWorkflowContinuedAsNew:
 		return true
 	}
 	return false
@@ -86,6 +91,10 @@ type WorkflowStartedData struct {
 	Input          json.RawMessage `json:"input"`
 	Queue          string          `json:"queue,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	// ContinuedFrom is the run this one continues (continue-as-new), and
+	// ChainID the first run of their chain; both empty on a first run.
+	ContinuedFrom string `json:"continued_from,omitempty"`
+	ChainID       string `json:"chain_id,omitempty"`
 }
 
 // WorkflowCompletedData is the payload of WorkflowCompleted.
@@ -96,6 +105,22 @@ type WorkflowCompletedData struct {
 // WorkflowFailedData is the payload of WorkflowFailed.
 type WorkflowFailedData struct {
 	Error ErrorInfo `json:"error"`
+}
+
+// WorkflowContinuedAsNewData is the payload of WorkflowContinuedAsNew.
+type WorkflowContinuedAsNewData struct {
+	// Input is the new run's input.
+	Input json.RawMessage `json:"input"`
+	// NewExecutionID is the new run, filled in by the engine when it
+	// appends the event.
+	NewExecutionID string `json:"new_execution_id,omitempty"`
+	// CarriedSignals are the signals the run received but its code did
+	// not consume, in arrival order, with their keys: the new run receives
+	// them first.
+	CarriedSignals []SignalReceivedData `json:"carried_signals,omitempty"`
+	// CancelRequested carries a cancel request the run had received: the
+	// new run receives it too.
+	CancelRequested *WorkflowCancelRequestedData `json:"cancel_requested,omitempty"`
 }
 
 // WorkflowClosedData is the payload of WorkflowCancelled and WorkflowTerminated.

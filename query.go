@@ -89,7 +89,7 @@ func (r *Registry) RunQuery(ctx context.Context, task WorkflowTask, name string,
 	if err := json.Unmarshal(task.History[0].Data, &started); err != nil {
 		return nil, fmt.Errorf("run query: decode WorkflowStarted: %w", err)
 	}
-	s := newRunState(task, zerolog.Nop())
+	s := newRunState(task, started, zerolog.Nop())
 	s.start(def, started.Input)
 	defer s.stop()
 	if err := s.drive(ctx, task.History[1:]); err != nil {

@@ -195,7 +195,7 @@ func (w *Workflow[In, Out]) run(ctx Context, raw json.RawMessage) (json.RawMessa
 	}
 	out, err := w.fn(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, checkContinueAsNew[In](w.name, err)
 	}
 	return encodeOutput("workflow", w.name, out)
 }

@@ -1,6 +1,7 @@
 package harvest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,7 +53,7 @@ func (r *Registry) RunWorkflowTask(ctx context.Context, task WorkflowTask, logge
 	if err := json.Unmarshal(task.History[0].Data, &started); err != nil {
 		return TaskResult{}, fmt.Errorf("run workflow task: decode WorkflowStarted: %w", err)
 	}
-	s := newRunState(task, logger)
+	s := newRunState(task, started, logger)
 	s.start(def, started.Input)
 	defer s.stop()
 	if err := s.drive(ctx, task.History[1:]); err != nil {
@@ -79,6 +80,10 @@ type runState struct {
 	signals    map[string][]arrival
 	order      int64 // last delivery sequence number handed out (tick)
 	cancel     cancelState
+	// length is the history length up to the code's current point
+	// (WorkflowInfo.HistoryLength); rest are the events not delivered yet.
+	length int
+	rest   []Event
 
 	ndErr    error
 	panicErr *PanicError
@@ -93,7 +98,7 @@ type runState struct {
 	querying bool                    // a query handler runs: commands and waits fail it
 }
 
-func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
+func newRunState(task WorkflowTask, started WorkflowStartedData, logger zerolog.Logger) *runState {
 	s := &runState{
 		info:       task.Info,
 		now:        task.History[0].Timestamp,
@@ -101,10 +106,12 @@ func newRunState(task WorkflowTask, logger zerolog.Logger) *runState {
 		activities: map[string]*future{},
 		timers:     map[string]*future{},
 		signals:    map[string][]arrival{},
+		length:     1,
 	}
 	if s.info.StartedAt.IsZero() {
 		s.info.StartedAt = s.now
 	}
+	s.info.ChainID, s.info.ContinuedFrom = cmp.Or(started.ChainID, s.info.ExecutionID), started.ContinuedFrom
 	for _, ev := range task.History {
 		if ev.Type.IsCommand() {
 			s.recorded = append(s.recorded, ev)
@@ -133,6 +140,10 @@ func (s *runState) runUser(def workflowDef, input json.RawMessage) (out json.Raw
 }
 
 func (s *runState) complete(out json.RawMessage, err error) {
+	if can, ok := asContinueAsNew(err); ok {
+		s.continueAsNew(can)
+		return
+	}
 	if errors.Is(err, ErrCanceled) {
 		s.issue(EventWorkflowCancelled, "", "", args{}, func() any {
 			return WorkflowClosedData{Reason: s.cancel.reason}
@@ -152,19 +163,22 @@ func (s *runState) complete(out json.RawMessage, err error) {
 
 // drive runs the coroutine to its first block, then delivers events.
 func (s *runState) drive(ctx context.Context, events []Event) error {
+	s.rest = events
 	if err := s.step(ctx); err != nil {
 		return err
 	}
-	for _, ev := range events {
+	for i, ev := range events {
 		if s.finished() || ev.Type.IsTerminal() {
 			break
 		}
+		s.rest = events[i+1:]
 		if ev.Type.IsCommand() {
 			continue
 		}
 		if ev.Timestamp.After(s.now) {
 			s.now = ev.Timestamp
 		}
+		s.length = int(ev.EventID) + 1
 		if err := s.deliver(ev); err != nil {
 			s.ndErr = err
 			break
@@ -260,6 +274,7 @@ func (s *runState) deliver(ev Event) error {
 		TimerID     string          `json:"timer_id"`
 		SignalName  string          `json:"signal_name"`
 		Payload     json.RawMessage `json:"payload"`
+		Key         string          `json:"idempotency_key"`
 		Output      json.RawMessage `json:"output"`
 		Error       ErrorInfo       `json:"error"`
 		TimeoutType string          `json:"timeout_type"`
@@ -292,7 +307,7 @@ func (s *runState) deliver(ev Event) error {
 		f.resolve(nil, nil)
 		f.seq = s.tick()
 	case EventSignalReceived:
-		s.signals[d.SignalName] = append(s.signals[d.SignalName], arrival{seq: s.tick(), payload: d.Payload})
+		s.signals[d.SignalName] = append(s.signals[d.SignalName], arrival{seq: s.tick(), name: d.SignalName, payload: d.Payload, key: d.Key})
 	case EventWorkflowCancelRequested:
 		s.requestCancel(d.Reason)
 	}
@@ -463,7 +478,11 @@ type wfContext struct {
 
 var nopLogger = zerolog.Nop()
 
-func (c wfContext) Info() WorkflowInfo { return c.s.info }
+func (c wfContext) Info() WorkflowInfo {
+	info := c.s.info
+	info.HistoryLength = c.s.length
+	return info
+}
 func (c wfContext) Now() time.Time     { return c.s.now }
 func (c wfContext) IsReplaying() bool  { return c.s.cursor < len(c.s.recorded) }
 func (c wfContext) state() *runState   { return c.s }

@@ -40,7 +40,9 @@ type coroutine struct {
 // arrival is a delivered signal not yet received.
 type arrival struct {
 	seq     int64
+	name    string
 	payload json.RawMessage
+	key     string // its idempotency key, carried over by a continue-as-new
 }
 
 func never() bool { return false }

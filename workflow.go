@@ -13,6 +13,15 @@ type WorkflowInfo struct {
 	WorkflowName string
 	WorkflowID   string
 	StartedAt    time.Time
+	// ChainID is the first run of the run's continue-as-new chain (the
+	// run itself when it continues no other), ContinuedFrom the run it
+	// continues ("" for a first run).
+	ChainID       string
+	ContinuedFrom string
+	// HistoryLength is the number of history events up to the code's
+	// current point: the last event delivered to it and those before.
+	// It is the same on every replay. See ShouldContinueAsNew.
+	HistoryLength int
 }
 
 // Context is what workflow code receives. Only the SDK's replayer

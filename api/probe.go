@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine"
 )
@@ -43,6 +44,10 @@ type probeClaim struct {
 	WorkflowName string `json:"workflow_name"`
 	WorkflowID   string `json:"workflow_id"`
 	State        string `json:"state"`
+	// LatestExecutionID and LatestState: the chain's current run, when
+	// the claim's run continued as new.
+	LatestExecutionID string `json:"latest_execution_id,omitempty"`
+	LatestState       string `json:"latest_state,omitempty"`
 }
 
 type movedTo struct {
@@ -146,6 +151,7 @@ func (s *Server) checkEarlier(c *gin.Context, name, workflowID, key string, p Pl
 		if key != "" && r.Claim != nil {
 			fresh, dedup := false, true
 			c.JSON(http.StatusOK, &startAnswer{Deduplicated: &dedup, ExecutionID: r.Claim.ExecutionID,
+				LatestExecutionID: r.Claim.LatestExecutionID, LatestState: r.Claim.LatestState,
 				StartedFresh: &fresh, State: r.Claim.State, WorkflowID: r.Claim.WorkflowID, WorkflowName: name})
 			return true
 		}
@@ -278,7 +284,18 @@ func claimLocal(ctx context.Context, sh Shard, shard uint16, req engine.ClaimReq
 }
 
 func claimOf(res engine.StartResult) *probeClaim {
-	return &probeClaim{ExecutionID: res.ExecutionID.String(), WorkflowName: res.WorkflowName, WorkflowID: res.WorkflowID, State: res.State}
+	c := &probeClaim{ExecutionID: res.ExecutionID.String(), WorkflowName: res.WorkflowName, WorkflowID: res.WorkflowID, State: res.State}
+	c.LatestExecutionID, c.LatestState = latestOf(res)
+	return c
+}
+
+// latestOf is a replay's chain's current run and its state ("" unless
+// the run continued as new).
+func latestOf(res engine.StartResult) (id, state string) {
+	if res.LatestExecutionID == uuid.Nil {
+		return "", ""
+	}
+	return res.LatestExecutionID.String(), res.LatestState
 }
 
 // internalClaimBody is the body of POST /internal/shards/{shard}/claim.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine"
 )
@@ -52,7 +51,7 @@ func (s *Server) result(c *gin.Context) {
 		c.Status(http.StatusNoContent)
 		return
 	}
-	c.JSON(http.StatusOK, resultBody(id, x))
+	c.JSON(http.StatusOK, resultBody(x))
 }
 
 // resultAnswer is a closed run's result, as GET /workflows/{id}/result
@@ -66,8 +65,10 @@ type resultAnswer struct {
 	State       string          `json:"state"`
 }
 
-func resultBody(id uuid.UUID, x engine.Outcome) *resultAnswer {
-	return &resultAnswer{CompletedAt: x.CompletedAt, Error: x.Error, ExecutionID: id.String(), Output: x.Output,
+// resultBody is the answer of outcome x: its execution_id is the run that
+// closed, the last of its continue-as-new chain.
+func resultBody(x engine.Outcome) *resultAnswer {
+	return &resultAnswer{CompletedAt: x.CompletedAt, Error: x.Error, ExecutionID: x.ExecutionID.String(), Output: x.Output,
 		State: x.State}
 }
 

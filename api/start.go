@@ -231,7 +231,7 @@ func (s *Server) answerStart(c *gin.Context, shard Shard, status int, res engine
 		case err != nil:
 			s.log.Debug().Err(err).Str("execution_id", res.ExecutionID.String()).Msg("start wait failed")
 		case engine.IsTerminal(x.State):
-			out.Result = resultBody(res.ExecutionID, x)
+			out.Result = resultBody(x)
 		}
 	}
 	c.JSON(status, out)
@@ -316,9 +316,13 @@ const maxDurationSeconds = float64(math.MaxInt64 / int64(time.Second))
 // startAnswer is the body of a start's answer. Its fields are in the
 // order of their names, as a map would encode them.
 type startAnswer struct {
-	Deduplicated *bool         `json:"deduplicated,omitempty"`
-	ExecutionID  string        `json:"execution_id"`
-	Result       *resultAnswer `json:"result,omitempty"`
+	Deduplicated *bool  `json:"deduplicated,omitempty"`
+	ExecutionID  string `json:"execution_id"`
+	// LatestExecutionID and LatestState are set in a replay whose run
+	// continued as new: the current run of its chain.
+	LatestExecutionID string        `json:"latest_execution_id,omitempty"`
+	LatestState       string        `json:"latest_state,omitempty"`
+	Result            *resultAnswer `json:"result,omitempty"`
 	StartedFresh *bool         `json:"started_fresh,omitempty"`
 	State        string        `json:"state"`
 	WorkflowID   string        `json:"workflow_id"`
@@ -328,6 +332,7 @@ type startAnswer struct {
 func startResponse(res engine.StartResult, keyed, conflictSent bool) *startAnswer {
 	out := &startAnswer{ExecutionID: res.ExecutionID.String(), WorkflowName: res.WorkflowName,
 		WorkflowID: res.WorkflowID, State: res.State}
+	out.LatestExecutionID, out.LatestState = latestOf(res)
 	if keyed || conflictSent {
 		out.StartedFresh = &res.StartedFresh
 	}

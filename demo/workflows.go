@@ -86,6 +86,9 @@ type Demo struct {
 	// ApprovalRaceInput.AutoApproveMS.
 	AutoApprove  *harvest.Activity[int64, string]
 	ApprovalRace *harvest.Workflow[ApprovalRaceInput, ApprovalRaceResult]
+	// Counter sums "add" signals and continues as new every few of them
+	// (counter.go).
+	Counter *harvest.Workflow[CounterInput, CounterResult]
 }
 
 // New binds the demo definitions to svc.
@@ -115,6 +118,7 @@ func New(svc *Services) *Demo {
 			`"properties":{"activities":{"type":"integer","minimum":0,"maximum":%d}}}`, NoopChainMax))
 	d.AutoApprove = harvest.NewActivity("auto_approve", autoApprove, harvest.ActivityOptions{StartToClose: 48 * time.Hour}) // outlasts the default 24 h race
 	d.ApprovalRace = harvest.NewWorkflow(ApprovalRaceName, d.approvalRace)
+	d.Counter = harvest.NewWorkflow(CounterName, d.counter).WithInputSchema(counterSchema).WithSignals(Add)
 	return d
 }
 
@@ -178,7 +182,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
 	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
-		d.AutoApprove, d.ApprovalRace}
+		d.AutoApprove, d.ApprovalRace, d.Counter}
 }
 
 // Register adds the demo definitions to reg.

@@ -36,15 +36,30 @@ type execRow struct {
 	State        string
 	NextEventID  int64
 	CreatedAt    time.Time
+	// ChainID is the first run of the run's continue-as-new chain (its
+	// own id on a first run); ContinuedTo its successor, once it
+	// continued as new (chain.go).
+	ChainID     uuid.UUID
+	ContinuedTo *uuid.UUID
+}
+
+// execRowColumns are the columns an execRow is scanned from, after
+// execution_id where a query selects it.
+const execRowColumns = `workflow_name, workflow_id, state, next_event_id, created_at,
+		       coalesce(chain_id, execution_id), continued_to`
+
+// scanTargets are the scan destinations of execRowColumns.
+func (r *execRow) scanTargets() []any {
+	return []any{&r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt, &r.ChainID, &r.ContinuedTo}
 }
 
 // lockExecution takes the execution's row lock (ErrNotFound if absent).
 func lockExecution(ctx context.Context, tx *fencedTx, id uuid.UUID) (*execRow, error) {
 	r := &execRow{ID: id}
 	err := tx.QueryRow(ctx, `
-		SELECT workflow_name, workflow_id, state, next_event_id, created_at
+		SELECT `+execRowColumns+`
 		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
-		Scan(&r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt)
+		Scan(r.scanTargets()...)
 	if err != nil {
 		return nil, fmt.Errorf("lock execution %s: %w", id, translate(err))
 	}
@@ -55,11 +70,11 @@ func lockExecution(ctx context.Context, tx *fencedTx, id uuid.UUID) (*execRow, e
 // execution does not exist.
 func queueLockExecution(b *pgx.Batch, id uuid.UUID, ex **execRow) {
 	b.Queue(`
-		SELECT workflow_name, workflow_id, state, next_event_id, created_at
+		SELECT `+execRowColumns+`
 		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
 		QueryRow(func(row pgx.Row) error {
 			r := &execRow{ID: id}
-			err := row.Scan(&r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt)
+			err := row.Scan(r.scanTargets()...)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -79,12 +94,12 @@ func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execR
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	ids = slices.Compact(ids)
 	b.Queue(`
-		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at
+		SELECT execution_id, `+execRowColumns+`
 		  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, ids).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				r := &execRow{}
-				if err := rows.Scan(&r.ID, &r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt); err != nil {
+				if err := rows.Scan(append([]any{&r.ID}, r.scanTargets()...)...); err != nil {
 					return err
 				}
 				exs[r.ID] = r

@@ -25,18 +25,21 @@ type CloseResult struct {
 // and a workflow task made due, in one transaction. The run stays RUNNING
 // until its code returns (see harvest.CanceledError): CANCELLED when it
 // returns the cancellation. A repeat finds the recorded request and
-// writes nothing (Newly=false). A closed run is a *TerminalError.
+// writes nothing (Newly=false). A closed run is a *TerminalError. A run
+// that continued as new passes the request on to its chain's current run
+// (CloseResult.ExecutionID).
 func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason, State: StateRunning, CancelRequested: true}
 	err := e.withTx(ctx, func(tx *fencedTx) error {
-		ex, err := lockExecution(ctx, tx, id)
+		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
+		res.ExecutionID = ex.ID
 		if IsTerminal(ex.State) {
-			return &TerminalError{ExecutionID: id.String(), State: ex.State}
+			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
-		requested, err := hasCancelRequest(ctx, tx, id)
+		requested, err := hasCancelRequest(ctx, tx, ex.ID)
 		if err != nil || requested {
 			return err
 		}
@@ -70,7 +73,8 @@ func hasCancelRequest(ctx context.Context, tx *fencedTx, id uuid.UUID) (bool, er
 }
 
 // Terminate force-closes a run as TERMINATED and releases its workflow id.
-// Terminating a closed run is a no-op (Newly=false).
+// Terminating a closed run is a no-op (Newly=false); terminating a run
+// that continued as new terminates its chain's current run.
 func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
 	return e.close(ctx, id, StateTerminated, reason)
 }
@@ -78,10 +82,11 @@ func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (Cl
 func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason}
 	err := e.withTx(ctx, func(tx *fencedTx) error {
-		ex, err := lockExecution(ctx, tx, id)
+		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
+		res.ExecutionID = ex.ID
 		if IsTerminal(ex.State) {
 			res.State = ex.State
 			return nil
@@ -93,7 +98,7 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) 
 		return CloseResult{}, err
 	}
 	if res.Newly {
-		e.closed.fire(id)
+		e.closed.fire(res.ExecutionID)
 		e.nudge(e.cbWake) // its callbacks, if any, are due
 	}
 	return res, nil

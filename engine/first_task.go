@@ -27,7 +27,9 @@ import (
 // Workflow code runs inside the batch's transaction and on the shard's one
 // start batcher, so a batch gives its first tasks firstTaskBudget in all:
 // a task cut short by it, and every task after it, is left to the workflow
-// loop (with its full WorkflowTaskTimeout) as if never tried.
+// loop (with its full WorkflowTaskTimeout) as if never tried. So is a task
+// that continues as new at once: its hand-over (chain.go) writes a second
+// run, which the batch's run columns have no room for.
 
 // firstTaskBudget bounds the workflow code one start batch runs.
 const firstTaskBudget = 250 * time.Millisecond
@@ -66,7 +68,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 			continue
 		}
 		ex := &execRow{ID: id, WorkflowName: runs.names[i], WorkflowID: runs.wids[i], State: StateRunning,
-			NextEventID: 1, CreatedAt: dbNow}
+			NextEventID: 1, CreatedAt: dbNow, ChainID: id}
 		var (
 			res    harvest.TaskResult
 			runErr error
@@ -86,6 +88,9 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 		case runErr != nil:
 			e.queueFailWorkflowTask(f.fails, ex, 0, runErr)
 			f.left++
+			continue
+		case continuesAsNew(res):
+			f.left++ // the hand-over inserts a run of its own: the workflow loop runs it
 			continue
 		}
 		if err := queueCommands(f.w, ex, res, runs.at[i]); err != nil {

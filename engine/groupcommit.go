@@ -511,8 +511,10 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 						id         uuid.UUID
 						wfID, stat *string
 						leftS      float64
+						latest     *uuid.UUID
+						latestStat *string
 					)
-					if err := rows.Scan(&n, &id, &wfID, &stat, &leftS); err != nil {
+					if err := rows.Scan(&n, &id, &wfID, &stat, &leftS, &latest, &latestStat); err != nil {
 						return err
 					}
 					k := nameKey{look.names[n-1], look.keys[n-1]}
@@ -520,6 +522,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 					found[i] = true
 					p.res[i] = StartResult{ExecutionID: id, WorkflowName: k.name, WorkflowID: deref(wfID),
 						State: deref(stat), Deduplicated: true}
+					p.res[i].setLatest(latest, latestStat)
 					p.left[i] = secondsLeft(leftS)
 				}
 				if err := rows.Err(); err != nil {

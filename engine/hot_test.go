@@ -50,7 +50,7 @@ func TestWhichExecutionUpdatesAreHOT(t *testing.T) {
 		_, hot0 := counts(t, tx)
 		_, err = tx.Exec(ctx, updateExecutions,
 			[]uuid.UUID{id}, []int64{5}, []bool{true}, []bool{false}, []bool{false},
-			[]bool{false}, []bool{false}, []*string{nil}, []*string{nil}, []*string{nil})
+			[]bool{false}, []bool{false}, []*string{nil}, []*string{nil}, []*string{nil}, []uuid.UUID{uuid.Nil})
 		require.NoError(t, err)
 		_, hot := counts(t, tx)
 		require.EqualValues(t, 1, hot-hot0, "no room left on the run's page for its new version")
@@ -86,7 +86,7 @@ func TestWhichExecutionUpdatesAreHOT(t *testing.T) {
 			updated0, hot0 := counts(t, tx)
 			tag, err := tx.Exec(ctx, updateExecutions,
 				[]uuid.UUID{id}, []int64{5}, []bool{c.appended}, []bool{c.wake}, []bool{c.clear},
-				[]bool{c.closes}, []bool{false}, []*string{c.state}, []*string{c.output}, []*string{nil})
+				[]bool{c.closes}, []bool{false}, []*string{c.state}, []*string{c.output}, []*string{nil}, []uuid.UUID{uuid.Nil})
 			require.NoError(t, err)
 			require.EqualValues(t, 1, tag.RowsAffected())
 

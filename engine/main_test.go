@@ -183,7 +183,8 @@ func waitClosed(t *testing.T, e *Engine, id uuid.UUID) Execution {
 	x, err := e.GetExecution(ctxT(t), id)
 	require.NoError(t, err)
 	// A handed-over outcome (closeWatch) is exactly what a read returns.
-	require.Equal(t, Outcome{State: x.State, Output: x.Output, Error: x.Error, CompletedAt: x.CompletedAt}, o)
+	require.Equal(t, Outcome{ExecutionID: x.ExecutionID, State: x.State, Output: x.Output, Error: x.Error,
+		CompletedAt: x.CompletedAt, ContinuedTo: x.ContinuedTo}, o)
 	return x
 }
 

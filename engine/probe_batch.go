@@ -29,18 +29,21 @@ const (
 
 // lookupClaimsSQL finds the live claims of many keys: for the i-th
 // (name, key) of $1 and $2 with a claim younger than $3 milliseconds, a
-// row (i, execution id, workflow id, state, seconds the claim has left). One index lookup per key,
+// row (i, execution id, workflow id, state, seconds the claim has left,
+// and the chain's current run and its state when the run continued as
+// new). One index lookup per key,
 // whatever the table's size: the LIMIT keeps the planner from turning the
 // lateral lookups into a hash join over the whole claims table (a generic
 // plan assumes ten keys).
 const lookupClaimsSQL = `
-	SELECT r.i, c.execution_id, c.workflow_id, c.state, c.left_s
+	SELECT r.i, c.execution_id, c.workflow_id, c.state, c.left_s, c.latest_id, c.latest_state
 	  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(n, k, i)
 	 CROSS JOIN LATERAL (
 	       SELECT c.execution_id, e.workflow_id, e.state,
-	              extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8 AS left_s
+	              extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8 AS left_s,
+	              l.execution_id AS latest_id, l.state AS latest_state
 	         FROM harvest_start_idempotency c
-	         LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
+	         LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id` + chainLatestJoin + `
 	        WHERE c.workflow_name = r.n AND c.idempotency_key = r.k
 	          AND c.created_at >= now() - $3 * interval '1 millisecond'
 	        LIMIT 1) c`
@@ -133,11 +136,14 @@ func (e *Engine) probeGroup(ctx context.Context, calls []*probeCall) (map[int]li
 		id          uuid.UUID
 		wfID, state *string
 		leftS       float64
+		latest      *uuid.UUID
+		latestState *string
 	)
-	_, err = pgx.ForEachRow(rows, []any{&i, &id, &wfID, &state, &leftS}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&i, &id, &wfID, &state, &leftS, &latest, &latestState}, func() error {
 		c := calls[i-1]
-		found[int(i-1)] = liveClaim{left: secondsLeft(leftS), res: StartResult{ExecutionID: id, WorkflowName: c.name,
-			WorkflowID: deref(wfID), State: deref(state), Deduplicated: true}}
+		res := StartResult{ExecutionID: id, WorkflowName: c.name, WorkflowID: deref(wfID), State: deref(state), Deduplicated: true}
+		res.setLatest(latest, latestState)
+		found[int(i-1)] = liveClaim{left: secondsLeft(leftS), res: res}
 		return nil
 	})
 	return found, err

@@ -55,6 +55,12 @@ type Execution struct {
 	// (workflow time), if it has such a timeout.
 	ExecutionDeadline *time.Time `json:"execution_deadline,omitempty"`
 	RunDeadline       *time.Time `json:"run_deadline,omitempty"`
+	// ChainID is the first run of the run's continue-as-new chain (the
+	// run itself when it continues none); ContinuedFrom the run it
+	// continues and ContinuedTo its successor, when there are.
+	ChainID       uuid.UUID  `json:"chain_id"`
+	ContinuedFrom *uuid.UUID `json:"continued_from,omitempty"`
+	ContinuedTo   *uuid.UUID `json:"continued_to,omitempty"`
 }
 
 // PendingActivity is an activity task not yet finished.
@@ -95,13 +101,14 @@ type Description struct {
 const executionColumns = `execution_id, workflow_name, workflow_id, state, queue, input, output, error, memo,
 	coalesce(idempotency_key, ''), coalesce(last_error, ''), wf_task_attempt, next_event_id, created_at, updated_at, completed_at,
 	(SELECT fire_at FROM harvest_timers t WHERE t.execution_id = harvest_executions.execution_id AND t.timer_id = '$timeout:execution'),
-	(SELECT fire_at FROM harvest_timers t WHERE t.execution_id = harvest_executions.execution_id AND t.timer_id = '$timeout:run')`
+	(SELECT fire_at FROM harvest_timers t WHERE t.execution_id = harvest_executions.execution_id AND t.timer_id = '$timeout:run'),
+	coalesce(chain_id, execution_id), continued_from, continued_to`
 
 func scanExecution(row pgx.Row) (Execution, error) {
 	var x Execution
 	err := row.Scan(&x.ExecutionID, &x.WorkflowName, &x.WorkflowID, &x.State, &x.Queue, &x.Input, &x.Output, &x.Error,
 		&x.Memo, &x.IdempotencyKey, &x.LastError, &x.TaskAttempt, &x.EventCount, &x.CreatedAt, &x.UpdatedAt, &x.CompletedAt,
-		&x.ExecutionDeadline, &x.RunDeadline)
+		&x.ExecutionDeadline, &x.RunDeadline, &x.ChainID, &x.ContinuedFrom, &x.ContinuedTo)
 	return x, err
 }
 
@@ -180,12 +187,17 @@ func (e *Engine) pendingTimers(ctx context.Context, id uuid.UUID) ([]PendingTime
 // Outcome is what a result poll answers: how a run ended, or that it has
 // not yet (a state that is not terminal, everything else empty).
 type Outcome struct {
+	// ExecutionID is the run the outcome is of: the asked one, or the
+	// last run of its continue-as-new chain that Result followed to.
+	ExecutionID uuid.UUID
 	State       string
 	Output      json.RawMessage
 	Error       json.RawMessage
 	CompletedAt *time.Time
 	// LastError is the last workflow task failure of a run still open.
 	LastError string
+	// ContinuedTo is the successor of a run that continued as new.
+	ContinuedTo *uuid.UUID
 }
 
 // Result waits up to wait for the run to close and returns its outcome,
@@ -193,8 +205,23 @@ type Outcome struct {
 // commits while Result waits hands its outcome over (see closeWatch), and
 // a run this engine created and has not seen close is not read before
 // the wait: a poll that waits for the close of a fresh run reads nothing.
-// The PollInterval tick reads the run whatever the watch says.
+// The PollInterval tick reads the run whatever the watch says. A run that
+// continued as new is not an end: Result follows the chain to its
+// successor within the same wait, and answers the outcome of the chain's
+// last run (Outcome.ExecutionID).
 func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (Outcome, error) {
+	until := time.Now().Add(wait)
+	for {
+		o, err := e.runResult(ctx, id, time.Until(until))
+		if err != nil || o.State != StateContinuedAsNew || o.ContinuedTo == nil {
+			return o, err
+		}
+		id = *o.ContinuedTo
+	}
+}
+
+// runResult is Result for one run of a chain.
+func (e *Engine) runResult(ctx context.Context, id uuid.UUID, wait time.Duration) (Outcome, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(e.cfg.PollInterval)
@@ -223,6 +250,7 @@ func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (
 			return o, nil
 		case <-closed:
 			if o, ok := w.outcome(); ok {
+				o.ExecutionID = id
 				return o, nil
 			}
 			closed = nil // closed without its outcome: read the run a last time
@@ -234,11 +262,11 @@ func (e *Engine) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (
 
 // outcome reads a run's outcome.
 func (e *Engine) outcome(ctx context.Context, id uuid.UUID) (Outcome, error) {
-	var o Outcome
+	o := Outcome{ExecutionID: id}
 	err := e.pool.QueryRow(ctx, `
-		SELECT state, output, error, completed_at, coalesce(last_error, '')
+		SELECT state, output, error, completed_at, coalesce(last_error, ''), continued_to
 		  FROM harvest_executions WHERE execution_id = $1`, id).
-		Scan(&o.State, &o.Output, &o.Error, &o.CompletedAt, &o.LastError)
+		Scan(&o.State, &o.Output, &o.Error, &o.CompletedAt, &o.LastError, &o.ContinuedTo)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("execution %s: %w", id, translate(err))
 	}

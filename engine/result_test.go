@@ -33,7 +33,7 @@ func TestResultHandOver(t *testing.T) {
 	stored := func(t *testing.T, e *Engine, id uuid.UUID) Outcome {
 		x, err := e.GetExecution(ctxT(t), id)
 		require.NoError(t, err)
-		return Outcome{State: x.State, Output: x.Output, Error: x.Error, CompletedAt: x.CompletedAt}
+		return Outcome{ExecutionID: id, State: x.State, Output: x.Output, Error: x.Error, CompletedAt: x.CompletedAt}
 	}
 	handedOver := func(t *testing.T, w *closeWait) Outcome {
 		t.Helper()
@@ -125,7 +125,7 @@ func TestResultHandOver(t *testing.T) {
 		res := start(t, e, StartRequest{WorkflowName: "block"})
 		o, err := e.Result(ctxT(t), res.ExecutionID, 30*time.Millisecond)
 		require.NoError(t, err)
-		require.Equal(t, Outcome{State: StateRunning}, o)
+		require.Equal(t, Outcome{ExecutionID: res.ExecutionID, State: StateRunning}, o)
 		_, err = e.Result(ctxT(t), NewExecutionID(7), 0)
 		require.ErrorIs(t, err, ErrNotFound)
 	})

@@ -18,12 +18,16 @@ type SignalRequest struct {
 	ExecutionID uuid.UUID
 	SignalName  string
 	Payload     json.RawMessage
-	// IdempotencyKey, when set, dedups on (ExecutionID, IdempotencyKey).
+	// IdempotencyKey, when set, dedups on (the chain of ExecutionID,
+	// IdempotencyKey): the scope of a run that never continued as new is
+	// the run itself.
 	IdempotencyKey string
 }
 
 // SignalResult is the outcome of a signal.
 type SignalResult struct {
+	// ExecutionID is the run the signal was delivered to: the addressed
+	// one, or the current run of its chain when it continued as new.
 	ExecutionID uuid.UUID
 	// Delivered is false when the key had already been delivered.
 	Delivered bool
@@ -34,7 +38,9 @@ type SignalResult struct {
 // while it was live; a new key or no key on a closed run is a
 // *TerminalError. Unkeyed signals are at-least-once. A signal that is not
 // a duplicate must be one the run's workflow declares, if it declares any
-// (harvest.Registry.ValidateSignal); a refused one appends nothing.
+// (harvest.Registry.ValidateSignal); a refused one appends nothing. A
+// signal to a run that continued as new is delivered to its chain's
+// current run, and keys deduplicate across the chain (chain.go).
 func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, error) {
 	if req.SignalName == "" {
 		return SignalResult{}, fmt.Errorf("signal name is empty: %w", ErrInvalidArgument)
@@ -57,8 +63,8 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 	queue := func(b *pgx.Batch) {
 		queueLockExecution(b, req.ExecutionID, &ex)
 		if req.IdempotencyKey != "" {
-			b.Queue(`SELECT EXISTS (SELECT 1 FROM harvest_signals WHERE execution_id = $1 AND idempotency_key = $2)`,
-				req.ExecutionID, req.IdempotencyKey).QueryRow(func(row pgx.Row) error { return row.Scan(&seen) })
+			b.Queue(signalKeySeenSQL, req.ExecutionID, req.IdempotencyKey).
+				QueryRow(func(row pgx.Row) error { return row.Scan(&seen) })
 		}
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
@@ -67,6 +73,13 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 			return fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)
 		case seen:
 			return nil
+		}
+		var err error
+		if ex, seen, err = e.redirectSignal(ctx, tx, ex, req.IdempotencyKey); err != nil || seen {
+			return err
+		}
+		res.ExecutionID = ex.ID
+		switch {
 		case IsTerminal(ex.State):
 			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
@@ -86,6 +99,32 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 	return res, nil
 }
 
+// signalKeySeenSQL looks a signal key up in the chain of run $1.
+const signalKeySeenSQL = `
+	SELECT EXISTS (
+	       SELECT 1 FROM harvest_executions x
+	         JOIN harvest_signals s ON coalesce(s.chain_id, s.execution_id) = coalesce(x.chain_id, x.execution_id)
+	        WHERE x.execution_id = $1 AND s.idempotency_key = $2)`
+
+// redirectSignal turns the locked run a signal is addressed to into its
+// chain's current run, locked, and looks the key up again there: a
+// signal of the same key may have landed while this one waited for that
+// run's lock.
+func (e *Engine) redirectSignal(ctx context.Context, tx *fencedTx, ex *execRow, key string) (*execRow, bool, error) {
+	if ex.ContinuedTo == nil {
+		return ex, false, nil
+	}
+	cur, err := lockCurrentRun(ctx, tx, ex)
+	if err != nil || key == "" {
+		return cur, false, err
+	}
+	var seen bool
+	if err := tx.QueryRow(ctx, signalKeySeenSQL, cur.ID, key).Scan(&seen); err != nil {
+		return nil, false, fmt.Errorf("look up signal key: %w", err)
+	}
+	return cur, seen, nil
+}
+
 // recordSignal counts a signal's outcome.
 func recordSignal(res SignalResult, err error) {
 	switch {
@@ -102,8 +141,8 @@ func recordSignal(res SignalResult, err error) {
 func deliverSignal(ctx context.Context, tx *fencedTx, ex *execRow, name string, payload json.RawMessage, key string) error {
 	b := &pgx.Batch{}
 	b.Queue(`
-		INSERT INTO harvest_signals (execution_id, signal_name, idempotency_key, event_id)
-		VALUES ($1, $2, $3, $4)`, ex.ID, name, nullString(key), ex.NextEventID)
+		INSERT INTO harvest_signals (execution_id, chain_id, signal_name, idempotency_key, event_id)
+		VALUES ($1, $2, $3, $4, $5)`, ex.ID, ex.ChainID, name, nullString(key), ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: name, Payload: inputOrNull(payload), IdempotencyKey: key})
 	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, true)

@@ -108,9 +108,11 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 			return
 		}
 		b.Queue(`
-			SELECT s.execution_id, s.idempotency_key
+			SELECT DISTINCT coalesce(x.chain_id, x.execution_id), r.k
 			  FROM unnest($1::uuid[], $2::text[]) AS r(id, k)
-			  JOIN harvest_signals s ON s.execution_id = r.id AND s.idempotency_key = r.k`, keyIDs, keys).
+			  JOIN harvest_executions x ON x.execution_id = r.id
+			  JOIN harvest_signals s ON coalesce(s.chain_id, s.execution_id) = coalesce(x.chain_id, x.execution_id)
+			                        AND s.idempotency_key = r.k`, keyIDs, keys).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var k execKey
@@ -123,6 +125,9 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 			})
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+		if err := redirectSignals(ctx, tx, exs); err != nil {
+			return err
+		}
 		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
 		w.ahead = tx.ahead
 		delivered = false
@@ -161,12 +166,18 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 func (e *Engine) queueSignal(w *writeSet, ledger *signalRows, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[execKey]bool) signalReply {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	ex := exs[req.ExecutionID]
-	k := execKey{req.ExecutionID, req.IdempotencyKey}
-	switch {
-	case ex == nil:
+	if ex == nil {
 		return signalReply{err: fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)}
-	case req.IdempotencyKey != "" && seen[k]:
+	}
+	k := execKey{ex.ChainID, req.IdempotencyKey}
+	if req.IdempotencyKey != "" && seen[k] {
 		return signalReply{res: res}
+	}
+	if ex.ContinuedTo != nil {
+		ex = exs[*ex.ContinuedTo] // redirectSignals put the chain's current run there
+	}
+	res.ExecutionID = ex.ID
+	switch {
 	case IsTerminal(ex.State):
 		return signalReply{err: &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}}
 	}
@@ -184,10 +195,37 @@ func (e *Engine) queueSignal(w *writeSet, ledger *signalRows, req SignalRequest,
 	return signalReply{res: res}
 }
 
+// redirectSignals locks the current run of the chain of every run in exs
+// that continued as new, and makes exs map each such run's successor to
+// it (exs[*ex.ContinuedTo]), so that its signals land there. The keys were
+// looked up by chain already: a signal of the same key that lands while
+// this batch waits for a lock makes the ledger insert fail, and the batch
+// then goes through the single path, which answers it as a duplicate.
+func redirectSignals(ctx context.Context, tx *fencedTx, exs map[uuid.UUID]*execRow) error {
+	var continued []*execRow
+	for _, ex := range exs {
+		if ex.ContinuedTo != nil {
+			continued = append(continued, ex)
+		}
+	}
+	for _, ex := range continued {
+		cur, err := lockCurrentRun(ctx, tx, ex)
+		if err != nil {
+			return err
+		}
+		if have, ok := exs[cur.ID]; ok {
+			cur = have // locked by this batch already: one row, one event counter
+		}
+		exs[*ex.ContinuedTo], exs[cur.ID] = cur, cur
+	}
+	return nil
+}
+
 // signalRows are the signal ledger rows of a batch, inserted in one
 // statement.
 type signalRows struct {
 	ids      []uuid.UUID
+	chains   []uuid.UUID
 	names    []string
 	keys     []*string
 	eventIDs []int64
@@ -195,7 +233,7 @@ type signalRows struct {
 
 // add records req's ledger row; its event is ex's next one.
 func (r *signalRows) add(ex *execRow, req SignalRequest) {
-	r.ids = append(r.ids, ex.ID)
+	r.ids, r.chains = append(r.ids, ex.ID), append(r.chains, ex.ChainID)
 	r.names = append(r.names, req.SignalName)
 	var key *string
 	if req.IdempotencyKey != "" {
@@ -210,7 +248,7 @@ func (r *signalRows) queue(b *pgx.Batch) {
 		return
 	}
 	b.Queue(`
-		INSERT INTO harvest_signals (execution_id, signal_name, idempotency_key, event_id)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bigint[])`,
-		r.ids, r.names, r.keys, r.eventIDs)
+		INSERT INTO harvest_signals (execution_id, chain_id, signal_name, idempotency_key, event_id)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[])`,
+		r.ids, r.chains, r.names, r.keys, r.eventIDs)
 }

@@ -82,6 +82,10 @@ type StartResult struct {
 	StartedFresh bool
 	// Deduplicated is true when the idempotency key was already claimed.
 	Deduplicated bool
+	// LatestExecutionID and LatestState are, in a replay of a run that
+	// continued as new, the current run of its chain (zero otherwise).
+	LatestExecutionID uuid.UUID
+	LatestState       string
 }
 
 // LookupStartKey is the read-only replay probe: the run a live claim of
@@ -129,21 +133,24 @@ func lookupClaim(ctx context.Context, q querier, name, key string, windowMS int6
 func lookupClaimLeft(ctx context.Context, q querier, name, key string, windowMS int64) (StartResult, time.Duration, error) {
 	res := StartResult{WorkflowName: name, Deduplicated: true}
 	var (
-		wfID, state *string
-		leftS       float64
+		wfID, state, latestState *string
+		latest                   *uuid.UUID
+		leftS                    float64
 	)
 	err := q.QueryRow(ctx, `
 		SELECT c.execution_id, e.workflow_id, e.state,
-		       extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8
+		       extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8,
+		       l.execution_id, l.state
 		  FROM harvest_start_idempotency c
-		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id
+		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id`+chainLatestJoin+`
 		 WHERE c.workflow_name = $1 AND c.idempotency_key = $2
 		   AND c.created_at >= now() - $3 * interval '1 millisecond'`, name, key, windowMS).
-		Scan(&res.ExecutionID, &wfID, &state, &leftS)
+		Scan(&res.ExecutionID, &wfID, &state, &leftS, &latest, &latestState)
 	if err != nil {
 		return StartResult{}, 0, translate(err)
 	}
 	res.WorkflowID, res.State = deref(wfID), deref(state)
+	res.setLatest(latest, latestState)
 	return res, secondsLeft(leftS), nil
 }
 
@@ -364,12 +371,12 @@ func (e *Engine) queueClaim(b *pgx.Batch, name, key string, id uuid.UUID, claime
 // queueSlotHolder queues the lock of the run holding (name, workflow_id).
 func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
 	b.Queue(`
-		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at
+		SELECT execution_id, `+execRowColumns+`
 		  FROM harvest_executions
 		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot FOR UPDATE`, name, workflowID).
 		QueryRow(func(row pgx.Row) error {
 			r := &execRow{}
-			err := row.Scan(&r.ID, &r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt)
+			err := row.Scan(append([]any{&r.ID}, r.scanTargets()...)...)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -462,7 +469,7 @@ func insertExecution(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartR
 	if queue == "" {
 		queue = harvest.DefaultQueue
 	}
-	ex := &execRow{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning}
+	ex := &execRow{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, ChainID: id}
 	err := tx.QueryRow(ctx, `
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo, idempotency_key, start_at)
 		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8)

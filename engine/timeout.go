@@ -23,6 +23,9 @@ import (
 // in the transaction that deletes the timer. The deadline is workflow
 // time (the database's clock plus Config.Clock's offset), so a test clock
 // drives it. A keyed replay of the start creates no run and so no timer.
+// A run that continues as new hands its successor the execution timeout's
+// deadline unchanged and a run timeout as long as its own (chain.go): the
+// execution timeout spans the chain.
 
 // Timeout kinds, the suffixes of the reserved timer ids.
 const (
@@ -87,10 +90,19 @@ func queueTimeoutTimersNow(b *pgx.Batch, tx *fencedTx, id uuid.UUID, timeouts []
 }
 
 // fireTimeout closes the locked run TIMED_OUT for its timeout timer that
-// was due at fireAt.
+// was due at fireAt. An execution timeout is measured from the start of
+// the run's continue-as-new chain (its first run, while its history is
+// kept), a run timeout from the run's own.
 func fireTimeout(ctx context.Context, tx *fencedTx, ex *execRow, kind string, fireAt time.Time) error {
+	from := ex.ID
+	if kind == TimeoutExecution && ex.ChainID != uuid.Nil {
+		from = ex.ChainID
+	}
 	var started time.Time
-	err := tx.QueryRow(ctx, `SELECT created_at FROM harvest_events WHERE execution_id = $1 AND event_id = 0`, ex.ID).Scan(&started)
+	err := tx.QueryRow(ctx, `
+		SELECT coalesce((SELECT created_at FROM harvest_events WHERE execution_id = $2 AND event_id = 0),
+		                (SELECT created_at FROM harvest_events WHERE execution_id = $1 AND event_id = 0))`,
+		ex.ID, from).Scan(&started)
 	if err != nil {
 		return fmt.Errorf("read start of %s: %w", ex.ID, translate(err))
 	}

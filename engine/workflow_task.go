@@ -177,7 +177,7 @@ func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.Ta
 // time. A task is due on workflow time (a delayed start waits on it).
 func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimedWorkflowTask, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT execution_id, workflow_name, workflow_id, state, next_event_id, created_at, wf_task_attempt,
+		SELECT execution_id, `+execRowColumns+`, wf_task_attempt,
 		       now() + $2 * interval '1 microsecond'
 		  FROM harvest_executions
 		 WHERE wf_task_due_at <= now() + $2 * interval '1 microsecond'
@@ -188,8 +188,7 @@ func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimed
 	}
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimedWorkflowTask, error) {
 		t := claimedWorkflowTask{ex: &execRow{}}
-		err := row.Scan(&t.ex.ID, &t.ex.WorkflowName, &t.ex.WorkflowID, &t.ex.State, &t.ex.NextEventID, &t.ex.CreatedAt,
-			&t.attempt, &t.dbNow)
+		err := row.Scan(append(append([]any{&t.ex.ID}, t.ex.scanTargets()...), &t.attempt, &t.dbNow)...)
 		return t, err
 	})
 	if err != nil {
@@ -293,6 +292,8 @@ func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time, ca
 			return c, fmt.Errorf("decode %s: %w", c.Type, err)
 		}
 		return c, nil
+	case harvest.EventWorkflowContinuedAsNew:
+		return fillContinueAsNew(ex, c)
 	case harvest.EventTimerStarted:
 		d, err := payload[harvest.TimerStartedData](c)
 		if err != nil {
@@ -357,6 +358,8 @@ func queueCloseFromCommand(w *writeSet, ex *execRow, last harvest.Command) error
 		// What a forced cancel writes: no output, no error.
 		w.closeExecution(ex, StateCancelled, nil, nil)
 		return nil
+	case harvest.EventWorkflowContinuedAsNew:
+		return closeContinuedAsNew(w, ex, last)
 	}
 	return fmt.Errorf("close run %s: unexpected last command %s", ex.ID, last.Type)
 }

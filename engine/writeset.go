@@ -26,6 +26,8 @@ type writeSet struct {
 	timers timerRows
 	// cancels are the timers and activities cancelled (activity_cancel.go).
 	cancels cancelRows
+	// handOvers are the successors of runs that continued as new (chain.go).
+	handOvers handOverRows
 	closed  []uuid.UUID
 	// outcomes are the closed runs' outcomes as committed, for the
 	// waiters of their results (closeWatch.fireWith); filled when the
@@ -66,6 +68,8 @@ type execUpdate struct {
 	output      json.RawMessage
 	errInfo     json.RawMessage
 	releaseSlot bool
+	// continuedTo is the successor of a run that continued as new.
+	continuedTo uuid.UUID
 }
 
 type eventRows struct {
@@ -171,6 +175,7 @@ func (w *writeSet) addTimer(ex *execRow, timerID string, fireAt time.Time) {
 func (w *writeSet) queue(b *pgx.Batch) {
 	w.queueEvents(b)
 	w.queueExecutions(b)
+	w.queueHandOvers(b)
 	w.queueActivityTasks(b)
 	if len(w.timers.ids) > 0 {
 		b.Queue(`
@@ -223,9 +228,11 @@ const updateExecutions = `
 		                              ELSE x.wf_task_due_at END,
 		       wf_task_attempt = CASE WHEN u.clear THEN 0 ELSE x.wf_task_attempt END,
 		       last_error      = CASE WHEN u.clear THEN NULL ELSE x.last_error END,
-		       holds_slot      = x.holds_slot AND NOT u.release
+		       holds_slot      = x.holds_slot AND NOT u.release,
+		       continued_to    = coalesce(nullif(u.cont, '00000000-0000-0000-0000-000000000000'), x.continued_to)
 		  FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bool[],
-		              $8::text[], $9::text[], $10::text[]) AS u(id, next, appended, wake, clear, closes, release, state, output, err)
+		              $8::text[], $9::text[], $10::text[], $11::uuid[])
+		       AS u(id, next, appended, wake, clear, closes, release, state, output, err, cont)
 		 WHERE x.execution_id = u.id`
 
 // queueExecutions queues one UPDATE of every execution of the set.
@@ -239,18 +246,20 @@ func (w *writeSet) queueExecutions(b *pgx.Batch) {
 		next                          = make([]int64, n)
 		appended, wake, clear, closes = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
 		release                       = make([]bool, n)
+		cont                          = make([]uuid.UUID, n)
 		states                        = make([]*string, n)
 		outputs, errs                 = make([]*string, n), make([]*string, n)
 	)
 	for i, u := range w.execs {
 		ids[i], next[i], appended[i], wake[i], clear[i], closes[i], release[i] =
 			u.id, u.next, u.appended, u.wake, u.clear || u.close, u.close, u.releaseSlot
+		cont[i] = u.continuedTo
 		if u.close {
 			states[i], outputs[i], errs[i] = &u.state, jsonText(u.output), jsonText(u.errInfo)
 		}
 	}
 	q := b.Queue(updateExecutions+w.returnOutcomes(),
-		ids, next, appended, wake, clear, closes, release, states, outputs, errs)
+		ids, next, appended, wake, clear, closes, release, states, outputs, errs, cont)
 	if len(w.closed) > 0 {
 		q.Query(w.scanOutcomes)
 	}
@@ -264,7 +273,7 @@ func (w *writeSet) returnOutcomes() string {
 		return ""
 	}
 	return `
-		RETURNING u.closes, x.execution_id, x.state, x.output, x.error, x.completed_at`
+		RETURNING u.closes, x.execution_id, x.state, x.output, x.error, x.completed_at, x.continued_to`
 }
 
 func (w *writeSet) scanOutcomes(rows pgx.Rows) error {
@@ -275,10 +284,11 @@ func (w *writeSet) scanOutcomes(rows pgx.Rows) error {
 			id     uuid.UUID
 			o      Outcome
 		)
-		if err := rows.Scan(&closes, &id, &o.State, &o.Output, &o.Error, &o.CompletedAt); err != nil {
+		if err := rows.Scan(&closes, &id, &o.State, &o.Output, &o.Error, &o.CompletedAt, &o.ContinuedTo); err != nil {
 			return err
 		}
 		if closes {
+			o.ExecutionID = id
 			w.outcomes[id] = o
 		}
 	}
