@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 )
 
 type closeBody struct {
@@ -41,8 +42,8 @@ func (s *Server) close(c *gin.Context, terminate bool) {
 			s.fail(c, err)
 			return
 		}
-		c.JSON(http.StatusAccepted, gin.H{"ok": true, "execution_id": id.String(), "state": res.State, "reason": b.Reason,
-			"newly_terminated": res.Newly})
+		c.JSON(http.StatusAccepted, withCurrent(gin.H{"ok": true, "execution_id": id.String(), "state": res.State, "reason": b.Reason,
+			"newly_terminated": res.Newly}, id, res.ExecutionID))
 		return
 	}
 	// A cancel is answered once the request is recorded: the run is still
@@ -52,6 +53,16 @@ func (s *Server) close(c *gin.Context, terminate bool) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"ok": true, "execution_id": id.String(), "state": res.State, "reason": b.Reason,
-		"cancel_requested": res.CancelRequested, "newly_cancelled": res.Newly})
+	c.JSON(http.StatusOK, withCurrent(gin.H{"ok": true, "execution_id": id.String(), "state": res.State, "reason": b.Reason,
+		"cancel_requested": res.CancelRequested, "newly_cancelled": res.Newly}, id, res.ExecutionID))
+}
+
+// withCurrent adds current_execution_id to an answer about run asked when
+// the request reached another run: the current run of asked's
+// continue-as-new chain.
+func withCurrent(h gin.H, asked, reached uuid.UUID) gin.H {
+	if reached != asked && reached != uuid.Nil {
+		h["current_execution_id"] = reached.String()
+	}
+	return h
 }

@@ -45,7 +45,8 @@ func (s *Server) signal(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, gin.H{"ok": true, "execution_id": id.String(), "signal_delivered": res.Delivered})
+	c.JSON(http.StatusAccepted, withCurrent(gin.H{"ok": true, "execution_id": id.String(), "signal_delivered": res.Delivered},
+		id, res.ExecutionID))
 }
 
 // signalKey: the Idempotency-Key header wins over ?idempotency_key=; a
