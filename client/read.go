@@ -30,6 +30,12 @@ type Execution struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	// ChainID is the first run of the run's continue-as-new chain (the
+	// run itself when it continues none); ContinuedFrom the run it
+	// continues and ContinuedTo its successor, "" when there is none.
+	ChainID       string `json:"chain_id,omitempty"`
+	ContinuedFrom string `json:"continued_from,omitempty"`
+	ContinuedTo   string `json:"continued_to,omitempty"`
 }
 
 // PendingActivity is an activity task not yet finished.

@@ -110,6 +110,11 @@ type StartResponse struct {
 	StartedFresh *bool `json:"started_fresh"`
 	// Deduplicated is nil when the server omitted it (no idempotency key).
 	Deduplicated *bool `json:"deduplicated"`
+	// LatestExecutionID and LatestState are set in a replay whose run
+	// continued as new: the current run of its chain (ExecutionID and
+	// State are the first run's).
+	LatestExecutionID string `json:"latest_execution_id,omitempty"`
+	LatestState       string `json:"latest_state,omitempty"`
 	// Result is the run's result when the start waited (StartRequest.Wait)
 	// and the run closed in time; nil otherwise (poll with Client.Result).
 	// Its Raw is not set: the whole body is in Raw.

@@ -91,6 +91,11 @@ func describeTable(tw *tabwriter.Writer, d *client.Description) {
 		kv(tw, "Completed", stamp(*x.CompletedAt))
 	}
 	optionalText(tw, "Idempotency key", x.IdempotencyKey)
+	if x.ChainID != "" && x.ChainID != x.ExecutionID {
+		kv(tw, "Chain", x.ChainID)
+	}
+	optionalText(tw, "Continued from", x.ContinuedFrom)
+	optionalText(tw, "Continued to", x.ContinuedTo)
 	optionalJSON(tw, "Input", x.Input)
 	optionalJSON(tw, "Memo", x.Memo)
 	optionalJSON(tw, "Output", x.Output)

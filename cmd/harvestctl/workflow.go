@@ -74,7 +74,7 @@ func startCommand() *cli.Command {
 			&cli.StringFlag{Name: "queue", Usage: "task queue (server default: default)"},
 			&cli.StringFlag{Name: "memo-json", Usage: "memo as a JSON object"},
 			&cli.DurationFlag{Name: "delay", Usage: "defer the run's first task by this long (e.g. 90s, 2h)"},
-			&cli.DurationFlag{Name: "execution-timeout", Usage: "close the run TIMED_OUT after this long (e.g. 1h)"},
+			&cli.DurationFlag{Name: "execution-timeout", Usage: "close the run, or its continue-as-new chain, TIMED_OUT after this long (e.g. 1h)"},
 			&cli.DurationFlag{Name: "run-timeout", Usage: "close this one run TIMED_OUT after this long"},
 			&cli.StringFlag{Name: "start-at", Usage: "run the first task at this RFC 3339 time (not with --delay)"},
 			&cli.StringSliceFlag{Name: "callback-url", Usage: "POST the result to this http(s) URL when the run closes (repeatable)"},
@@ -118,6 +118,8 @@ func startAction(c *cli.Context) error {
 		startedRows(tw, res.ExecutionID, res.WorkflowName, res.WorkflowID, res.State)
 		optionalBool(tw, "Started fresh", res.StartedFresh)
 		optionalBool(tw, "Deduplicated", res.Deduplicated)
+		optionalText(tw, "Latest execution ID", res.LatestExecutionID)
+		optionalText(tw, "Latest state", res.LatestState)
 	})
 }
 
@@ -128,7 +130,7 @@ func signalCommand() *cli.Command {
 		ArgsUsage: "<execution-id> <signal>",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "payload-json", Usage: "signal payload as JSON (default null)"},
-			idempotencyKeyFlag("delivers the signal at most once per run"),
+			idempotencyKeyFlag("delivers the signal at most once per run (per continue-as-new chain)"),
 		},
 		Action: signalAction,
 	}
@@ -212,9 +214,15 @@ func describeCommand() *cli.Command {
 		Name:      "describe",
 		Usage:     "show a run, its pending work and its first history events",
 		ArgsUsage: "<execution-id>",
-		Action:    describeAction,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "follow", Usage: "follow a run that continued as new to the current run of its chain"},
+		},
+		Action: describeAction,
 	}
 }
+
+// followLimit bounds the runs describe --follow walks through.
+const followLimit = 10_000
 
 func describeAction(c *cli.Context) error {
 	s, err := begin(c, "execution-id")
@@ -222,6 +230,9 @@ func describeAction(c *cli.Context) error {
 		return err
 	}
 	d, err := s.api.Describe(c.Context, s.args[0])
+	for hops := 0; err == nil && c.Bool("follow") && d.Execution.ContinuedTo != "" && hops < followLimit; hops++ {
+		d, err = s.api.Describe(c.Context, d.Execution.ContinuedTo)
+	}
 	if err != nil {
 		return failed(err)
 	}
