@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,6 +198,34 @@ func TestContinueAsNew(t *testing.T) {
 		require.Equal(t, StateContinuedAsNew, first.State, "the old run keeps its own state")
 	})
 
+	t.Run("CompletionCallbacksFireWhenTheChainEnds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		got := make(chan map[string]any, 4)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var v map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&v)
+			got <- v
+		}))
+		t.Cleanup(srv.Close)
+		e := b.engine(t, func(c *Config) {
+			c.CallbackPolicy = CallbackPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		})
+		run := startCounter(t, e, 1, 2, func(r *StartRequest) { r.Callbacks = []Callback{{URL: srv.URL}} })
+		signal(t, e, add(run.ExecutionID, "a", "ka"))
+		signal(t, e, add(run.ExecutionID, "b", "kb"))
+		select {
+		case v := <-got:
+			require.Equal(t, StateCompleted, v["state"], "not the hand-over's close: %v", v)
+			require.Equal(t, chainRuns(t, e, run.ExecutionID)[1].ExecutionID.String(), v["execution_id"])
+		case <-time.After(20 * time.Second):
+			t.Fatal("no callback")
+		}
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT count(*) FROM harvest_callbacks`).Scan(&n))
+		require.Equal(t, 1, n, "one callback for the chain")
+	})
+
 	t.Run("ExecutionTimeoutSpansTheChain", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -260,6 +292,7 @@ func TestChainSignals(t *testing.T) {
 			var out demo.CounterResult
 			require.NoError(t, json.Unmarshal(o.Output, &out))
 			require.Equal(t, []string{"a", "b", "c"}, out.IDs)
+			require.Zero(t, e.signalRetries.Load(), "every batch answered its signals itself: keys and redirects included")
 		})
 	}
 
@@ -344,4 +377,52 @@ func (b *testBundle) registerCarry(t *testing.T) *gate {
 		return got, nil
 	})))
 	return g
+}
+
+// A signal redirected from an old run waits for the current run's lock; a
+// signal of the same key that lands meanwhile makes it a duplicate, which
+// the redirect finds by looking the key up again once it holds the lock.
+func TestRedirectedSignalLooksItsKeyUpAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var armed atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	e := b.engine(t, func(c *Config) {
+		c.crashHook = func(ctx context.Context, p crashPoint) error {
+			if p == crashSignal && armed.CompareAndSwap(true, false) {
+				close(held)
+				<-release
+			}
+			return nil
+		}
+	})
+	run := startCounter(t, e, 1, 5)
+	signal(t, e, add(run.ExecutionID, "a", "ka"))
+	runs := waitLinks(t, e, run.ExecutionID, 2)
+
+	armed.Store(true)
+	batched := make(chan SignalResult, 1)
+	go func() {
+		res, _ := e.Signal(context.Background(), add(runs[1].ExecutionID, "b", "kb"))
+		batched <- res
+	}()
+	<-held // the batch holds the current run's lock, "kb" not committed
+	single := make(chan error, 1)
+	var res SignalResult
+	go func() {
+		var err error
+		res, err = e.signalTx(context.Background(), add(run.ExecutionID, "b", "kb"))
+		single <- err
+	}()
+	eventually(t, "the redirected signal waits for the current run's lock", func() bool {
+		var n int
+		_ = b.pool.QueryRow(context.Background(), `
+			SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		return n > 0
+	})
+	close(release)
+	require.True(t, (<-batched).Delivered)
+	require.NoError(t, <-single)
+	require.False(t, res.Delivered, "the key landed while it waited")
+	require.Equal(t, 1, keyRows(t, b, "kb"))
 }

@@ -50,6 +50,9 @@ type Engine struct {
 	completions atomic.Pointer[batcher[*completion]]
 	// signals is the signal batcher (nil before Start).
 	signals atomic.Pointer[batcher[*signalCall]]
+	// signalRetries counts signal batches that failed as a whole, their
+	// signals then sent through the single path (signal_batch.go).
+	signalRetries atomic.Int64
 	// clock estimates the database's time (one-trip start batches).
 	clock dbClock
 	// oneTripPaused counts the start batches still to take two trips
