@@ -483,9 +483,9 @@ func (c wfContext) Info() WorkflowInfo {
 	info.HistoryLength = c.s.length
 	return info
 }
-func (c wfContext) Now() time.Time     { return c.s.now }
-func (c wfContext) IsReplaying() bool  { return c.s.cursor < len(c.s.recorded) }
-func (c wfContext) state() *runState   { return c.s }
+func (c wfContext) Now() time.Time    { return c.s.now }
+func (c wfContext) IsReplaying() bool { return c.s.cursor < len(c.s.recorded) }
+func (c wfContext) state() *runState  { return c.s }
 func (c wfContext) Logger() *zerolog.Logger {
 	if c.IsReplaying() {
 		return &nopLogger

@@ -323,10 +323,10 @@ type startAnswer struct {
 	LatestExecutionID string        `json:"latest_execution_id,omitempty"`
 	LatestState       string        `json:"latest_state,omitempty"`
 	Result            *resultAnswer `json:"result,omitempty"`
-	StartedFresh *bool         `json:"started_fresh,omitempty"`
-	State        string        `json:"state"`
-	WorkflowID   string        `json:"workflow_id"`
-	WorkflowName string        `json:"workflow_name"`
+	StartedFresh      *bool         `json:"started_fresh,omitempty"`
+	State             string        `json:"state"`
+	WorkflowID        string        `json:"workflow_id"`
+	WorkflowName      string        `json:"workflow_name"`
 }
 
 func startResponse(res engine.StartResult, keyed, conflictSent bool) *startAnswer {

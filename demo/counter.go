@@ -95,4 +95,3 @@ func (d *Demo) counter(ctx harvest.Context, in CounterInput) (CounterResult, err
 	}
 	return CounterResult{Count: in.Count, Sum: in.Sum, IDs: in.IDs, Runs: in.Runs + 1}, nil
 }
-

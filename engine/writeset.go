@@ -28,7 +28,7 @@ type writeSet struct {
 	cancels cancelRows
 	// handOvers are the successors of runs that continued as new (chain.go).
 	handOvers handOverRows
-	closed  []uuid.UUID
+	closed    []uuid.UUID
 	// outcomes are the closed runs' outcomes as committed, for the
 	// waiters of their results (closeWatch.fireWith); filled when the
 	// set's statements run.
