@@ -186,6 +186,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		e.closed.fireWith(w.outcomes, closed...)
 	}
 	e.wakeCallbacks(w)
+	e.wakeSuccessors(w)
 	if tmWork {
 		e.nudge(e.tmWake)
 	}

@@ -140,6 +140,14 @@ func (w *writeSet) queueHandOvers(b *pgx.Batch) {
 		 WHERE c.execution_id = u.old AND c.status = 'pending'`, h.olds, h.news)
 }
 
+// wakeSuccessors wakes the workflow loop for the successors a committed
+// write set created: their first tasks are due at once.
+func (e *Engine) wakeSuccessors(w *writeSet) {
+	if len(w.handOvers.news) > 0 {
+		e.nudge(e.wfWake)
+	}
+}
+
 // lockCurrentRun returns the current run of ex's chain, locked: ex itself
 // unless it continued as new. ex must be locked: once it continued, its
 // successors exist.

@@ -198,6 +198,28 @@ func TestContinueAsNew(t *testing.T) {
 		require.Equal(t, StateContinuedAsNew, first.State, "the old run keeps its own state")
 	})
 
+	t.Run("RunsThatContinueAtOnceHopWithoutThePoll", func(t *testing.T) {
+		t.Parallel()
+		for _, batch := range []int{1, 0} { // the single start path, and group commit (eager first tasks)
+			b := setup(t)
+			require.NoError(t, b.reg.Register(harvest.NewWorkflow("hop", func(ctx harvest.Context, gen int) (int, error) {
+				if gen < 3 {
+					return 0, harvest.ContinueAsNew(ctx, gen+1)
+				}
+				return gen, nil
+			})))
+			// No backstop tick: each successor's task must be woken by
+			// the hand-over that created it.
+			e := b.engine(t, func(c *Config) { c.PollInterval, c.StartBatchMax = time.Hour, batch })
+			run := start(t, e, StartRequest{WorkflowName: "hop", Input: raw(t, 0)})
+			o, err := e.Result(ctxT(t), run.ExecutionID, 20*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, StateCompleted, o.State, "batch max %d", batch)
+			require.JSONEq(t, `3`, string(o.Output))
+			require.Len(t, chainRuns(t, e, run.ExecutionID), 4)
+		}
+	})
+
 	t.Run("CompletionCallbacksFireWhenTheChainEnds", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

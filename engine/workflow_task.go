@@ -92,6 +92,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 	if err == nil && len(closed) > 0 {
 		e.closed.fireWith(w.outcomes, closed...)
 		e.wakeCallbacks(w)
+		e.wakeSuccessors(w)
 	}
 	if err == nil && tmWork {
 		e.nudge(e.tmWake)
