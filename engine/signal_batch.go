@@ -146,6 +146,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		return nil
 	})
 	if err != nil {
+		e.signalRetries.Add(1)
 		for i := range replies {
 			replies[i] = signalReply{single: true}
 		}
