@@ -155,6 +155,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: inputOrNull(c.out), Attempt: c.t.Attempt}))
 			completed++
 		}
+		e.takeLive(w, tasks)
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
@@ -173,6 +174,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		return err
 	})
 	e.settleTasks(runCtx, w, err)
+	e.settleLive(w, err)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Debug().Err(err).Int("completions", len(batch)).Msg("completion batch failed, its completions run alone")

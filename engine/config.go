@@ -41,6 +41,12 @@ const (
 	TaskRetryMaxDefault = time.Minute
 	// StartBatchMaxDefault is the most starts one group commit carries.
 	StartBatchMaxDefault = 128
+	// StateCacheEntriesDefault is the most runs whose live state a shard
+	// keeps between workflow tasks.
+	StateCacheEntriesDefault = 4096
+	// StateCacheBytesDefault bounds the event data the cached runs of a
+	// shard applied (64 MiB).
+	StateCacheBytesDefault = 64 << 20
 	// StartBatchMaxLimit is the largest StartBatchMax Validate accepts.
 	StartBatchMaxLimit = 4096
 )
@@ -92,6 +98,17 @@ type Config struct {
 	// History page and of Describe's events (default
 	// HistoryPageBytesDefault); a page always has at least one event.
 	HistoryPageBytes int64
+	// StateCacheEntries is the most runs whose live state (coroutines,
+	// positions, pending commands) the shard keeps between workflow tasks,
+	// so that a task applies only the events recorded since instead of
+	// replaying the whole history (default StateCacheEntriesDefault;
+	// negative: no cache, every task replays). Least recently used runs
+	// are evicted first (see statecache.go).
+	StateCacheEntries int
+	// StateCacheBytes bounds the cache by the bytes of event data its runs
+	// applied, an approximation of their memory (default
+	// StateCacheBytesDefault).
+	StateCacheBytes int64
 	// CallbackPolicy decides which addresses completion callbacks may
 	// reach (default: no loopback, private, link-local or metadata).
 	CallbackPolicy CallbackPolicy
@@ -132,6 +149,8 @@ func (c Config) withDefaults() Config {
 	c.TaskRetryMax = cmp.Or(c.TaskRetryMax, TaskRetryMaxDefault)
 	c.StartBatchMax = cmp.Or(c.StartBatchMax, StartBatchMaxDefault)
 	c.HistoryPageBytes = cmp.Or(c.HistoryPageBytes, HistoryPageBytesDefault)
+	c.StateCacheEntries = cmp.Or(c.StateCacheEntries, StateCacheEntriesDefault)
+	c.StateCacheBytes = cmp.Or(c.StateCacheBytes, StateCacheBytesDefault)
 	if c.Clock == nil {
 		c.Clock = RealClock
 	}
@@ -158,8 +177,8 @@ func (c Config) Validate() error {
 	if c.WorkflowWorkers < 0 || c.ActivityWorkers < 0 || c.SweepBatch < 0 || c.WorkflowTaskBatch < 0 {
 		errs = append(errs, errors.New("worker counts, workflow task batch and sweep batch must not be negative"))
 	}
-	if c.HistoryPageBytes < 0 {
-		errs = append(errs, errors.New("history page bytes must not be negative"))
+	if c.HistoryPageBytes < 0 || c.StateCacheBytes < 0 {
+		errs = append(errs, errors.New("history page bytes and state cache bytes must not be negative"))
 	}
 	if c.StartBatchMax < 0 || c.StartBatchMax > StartBatchMaxLimit {
 		errs = append(errs, fmt.Errorf("start batch max %d is outside 0..%d", c.StartBatchMax, StartBatchMaxLimit))

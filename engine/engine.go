@@ -38,12 +38,14 @@ type Engine struct {
 	retryWake *wakeup
 	tmWake    chan struct{}
 	closed    *closeWatch
-	keys      *seenKeys
-	claims    *claimCache
-	gates     gateCache
-	cbWake    chan struct{}
-	cbHTTP    *http.Client
-	starts    atomic.Pointer[batcher[*startCall]] // nil: group commit off
+	// live caches the state of recently active runs (statecache.go).
+	live   *stateCache
+	keys   *seenKeys
+	claims *claimCache
+	gates  gateCache
+	cbWake chan struct{}
+	cbHTTP *http.Client
+	starts atomic.Pointer[batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
 	probes atomic.Pointer[batcher[*probeCall]]
 	// completions is the activity completion batcher (nil before Start).
@@ -93,6 +95,8 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 	}
 	e.retryWake = newWakeup(e.wakeActivities)
+	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
+	e.closed.onClose = e.live.drop
 	return e, nil
 }
 
@@ -124,6 +128,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.closed.forget()
 	e.claims.forget()
+	e.live.purge()
 	e.sampleClock(ctx)
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
@@ -189,6 +194,7 @@ func (e *Engine) halt(cause error) bool {
 	e.cancel(cause)
 	e.mu.Unlock()
 	e.loops.Wait()
+	e.live.purge()
 	e.retryWake.stop()
 	return true
 }
@@ -200,6 +206,7 @@ func (e *Engine) lostLease(current *OwnershipLostError) {
 	}
 	e.closed.forget()
 	e.claims.forget()
+	e.live.purge()
 	e.log.Warn().Int64("epoch", e.epoch.Load()).Int64("new_epoch", current.Epoch).
 		Str("owner", current.Owner).Msg("shard lease lost, stopping shard loops")
 	e.mu.Lock()
@@ -248,6 +255,9 @@ type closeWatch struct {
 	runs map[uuid.UUID]*runWaiters
 	// open are the runs known open.
 	open generations[uuid.UUID, struct{}]
+	// onClose, when set, is told of every close fired (the state cache
+	// drops the runs).
+	onClose func(ids ...uuid.UUID)
 }
 
 // openGeneration is the size at which the open runs start a new
@@ -349,6 +359,9 @@ func (w *closeWatch) fire(ids ...uuid.UUID) { w.fireWith(nil, ids...) }
 // fireWith is fire with the outcomes of (some of) the closed ids, handed
 // to their waiters. Call it only after the closes committed.
 func (w *closeWatch) fireWith(outs map[uuid.UUID]Outcome, ids ...uuid.UUID) {
+	if w.onClose != nil {
+		w.onClose(ids...)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
@@ -62,44 +64,90 @@ func TestResumeOnNewEngine(t *testing.T) {
 	})
 }
 
+// TestNonDeterminismIsVisible runs with the state cache on and off, and
+// on one engine after a forced eviction: a changed code fails its task
+// whenever the run's state is rebuilt by replay.
 func TestNonDeterminismIsVisible(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
 	record := harvest.NewActivity("step", func(*harvest.ActivityContext, string) (string, error) { return "ok", nil })
-	v1 := harvest.NewWorkflow("evolving", func(ctx harvest.Context, _ string) (string, error) {
-		if _, err := record.Execute(ctx, "").Get(ctx); err != nil {
-			return "", err
-		}
-		return goSignal.Receive(ctx)
-	})
-	require.NoError(t, b.reg.Register(record, v1))
-	e1 := b.engine(t)
-	run := start(t, e1, StartRequest{WorkflowName: "evolving"})
-	eventually(t, "the activity", func() bool { return len(eventTypes(t, b.pool, run.ExecutionID)) == 3 })
-	e1.Stop()
+	for _, tc := range []struct {
+		name  string
+		cache func(*Config)
+	}{
+		{"CacheOn", func(*Config) {}},
+		{"CacheOff", func(c *Config) { c.StateCacheEntries = -1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			v1 := harvest.NewWorkflow("evolving", func(ctx harvest.Context, _ string) (string, error) {
+				if _, err := record.Execute(ctx, "").Get(ctx); err != nil {
+					return "", err
+				}
+				return goSignal.Receive(ctx)
+			})
+			require.NoError(t, b.reg.Register(record, v1))
+			e1 := b.engine(t, tc.cache)
+			run := start(t, e1, StartRequest{WorkflowName: "evolving"})
+			eventually(t, "the activity", func() bool { return len(eventTypes(t, b.pool, run.ExecutionID)) == 3 })
+			e1.Stop()
 
-	// The next deployment changed the code: a timer where an activity was.
-	b.reg = harvest.NewRegistry()
-	require.NoError(t, b.reg.Register(record, harvest.NewWorkflow("evolving", func(ctx harvest.Context, _ string) (string, error) {
-		if err := harvest.Sleep(ctx, time.Second); err != nil {
-			return "", err
-		}
-		return goSignal.Receive(ctx)
-	})))
-	e2 := b.engine(t)
-	_, err := e2.Signal(context.Background(), SignalRequest{ExecutionID: run.ExecutionID, SignalName: "go", Payload: raw(t, "x")})
+			// The next deployment changed the code: a timer where an activity was.
+			b.reg = harvest.NewRegistry()
+			require.NoError(t, b.reg.Register(record, harvest.NewWorkflow("evolving", func(ctx harvest.Context, _ string) (string, error) {
+				if err := harvest.Sleep(ctx, time.Second); err != nil {
+					return "", err
+				}
+				return goSignal.Receive(ctx)
+			})))
+			e2 := b.engine(t, tc.cache)
+			requireNonDeterminism(t, b, e2, run.ExecutionID)
+		})
+	}
+
+	t.Run("AfterForcedEviction", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var deployed atomic.Int32 // the code version the one engine runs
+		require.NoError(t, b.reg.Register(record, harvest.NewWorkflow("evolving", func(ctx harvest.Context, _ string) (string, error) {
+			if deployed.Load() == 0 {
+				if _, err := record.Execute(ctx, "").Get(ctx); err != nil {
+					return "", err
+				}
+			} else if err := harvest.Sleep(ctx, time.Second); err != nil {
+				return "", err
+			}
+			return goSignal.Receive(ctx)
+		})))
+		e := b.engine(t)
+		run := start(t, e, StartRequest{WorkflowName: "evolving"})
+		eventually(t, "the run cached past its activity", func() bool {
+			next, ok := e.live.nextOf(run.ExecutionID)
+			return ok && next == 3
+		})
+		deployed.Store(1)
+		e.live.purge()
+		requireNonDeterminism(t, b, e, run.ExecutionID)
+	})
+}
+
+// requireNonDeterminism signals the run, whose code changed, and requires
+// its task to fail with non-determinism, the history untouched.
+func requireNonDeterminism(t *testing.T, b *testBundle, e *Engine, id uuid.UUID) {
+	t.Helper()
+	_, err := e.Signal(context.Background(), SignalRequest{ExecutionID: id, SignalName: "go", Payload: raw(t, "x")})
 	require.NoError(t, err)
-	before := eventTypes(t, b.pool, run.ExecutionID)
+	before := eventTypes(t, b.pool, id)
 	eventually(t, "the task failure", func() bool {
-		d, err := e2.Describe(context.Background(), run.ExecutionID)
+		d, err := e.Describe(context.Background(), id)
 		require.NoError(t, err)
 		return d.Execution.LastError != ""
 	})
-	d, err := e2.Describe(context.Background(), run.ExecutionID)
+	d, err := e.Describe(context.Background(), id)
 	require.NoError(t, err)
 	require.Contains(t, d.Execution.LastError, "non-determinism")
 	require.Equal(t, StateRunning, d.Execution.State)
-	require.Equal(t, before, eventTypes(t, b.pool, run.ExecutionID), "history untouched")
+	require.Equal(t, before, eventTypes(t, b.pool, id), "history untouched")
 	require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "ActivityCompleted", "SignalReceived"}, before)
 }
 

@@ -15,9 +15,11 @@ import (
 // Config.QueryTimeout.
 var ErrQueryTimeout = errors.New("query timed out")
 
-// Query answers the query name of a run, running or closed: it reads the
-// whole history (no write, no lock) and replays it through the workflow
-// code (harvest.Registry.RunQuery), for at most Config.QueryTimeout.
+// Query answers the query name of a run, running or closed, for at most
+// Config.QueryTimeout: from the run's cached state when the shard holds it
+// current (statecache.go), else by reading the whole history (no write,
+// no lock) and replaying it through the workflow code
+// (harvest.Registry.RunQuery).
 // Errors: ErrNotFound, harvest.ErrUnknownQuery, harvest.ErrQueryCommand,
 // harvest.ErrQueryArgs, ErrQueryTimeout, or the handler's own error.
 func (e *Engine) Query(ctx context.Context, id uuid.UUID, name string, args json.RawMessage) (json.RawMessage, error) {
@@ -34,6 +36,11 @@ func (e *Engine) query(ctx context.Context, id uuid.UUID, name string, args json
 	x, err := e.GetExecution(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if x.State == StateRunning {
+		if out, ok, err := e.cachedQuery(id, x.EventCount, name, args); ok {
+			return out, err
+		}
 	}
 	history, err := loadHistory(ctx, e.pool, &execRow{ID: id}, 0, -1)
 	if err != nil {

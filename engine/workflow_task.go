@@ -76,6 +76,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
 			return err
 		}
+		e.takeLive(w, tasks)
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
@@ -86,6 +87,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		err = e.crashAt(ctx, crashCommitted)
 	}
 	e.settleTasks(ctx, w, err)
+	e.settleLive(w, err)
 	if len(tasks) > 0 && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
 	}
@@ -111,7 +113,7 @@ func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w 
 		return nil, false, err
 	}
 	for _, t := range tasks {
-		res, ran, err := e.runClaimedTask(ctx, b, w, t)
+		res, ran, err := e.runClaimedTask(ctx, tx, b, w, t)
 		if err != nil {
 			return nil, false, err
 		}
@@ -142,23 +144,32 @@ type claimedWorkflowTask struct {
 	attempt int
 	dbNow   time.Time
 	history []harvest.Event
+	// live is the run's cached state, taken out of the cache for the
+	// task (takeLive); nil: the history is read and replayed in full.
+	live *liveRun
 }
 
 // runClaimedTask runs one claimed task and adds its writes to w (its
 // commands) or b (its failure; the history is left untouched). ran is
 // false when the run was closed already (the task is just cleared) or
 // failed.
-func (e *Engine) runClaimedTask(ctx context.Context, b *pgx.Batch, w *writeSet, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
+func (e *Engine) runClaimedTask(ctx context.Context, tx *fencedTx, b *pgx.Batch, w *writeSet, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
 	if IsTerminal(t.ex.State) {
 		w.clearWorkflowTask(t.ex)
 		return harvest.TaskResult{}, false, nil
 	}
-	res, runErr := e.runTask(ctx, t)
+	res, run, runErr, err := e.runLive(ctx, tx, t)
+	if err != nil {
+		return harvest.TaskResult{}, false, err
+	}
 	if runErr != nil {
 		e.queueFailWorkflowTask(b, t.ex, t.attempt, runErr)
 		return harvest.TaskResult{}, false, nil
 	}
-	return res, true, queueCommands(w, t.ex, res, t.dbNow)
+	pos := t.ex.NextEventID
+	err = queueCommands(w, t.ex, res, t.dbNow)
+	e.keepLive(w, t, run, pos, res.Closed || err != nil)
+	return res, true, err
 }
 
 // runTask runs the workflow code of a claimed task, for at most
@@ -198,44 +209,11 @@ func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimed
 	return tasks, nil
 }
 
-// loadHistories reads the whole history of every claimed running run in
-// one query.
-func loadHistories(ctx context.Context, tx *fencedTx, tasks []claimedWorkflowTask) error {
-	index := make(map[uuid.UUID]int, len(tasks))
-	ids := make([]uuid.UUID, 0, len(tasks))
-	for i, t := range tasks {
-		if !IsTerminal(t.ex.State) {
-			index[t.ex.ID] = i
-			ids = append(ids, t.ex.ID)
-		}
-	}
-	if len(ids) == 0 {
+func wrapLoad(err error) error {
+	if err == nil {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT execution_id, event_id, event_type, data, created_at FROM harvest_events
-		 WHERE execution_id = ANY($1) ORDER BY execution_id, event_id`, ids)
-	if err != nil {
-		return fmt.Errorf("load histories: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			id uuid.UUID
-			ev harvest.Event
-			t  string
-		)
-		if err := rows.Scan(&id, &ev.EventID, &t, &ev.Data, &ev.Timestamp); err != nil {
-			return fmt.Errorf("load histories: %w", err)
-		}
-		ev.Type = harvest.EventType(t)
-		i := index[id]
-		tasks[i].history = append(tasks[i].history, ev)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load histories: %w", err)
-	}
-	return nil
+	return fmt.Errorf("load histories: %w", err)
 }
 
 // queueFailWorkflowTask queues a task failure (non-determinism, panic,

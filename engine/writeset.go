@@ -48,6 +48,8 @@ type writeSet struct {
 	// the transaction's now(): the time the task that made them saw, when
 	// the transaction's own is not known yet (one_trip.go).
 	stamps map[uuid.UUID]time.Time
+	// live are the cached runs the set's tasks hold (live_task.go).
+	live []*liveRun
 	// ahead is the clock's offset of the transaction the set is written
 	// in (fencedTx.ahead): events without stamps get now() + ahead.
 	ahead time.Duration

@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+)
+
+// chainSteps is the number of activities chainWF runs.
+const chainSteps = 12
+
+// chainWF runs chainSteps "record" activities, sleeping a millisecond
+// after every third and waiting for a "go" signal after the third, while a
+// coroutine counts "item" signals; it returns the activities' outputs and
+// the count.
+var chainWF = harvest.NewWorkflow("chain", func(ctx harvest.Context, _ string) ([]string, error) {
+	var out []string
+	items := 0
+	harvest.Go(ctx, func(ctx harvest.Context) {
+		for {
+			if _, err := itemSig.Receive(ctx); err != nil {
+				return
+			}
+			items++
+		}
+	})
+	for i := range chainSteps {
+		v, err := harvest.NewActivity[string, string]("record", nil).Execute(ctx, "step").Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		if i == 2 {
+			if _, err := goSignal.Receive(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if i%3 == 0 {
+			if err := harvest.Sleep(ctx, time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(out, strings.Repeat("i", items)), nil
+})
+
+// normalEvents is the run's history without what differs between runs of
+// the same code (the execution id, times): what cached and replayed
+// execution must agree on.
+func normalEvents(t *testing.T, b *testBundle, id uuid.UUID) []string {
+	t.Helper()
+	events, err := loadHistory(ctxT(t), b.pool, &execRow{ID: id}, 0, -1)
+	require.NoError(t, err)
+	varying := regexp.MustCompile(`"fire_at": ?"[^"]*"|hvk_[0-9a-f]+`)
+	out := make([]string, len(events))
+	for i, ev := range events {
+		data := strings.ReplaceAll(string(ev.Data), id.String(), "ID")
+		out[i] = string(ev.Type) + " " + varying.ReplaceAllString(data, "")
+	}
+	return out
+}
+
+// runChain runs chainWF to its end on e, sending an item and a go signal
+// once the third activity completed; during, if set, runs whenever the
+// history grew.
+func runChain(t *testing.T, b *testBundle, e *Engine, during func(events int)) uuid.UUID {
+	t.Helper()
+	id := start(t, e, StartRequest{WorkflowName: "chain", WorkflowID: "chain-1"}).ExecutionID
+	eventually(t, "the third activity", func() bool {
+		return count(eventTypes(t, b.pool, id), harvest.EventActivityCompleted) >= 3
+	})
+	for _, name := range []string{"item", "go"} {
+		_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: name, Payload: raw(t, "x")})
+		require.NoError(t, err)
+	}
+	for seen := 0; ; {
+		x, err := e.GetExecution(ctxT(t), id)
+		require.NoError(t, err)
+		if IsTerminal(x.State) {
+			break
+		}
+		if n := int(x.EventCount); n > seen && during != nil {
+			seen = n
+			during(n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.Equal(t, StateCompleted, waitClosed(t, e, id).State)
+	return id
+}
+
+func chainSetup(t *testing.T) *testBundle {
+	t.Helper()
+	b := setup(t)
+	require.NoError(t, b.reg.Register(chainWF))
+	return b
+}
+
+func TestStateCache(t *testing.T) {
+	t.Parallel()
+	cacheOff := func(c *Config) { c.StateCacheEntries = -1 }
+
+	t.Run("CachedAndReplayedExecutionAgree", func(t *testing.T) {
+		t.Parallel()
+		off := chainSetup(t)
+		eOff := off.engine(t, cacheOff)
+		want := normalEvents(t, off, runChain(t, off, eOff, nil))
+		require.Zero(t, eOff.StateCacheStats().Hits, "the cache is off")
+
+		on := chainSetup(t)
+		eOn := on.engine(t)
+		id := runChain(t, on, eOn, nil)
+		require.Equal(t, want, normalEvents(t, on, id))
+		st := eOn.StateCacheStats()
+		require.Positive(t, st.Hits, "tasks ran on cached state")
+		require.Zero(t, st.Rebuilds)
+		require.Zero(t, st.Entries, "the closed run is not cached")
+
+		evicted := chainSetup(t)
+		eEv := evicted.engine(t)
+		id = runChain(t, evicted, eEv, func(int) { eEv.live.purge() })
+		require.Equal(t, want, normalEvents(t, evicted, id), "evicted mid-run, rebuilt by replay")
+	})
+
+	t.Run("DroppedOnTerminateAndLeaseLoss", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		e := b.engine(t)
+		cached := func(id uuid.UUID) bool { _, ok := e.live.nextOf(id); return ok }
+		startCached := func() uuid.UUID {
+			id := start(t, e, StartRequest{WorkflowName: "collect"}).ExecutionID
+			_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "item", Payload: raw(t, "a")})
+			require.NoError(t, err)
+			eventually(t, "the run cached", func() bool { return cached(id) })
+			return id
+		}
+		id := startCached()
+		_, err := e.Terminate(ctxT(t), id, "test")
+		require.NoError(t, err)
+		require.False(t, cached(id), "a terminated run is dropped")
+
+		id = startCached()
+		_, err = e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "item", Payload: raw(t, "stop")})
+		require.NoError(t, err)
+		waitClosed(t, e, id)
+		require.False(t, cached(id), "a completed run is dropped")
+
+		startCached()
+		e.Stop()
+		require.Zero(t, e.StateCacheStats().Entries, "stopping drops every run")
+	})
+
+	t.Run("FailedTransactionDropsState", func(t *testing.T) {
+		t.Parallel()
+		b := chainSetup(t)
+		var failed atomic.Bool
+		var e *Engine
+		e = b.engine(t, func(c *Config) {
+			c.crashHook = func(_ context.Context, p crashPoint) error {
+				// The first commit of a task that ran on cached state fails.
+				if p == crashBeforeCommit && e != nil && e.live.hits.Load() > 0 && failed.CompareAndSwap(false, true) {
+					return errors.New("commit lost")
+				}
+				return nil
+			}
+		})
+		runChain(t, b, e, nil)
+		require.True(t, failed.Load())
+		require.Zero(t, e.StateCacheStats().Rebuilds, "the state ahead of the database was dropped, never used")
+	})
+
+	t.Run("FailedTaskDropsState", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		boom := harvest.NewWorkflow("boom_on_item", func(ctx harvest.Context, _ string) (string, error) {
+			if _, err := itemSig.Receive(ctx); err != nil {
+				return "", err
+			}
+			v, err := itemSig.Receive(ctx)
+			if v == "boom" {
+				panic("boom")
+			}
+			return v, err
+		})
+		require.NoError(t, b.reg.Register(boom))
+		e := b.engine(t)
+		id := start(t, e, StartRequest{WorkflowName: "boom_on_item"}).ExecutionID
+		signal := func(v string) {
+			_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "item", Payload: raw(t, v)})
+			require.NoError(t, err)
+		}
+		signal("a")
+		eventually(t, "the run cached", func() bool { _, ok := e.live.nextOf(id); return ok })
+		signal("boom")
+		eventually(t, "the task's retry failed too", func() bool {
+			x, err := e.GetExecution(ctxT(t), id)
+			require.NoError(t, err)
+			return x.TaskAttempt >= 2
+		})
+		// The failing step on cached state is rebuilt (and fails) once; the
+		// retry finds no cached state, so it rebuilds nothing.
+		require.Equal(t, int64(1), e.StateCacheStats().Rebuilds)
+	})
+}
+
+// TestStateCacheBounds checks the LRU on live runs of a blocked workflow.
+func TestStateCacheBounds(t *testing.T) {
+	t.Parallel()
+	reg := harvest.NewRegistry()
+	require.NoError(t, reg.Register(collectWF))
+	live := func(t *testing.T, n int) *liveRun {
+		started, err := json.Marshal(harvest.WorkflowStartedData{WorkflowName: "collect", Input: json.RawMessage(`""`)})
+		require.NoError(t, err)
+		task := harvest.WorkflowTask{Info: harvest.WorkflowInfo{WorkflowName: "collect"},
+			History: []harvest.Event{{Type: harvest.EventWorkflowStarted, Data: started}}}
+		run, _, err := reg.StartRun(context.Background(), task, zerolog.Nop())
+		require.NoError(t, err)
+		t.Cleanup(run.Stop)
+		return &liveRun{id: uuid.New(), run: run, next: int64(n), keep: true}
+	}
+	size := live(t, 0).run.Size()
+	for _, tc := range []struct {
+		name       string
+		entries    int
+		bytes      int64
+		wantCached []bool // of runs a, b, c put in that order, a used again after b
+	}{
+		{"ByEntries", 2, 1 << 20, []bool{true, false, true}},
+		{"ByBytes", 10, 2 * size, []bool{true, false, true}},
+		{"Off", 0, 1 << 20, []bool{false, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newStateCache(tc.entries, tc.bytes)
+			runs := []*liveRun{live(t, 1), live(t, 1), live(t, 1)}
+			c.put(runs[0])
+			c.put(runs[1])
+			if got := c.take(runs[0].id); got != nil {
+				c.put(got) // a is now the most recently used
+			}
+			c.put(runs[2])
+			for i, lr := range runs {
+				_, ok := c.nextOf(lr.id)
+				require.Equal(t, tc.wantCached[i], ok, "run %d cached", i)
+				_, err := lr.run.Advance(context.Background(), nil)
+				if !ok {
+					require.ErrorIs(t, err, harvest.ErrStaleRun, "an evicted run is stopped")
+				}
+			}
+		})
+	}
+
+	t.Run("NewerRunWins", func(t *testing.T) {
+		t.Parallel()
+		c := newStateCache(10, 1<<20)
+		older, newer := live(t, 3), live(t, 5)
+		older.id = newer.id
+		c.put(newer)
+		c.put(older)
+		next, ok := c.nextOf(newer.id)
+		require.True(t, ok)
+		require.Equal(t, int64(5), next)
+	})
+}
