@@ -120,8 +120,11 @@ func (run *Run) result() TaskResult {
 }
 
 // Query calls the query handler the code registered under name on the
-// run's current state, like RunQuery, without replaying. Only between
-// steps, with the last step's commands recorded.
+// run's current state, like RunQuery, without replaying. A handler that
+// changed the run's scheduling state (it issued a command, started a
+// coroutine or a zero timer) leaves the run stopped: rebuild it. A
+// handler must not change the workflow's own variables either: unlike a
+// replayed query's, a cached run's changes would last.
 func (run *Run) Query(name string, args json.RawMessage) (json.RawMessage, error) {
 	if run.stopped {
 		return nil, fmt.Errorf("query %q: %w", name, ErrStaleRun)
@@ -130,7 +133,27 @@ func (run *Run) Query(name string, args json.RawMessage) (json.RawMessage, error
 	if !ok {
 		return nil, fmt.Errorf("query %q of %s: %w", name, run.s.info.WorkflowName, ErrUnknownQuery)
 	}
-	return run.s.runQuery(name, h, args)
+	before := run.s.mark()
+	out, err := run.s.runQuery(name, h, args)
+	if run.s.mark() != before {
+		run.Stop()
+	}
+	return out, err
+}
+
+// Stopped reports whether the run was stopped (Stop, a failed step, a
+// query that changed it): it can no longer be advanced or queried.
+func (run *Run) Stopped() bool { return run.stopped }
+
+// runMark is what a query must leave unchanged in a run's scheduling
+// state.
+type runMark struct {
+	seq, coros, commands int
+	order                int64
+}
+
+func (s *runState) mark() runMark {
+	return runMark{seq: s.seq, coros: len(s.coros), commands: len(s.commands), order: s.order}
 }
 
 // Size is the bytes of event data the run has applied: the measure a

@@ -28,6 +28,7 @@ type progress struct {
 var longWF = harvest.NewWorkflow("long", func(ctx harvest.Context, n int) (progress, error) {
 	var p progress
 	harvest.SetQueryHandler(ctx, "progress", func(struct{}) (progress, error) { return p, nil })
+	harvest.SetQueryHandler(ctx, "sleepy", func(struct{}) (int, error) { return 0, harvest.Sleep(ctx, time.Second) })
 	harvest.Go(ctx, func(ctx harvest.Context) {
 		for {
 			if _, err := noteSig.Receive(ctx); err != nil {
@@ -155,6 +156,14 @@ func TestLiveRun(t *testing.T) {
 		require.JSONEq(t, `{"step":2,"notes":1}`, string(got))
 		_, err = run.Query("nope", nil)
 		require.ErrorIs(t, err, harvest.ErrUnknownQuery)
+		require.False(t, run.Stopped())
+		// A handler that issues a command moved the run's command ids: the
+		// run must be rebuilt.
+		_, err = run.Query("sleepy", nil)
+		require.ErrorIs(t, err, harvest.ErrQueryCommand)
+		require.True(t, run.Stopped())
+		_, err = run.Advance(ctx, eventsOf(live.Commands, len(h.events)))
+		require.ErrorIs(t, err, harvest.ErrStaleRun)
 	})
 
 	t.Run("NonDeterminismShowsWhenRebuilt", func(t *testing.T) {

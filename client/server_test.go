@@ -40,12 +40,20 @@ func setupServer(t testing.TB) *serverBundle {
 // sees the engine.
 func setupServerWith(t testing.TB, config func(*engine.Engine) api.Config) *serverBundle {
 	t.Helper()
+	return setupServerEngine(t, config, func(*engine.Config) {})
+}
+
+// setupServerEngine is setupServerWith with the engine's configuration
+// adjusted by mutate.
+func setupServerEngine(t testing.TB, config func(*engine.Engine) api.Config, mutate func(*engine.Config)) *serverBundle {
+	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
 	require.NoError(t, reg.Register(approvalWF, testworkflows.QueryCounter))
 	pool := pgtest.NewPool(t)
-	e, err := engine.New(pool, reg, engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond,
-		Logger: zerolog.Nop()})
+	cfg := engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()}
+	mutate(&cfg)
+	e, err := engine.New(pool, reg, cfg)
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(e.Stop)

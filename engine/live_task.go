@@ -114,13 +114,21 @@ func (e *Engine) cachedQuery(id uuid.UUID, next int64, name string, args []byte)
 	if lr == nil {
 		return nil, false, nil
 	}
-	defer e.live.put(lr)
+	defer e.putBack(lr)
 	if lr.next != next {
 		return nil, false, nil
 	}
 	e.live.queryHits.Add(1)
 	out, err = lr.run.Query(name, args)
 	return out, true, err
+}
+
+// putBack returns a run a query took to the cache, unless the query
+// stopped it.
+func (e *Engine) putBack(lr *liveRun) {
+	if !lr.run.Stopped() && e.owning.Load() {
+		e.live.put(lr)
+	}
 }
 
 // loadHistories reads, in one query, the history of every claimed

@@ -11,11 +11,30 @@ import (
 	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
+// TestQuery queries a running and a closed run, with and without
+// arguments, with the state cache on (the running run answers from its
+// cached state) and off (every query replays).
 func TestQuery(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	require.NoError(t, b.reg.Register(testworkflows.QueryCounter))
-	e := b.engine(t)
+	for _, tc := range []struct {
+		name   string
+		cache  func(*Config)
+		cached bool
+	}{
+		{"Cached", func(*Config) {}, true},
+		{"Replayed", func(c *Config) { c.StateCacheEntries = -1 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			require.NoError(t, b.reg.Register(testworkflows.QueryCounter))
+			e := b.engine(t, tc.cache)
+			testQuery(t, b, e, tc.cached)
+		})
+	}
+}
+
+func testQuery(t *testing.T, b *testBundle, e *Engine, cached bool) {
 	run := start(t, e, StartRequest{WorkflowName: "query_counter"})
 	id := run.ExecutionID
 	query := func(name, args string) (json.RawMessage, error) {
@@ -25,13 +44,22 @@ func TestQuery(t *testing.T) {
 		}
 		return e.Query(ctxT(t), id, name, a)
 	}
+	ping := func(v string) {
+		_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "ping", Payload: json.RawMessage(`"` + v + `"`)})
+		require.NoError(t, err)
+	}
 	out, err := query("count", "")
 	require.NoError(t, err)
 	require.JSONEq(t, `0`, string(out))
-	for range 2 {
-		_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "ping", Payload: json.RawMessage(`"x"`)})
-		require.NoError(t, err)
+	ping("x")
+	ping("x")
+	if cached {
+		eventually(t, "the run cached past the pings", func() bool {
+			next, ok := e.live.nextOf(id)
+			return ok && next == 3
+		})
 	}
+	hits := e.StateCacheStats().QueryHits
 	out, err = query("count", "")
 	require.NoError(t, err)
 	require.JSONEq(t, `2`, string(out))
@@ -42,23 +70,30 @@ func TestQuery(t *testing.T) {
 
 	_, err = query("nope", "")
 	require.ErrorIs(t, err, harvest.ErrUnknownQuery)
-	_, err = query("sleepy", "")
-	require.ErrorIs(t, err, harvest.ErrQueryCommand)
 	_, err = query("fails", "")
 	require.EqualError(t, err, "handler says no")
 	_, err = query("plus", `"a"`)
 	require.ErrorIs(t, err, harvest.ErrQueryArgs)
+	_, err = query("sleepy", "")
+	require.ErrorIs(t, err, harvest.ErrQueryCommand)
+	_, ok := e.live.nextOf(id)
+	require.False(t, ok, "a query that issued a command leaves no cached state")
 	require.Len(t, eventTypes(t, b.pool, id), before, "queries append nothing")
+	if cached {
+		require.Equal(t, hits+6, e.StateCacheStats().QueryHits, "the running run answered from its cached state")
+	} else {
+		require.Zero(t, e.StateCacheStats().QueryHits)
+	}
 
-	_, err = e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "ping", Payload: json.RawMessage(`"x"`)})
-	require.NoError(t, err)
-	_, err = e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "ping", Payload: json.RawMessage(`"stop"`)})
-	require.NoError(t, err)
+	ping("x")
+	ping("stop")
 	x := waitClosed(t, e, id)
 	require.JSONEq(t, `3`, string(x.Output))
+	hits = e.StateCacheStats().QueryHits
 	out, err = query("count", "")
 	require.NoError(t, err)
 	require.JSONEq(t, `3`, string(out))
+	require.Equal(t, hits, e.StateCacheStats().QueryHits, "a closed run replays")
 
 	_, err = e.Query(ctxT(t), [16]byte{1}, "count", nil)
 	require.ErrorIs(t, err, ErrNotFound)
