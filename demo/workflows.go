@@ -20,7 +20,7 @@ const (
 	// workflow harvestctl bench --activities N measures.
 	NoopChainName = "noop_chain"
 	// NoopChainMax bounds NoopChainInput.Activities.
-	NoopChainMax = 100
+	NoopChainMax = 1000
 	// ApprovalRaceName races the "approved" signal, a timer and an
 	// automatic approval activity: the first to come decides.
 	ApprovalRaceName = "approval_race"

@@ -118,6 +118,12 @@ type Config struct {
 	// ActivityWorkers bounds the concurrently running activities of each
 	// shard engine (default: engine.ActivityWorkersDefault).
 	ActivityWorkers int
+	// StateCacheEntries and StateCacheBytes bound each shard engine's
+	// cache of live workflow runs (default: engine.StateCacheEntriesDefault
+	// and engine.StateCacheBytesDefault; StateCacheEntries negative turns
+	// the cache off).
+	StateCacheEntries int
+	StateCacheBytes   int64
 	// Logger is the root logger; every component logs through a child of
 	// it. The zero Logger (the field left unset) is DefaultLogger: JSON
 	// lines on stderr at info. Pass zerolog.Nop() to discard.
@@ -171,6 +177,9 @@ func (c Config) Validate() error {
 	}
 	if c.ActivityWorkers < 0 {
 		errs = append(errs, errors.New("activity workers must not be negative"))
+	}
+	if c.StateCacheBytes < 0 {
+		errs = append(errs, errors.New("state cache bytes must not be negative"))
 	}
 	if c.ShardID == 0xFFFF {
 		errs = append(errs, errors.New("shard id 65535 is reserved"))

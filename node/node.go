@@ -207,6 +207,8 @@ func (n *Node) startShards(ctx context.Context) error {
 			PollInterval:      n.cfg.PollInterval,
 			LeaseTTL:          n.cfg.LeaseTTL,
 			ActivityWorkers:   n.cfg.ActivityWorkers,
+			StateCacheEntries: n.cfg.StateCacheEntries,
+			StateCacheBytes:   n.cfg.StateCacheBytes,
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
 		},
 		Window: n.engineWindow(),

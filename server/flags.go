@@ -26,6 +26,8 @@ const (
 	flagMaxBodyBytes      = "max-body-bytes"
 	flagCallbackAllowCIDR = "callback-allow-cidr"
 	flagActivityWorkers   = "activity-workers"
+	flagStateCacheEntries = "state-cache-entries"
+	flagStateCacheBytes   = "state-cache-bytes"
 )
 
 // Defaults of the logging flags.
@@ -54,6 +56,10 @@ func nodeFlags() []cli.Flag {
 			Usage: "request body limit in bytes (larger bodies get 413)"},
 		&cli.IntFlag{Name: flagActivityWorkers, Value: engine.ActivityWorkersDefault, EnvVars: []string{"HARVEST_ACTIVITY_WORKERS"},
 			Usage: "most activities each shard runs at once"},
+		&cli.IntFlag{Name: flagStateCacheEntries, Value: engine.StateCacheEntriesDefault, EnvVars: []string{"HARVEST_STATE_CACHE_ENTRIES"},
+			Usage: "most workflow runs whose live state each shard keeps between tasks (0 turns the cache off: every task replays the whole history)"},
+		&cli.Int64Flag{Name: flagStateCacheBytes, Value: engine.StateCacheBytesDefault, EnvVars: []string{"HARVEST_STATE_CACHE_BYTES"},
+			Usage: "bound of each shard's state cache: bytes of event data its runs applied"},
 		&cli.StringSliceFlag{Name: flagCallbackAllowCIDR, EnvVars: []string{"HARVEST_CALLBACK_ALLOW_CIDR"},
 			Usage: "address range (CIDR, e.g. 10.0.0.0/8) that completion callbacks may reach although it is private, " +
 				"loopback or link-local; repeat it or separate ranges with commas (default: none)"},
@@ -79,15 +85,29 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		IdempotencyWindow: c.Duration(flagIdempotencyWindow),
 		MaxBodyBytes:      c.Int64(flagMaxBodyBytes),
 		ActivityWorkers:   c.Int(flagActivityWorkers),
+		StateCacheEntries: stateCacheEntries(c.Int(flagStateCacheEntries)),
+		StateCacheBytes:   c.Int64(flagStateCacheBytes),
 		Logger:            log,
 	}
 	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 || cfg.ActivityWorkers <= 0 {
 		return node.Config{}, fmt.Errorf("--%s, --%s and --%s must be positive", flagIdempotencyWindow, flagMaxBodyBytes, flagActivityWorkers)
 	}
+	if c.Int(flagStateCacheEntries) < 0 || cfg.StateCacheBytes <= 0 {
+		return node.Config{}, fmt.Errorf("--%s must not be negative and --%s must be positive", flagStateCacheEntries, flagStateCacheBytes)
+	}
 	if cfg.CallbackAllowCIDRs, err = parseCIDRs(c.StringSlice(flagCallbackAllowCIDR)); err != nil {
 		return node.Config{}, err
 	}
 	return cfg, nil
+}
+
+// stateCacheEntries maps --state-cache-entries to the engine's setting:
+// 0 turns the cache off (the engine's negative).
+func stateCacheEntries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // parseCIDRs reads the --callback-allow-cidr values: CIDR prefixes (a bare

@@ -119,7 +119,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "--output", "yaml", "--count", "5"},
 		{"bench", "extra", "--count", "5"},
 		{"bench", "--activities", "3", "--workflow", "order", "--count", "5"},
-		{"bench", "--activities", "101", "--count", "5"},
+		{"bench", "--activities", "1001", "--count", "5"},
 	} {
 		start := time.Now()
 		r := b.ctl(t, args...)
