@@ -34,7 +34,7 @@ const (
 	// completionLoops is how many completion transactions may be in
 	// flight: each runs workflow code too (eager workflow tasks). Their
 	// runs and tasks are locked in id order, so they never deadlock.
-	completionLoops = 2
+	completionLoops = 4
 )
 
 // completion is one successful attempt waiting for its batch.

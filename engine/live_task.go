@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // Workflow tasks on cached state (see statecache.go).
@@ -27,13 +28,16 @@ func (e *Engine) takeLive(w *writeSet, tasks []claimedWorkflowTask) {
 		switch {
 		case lr == nil:
 			e.live.misses.Add(1)
+			metrics.StateCacheLookups.WithLabelValues("miss").Inc()
 			continue
 		case lr.next > t.ex.NextEventID:
 			e.live.stale.Add(1)
+			metrics.StateCacheLookups.WithLabelValues("rebuilt").Inc()
 			lr.run.Stop()
 			continue
 		}
 		e.live.hits.Add(1)
+		metrics.StateCacheLookups.WithLabelValues("hit").Inc()
 		lr.keep = false
 		t.live = lr
 		w.live = append(w.live, lr)
@@ -63,6 +67,7 @@ func (e *Engine) runLive(ctx context.Context, tx *fencedTx, t claimedWorkflowTas
 			return res, lr.run, nil, nil
 		}
 		e.live.stale.Add(1)
+		metrics.StateCacheLookups.WithLabelValues("rebuilt").Inc()
 		log.Debug().Err(runErr).Msg("cached workflow state failed its step, replaying")
 		head, err := loadHistory(ctx, tx, t.ex, 0, int(lr.pos))
 		if err != nil {
@@ -148,11 +153,16 @@ func loadHistories(ctx context.Context, tx *fencedTx, tasks []claimedWorkflowTas
 	if len(ids) == 0 {
 		return nil
 	}
+	// A lateral subquery per run: a plain join with unnest is planned as
+	// a hash join over the whole table.
 	rows, err := tx.Query(ctx, `
-		SELECT e.execution_id, e.event_id, e.event_type, e.data, e.created_at
-		  FROM unnest($1::uuid[], $2::bigint[]) AS f(id, from_id)
-		  JOIN harvest_events e ON e.execution_id = f.id AND e.event_id >= f.from_id
-		 ORDER BY e.execution_id, e.event_id`, ids, froms)
+		SELECT f.id, e.event_id, e.event_type, e.data, e.created_at
+		  FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS f(id, from_id, n)
+		 CROSS JOIN LATERAL (
+		       SELECT event_id, event_type, data, created_at FROM harvest_events
+		        WHERE execution_id = f.id AND event_id >= f.from_id
+		        ORDER BY event_id) e
+		 ORDER BY f.n, e.event_id`, ids, froms)
 	if err != nil {
 		return wrapLoad(err)
 	}

@@ -48,10 +48,16 @@ var (
 		Name: "harvest_workflow_task_seconds", Help: "Workflow task latency from claim to commit.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	})
+	// StateCacheLookups counts workflow tasks by how they found their run's
+	// state: "hit" (cached), "miss" (replayed), "rebuilt" (cached but
+	// stale or its step failed: replayed).
+	StateCacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harvest_state_cache_lookups_total", Help: "Workflow tasks by how they found their run's state (hit, miss, rebuilt).",
+	}, []string{"result"})
 )
 
 func init() {
-	Registry.MustRegister(Starts, StartDedupHits, StartBatchSize, StartBatches, Signals, ActivityAttempts, WorkflowTaskSeconds,
+	Registry.MustRegister(Starts, StartDedupHits, StartBatchSize, StartBatches, Signals, ActivityAttempts, WorkflowTaskSeconds, StateCacheLookups,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
