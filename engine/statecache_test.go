@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
 // chainSteps is the number of activities chainWF runs.
@@ -126,6 +127,10 @@ func TestStateCache(t *testing.T) {
 		require.Positive(t, st.Hits, "tasks ran on cached state")
 		require.Zero(t, st.Rebuilds)
 		require.Zero(t, st.Entries, "the closed run is not cached")
+		history, err := loadHistory(ctxT(t), on.pool, &execRow{ID: id}, 0, -1)
+		require.NoError(t, err)
+		info := harvest.WorkflowInfo{ExecutionID: id.String(), WorkflowName: "chain", WorkflowID: "chain-1"}
+		require.NoError(t, testworkflows.ReplayAgrees(ctxT(t), on.reg, info, history), "every task's commands are what a replay issues")
 
 		evicted := chainSetup(t)
 		eEv := evicted.engine(t)

@@ -41,10 +41,12 @@ type cluster struct {
 	ttl   time.Duration
 }
 
-func newCluster(t *testing.T, size int, leaseTTL time.Duration) *cluster {
+// newCluster starts size nodes with the demo workflows and extra.
+func newCluster(t *testing.T, size int, leaseTTL time.Duration, extra ...harvest.Registrable) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dsns: map[uint16]string{}, reg: harvest.NewRegistry(), svc: demo.NewServices(), ttl: leaseTTL}
 	require.NoError(t, demo.New(c.svc).Register(c.reg))
+	require.NoError(t, c.reg.Register(extra...))
 	for s := range uint16(4) {
 		c.dsns[s] = pgtest.NewDB(t)
 		c.cat.Readable = append(c.cat.Readable, s)
