@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,6 +184,34 @@ func TestLiveRun(t *testing.T) {
 		require.NoError(t, err)
 	})
 
+}
+
+// TestLiveRunStepIsBounded checks that ctx bounds a step of a live run
+// as it bounds a replay: code that does not yield fails the step.
+func TestLiveRunStepIsBounded(t *testing.T) {
+	t.Parallel()
+	var release atomic.Bool
+	spin := harvest.NewWorkflow("spin", func(ctx harvest.Context, _ struct{}) (int, error) {
+		if _, err := noteSig.Receive(ctx); err != nil {
+			return 0, err
+		}
+		n := 0
+		for !release.Load() {
+			n++
+		}
+		return n, nil
+	})
+	reg := harvest.NewRegistry().MustRegister(spin)
+	h := newHistory(t, reg, "spin", struct{}{})
+	run, _, err := reg.StartRun(context.Background(), harvest.WorkflowTask{Info: h.info, History: h.events}, zerolog.Nop())
+	require.NoError(t, err)
+	defer release.Store(true)
+	h.append(harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{SignalName: "note", Payload: json.RawMessage(`"n"`)}))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = run.Advance(ctx, h.events[1:])
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.True(t, run.Stopped())
 }
 
 // TestLiveRunStopEndsCoroutines runs alone (not parallel): it counts the
