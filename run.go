@@ -49,7 +49,7 @@ func (r *Registry) StartRun(ctx context.Context, task WorkflowTask, logger zerol
 	if err := json.Unmarshal(task.History[0].Data, &started); err != nil {
 		return nil, TaskResult{}, fmt.Errorf("start run: decode WorkflowStarted: %w", err)
 	}
-	run := &Run{s: newRunState(task, logger), size: eventBytes(task.History)}
+	run := &Run{s: newRunState(task, started, logger), size: eventBytes(task.History)}
 	run.s.start(def, started.Input)
 	if err := run.s.drive(ctx, task.History[1:]); err != nil {
 		run.Stop()

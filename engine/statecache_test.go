@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
@@ -277,4 +279,46 @@ func TestStateCacheBounds(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, int64(5), next)
 	})
+}
+
+// TestStateCacheAcrossContinueAsNew runs a counter chain (three runs)
+// with the cache on and off: the same result, and in every run of the
+// cached chain each task's commands are what a replay issues.
+func TestStateCacheAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	chain := func(t *testing.T, mutate func(*Config)) (*testBundle, *Engine, []uuid.UUID, json.RawMessage) {
+		b := setup(t)
+		e := b.engine(t, mutate)
+		first := start(t, e, StartRequest{WorkflowName: demo.CounterName, WorkflowID: "counter-1",
+			Input: raw(t, demo.CounterInput{Every: 3, Until: 7})}).ExecutionID
+		for i := range 7 {
+			_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: first, SignalName: demo.CounterAddSignal,
+				Payload: raw(t, demo.CounterAdd{ID: strconv.Itoa(i), N: i})})
+			require.NoError(t, err)
+		}
+		o, err := e.Result(ctxT(t), first, 20*time.Second) // follows the chain
+		require.NoError(t, err)
+		require.Equal(t, StateCompleted, o.State)
+		runs := []uuid.UUID{first}
+		for {
+			x, err := e.GetExecution(ctxT(t), runs[len(runs)-1])
+			require.NoError(t, err)
+			if x.ContinuedTo == nil {
+				return b, e, runs, x.Output
+			}
+			runs = append(runs, *x.ContinuedTo)
+		}
+	}
+	_, _, offRuns, want := chain(t, func(c *Config) { c.StateCacheEntries = -1 })
+	b, e, runs, got := chain(t, func(*Config) {})
+	require.JSONEq(t, string(want), string(got))
+	require.Len(t, runs, len(offRuns))
+	require.Len(t, runs, 3)
+	require.Positive(t, e.StateCacheStats().Hits)
+	for _, id := range runs {
+		history, err := loadHistory(ctxT(t), b.pool, &execRow{ID: id}, 0, -1)
+		require.NoError(t, err)
+		info := harvest.WorkflowInfo{ExecutionID: id.String(), WorkflowName: demo.CounterName, WorkflowID: "counter-1"}
+		require.NoError(t, testworkflows.ReplayAgrees(ctxT(t), b.reg, info, history), "run %s", id)
+	}
 }

@@ -17,7 +17,7 @@ import (
 // commands begins, a full replay of the prefix must issue exactly that
 // batch, and a replay of the whole history nothing more. Commands compare
 // by type and data, without what the engine adds when it records them
-// (a timer's fire_at).
+// (a timer's fire_at, a continue-as-new's successor id).
 func ReplayAgrees(ctx context.Context, reg *harvest.Registry, info harvest.WorkflowInfo, history []harvest.Event) error {
 	for i := 1; i <= len(history); i++ {
 		if i < len(history) && (!history[i].Type.IsCommand() || history[i-1].Type.IsCommand()) {
@@ -52,5 +52,6 @@ func commandData(ev harvest.Event) map[string]any {
 	var m map[string]any
 	_ = json.Unmarshal(ev.Data, &m)
 	delete(m, "fire_at")
+	delete(m, "new_execution_id")
 	return m
 }
