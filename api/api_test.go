@@ -295,7 +295,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(r.Raw, &doc))
 	require.Equal(t, "3.0.3", doc.OpenAPI)
-	param := regexp.MustCompile(`\{[^}]+\}|:[a-z_]+`)
+	param := regexp.MustCompile(`\{[^}]+\}|[:*][a-z_]+`)
 	var documented []string
 	for path, ops := range doc.Paths {
 		for method := range ops {

@@ -70,6 +70,7 @@ func (s *Server) routes() {
 	s.adminRoutes(g)
 	s.gateRoutes(g)
 	s.tokenRoutes(g)
+	s.uiRoutes(top, g)
 	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)
 	// Gin needs one wildcard name per path position: :id is the workflow
 	// name on start routes and the execution id everywhere else. A start

@@ -5,6 +5,10 @@
 # local server binaries, so this script only makes sure those binaries are
 # installed. Set HARVEST_TEST_DSN to use an existing server instead.
 #
+# The web UI's tests drive a headless Chromium (internal/browsertest): the
+# script installs Debian's chromium when root and it is missing. Without
+# it they fail, unless HARVEST_BROWSER=0 opts out (they then skip, saying so).
+#
 # Before the tests it runs go vet, harvest-vet (workflow determinism, over
 # demo/), staticcheck and go mod tidy -diff; then
 # the same checks and the tests of every example app under examples/.
@@ -21,6 +25,9 @@ source scripts/lib/ensure-postgres.sh
 if [[ -z "${HARVEST_TEST_DSN:-}" ]]; then
 	ensure_postgres
 fi
+# shellcheck source=lib/ensure-chromium.sh
+source scripts/lib/ensure-chromium.sh
+ensure_chromium
 
 go vet ./...
 # Workflow code must be deterministic: harvest-vet (package workflowcheck)

@@ -1,0 +1,293 @@
+package node
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/internal/browsertest"
+)
+
+// uiTab is a headless Chromium tab on a node's web UI.
+type uiTab struct {
+	*browsertest.Browser
+	t   *testing.T
+	url string
+}
+
+func newUITab(t *testing.T, n *Node) *uiTab {
+	u := &uiTab{Browser: browsertest.New(t), t: t, url: "http://" + n.Addr() + "/ui/"}
+	u.Do(laptop)
+	return u
+}
+
+// signIn loads the page afresh (the token lives in the page's memory, so
+// this signs the previous token out) and signs in with token.
+func (u *uiTab) signIn(token string) {
+	u.t.Helper()
+	u.Do(chromedp.Navigate(u.url), chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), token), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	u.WaitFor("signed in", `!document.getElementById('nav').hidden`)
+}
+
+// open shows a page of the UI by its hash route.
+func (u *uiTab) open(hash string) {
+	u.t.Helper()
+	browsertest.Eval[string](u.Browser, fmt.Sprintf(`location.hash = %q`, hash))
+}
+
+// count is how many elements match a CSS selector.
+func (u *uiTab) count(sel string) int {
+	u.t.Helper()
+	return browsertest.Eval[int](u.Browser, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+}
+
+// buttons counts the buttons whose text is label.
+func (u *uiTab) buttons(label string) int {
+	u.t.Helper()
+	return browsertest.Eval[int](u.Browser, fmt.Sprintf(`[...document.querySelectorAll('button')].filter(b => b.textContent.trim() === %q).length`, label))
+}
+
+// click clicks the button whose text is label.
+func (u *uiTab) click(label string) {
+	u.t.Helper()
+	u.Do(chromedp.Click(chromedp.JSPath(fmt.Sprintf(`[...document.querySelectorAll('button')].find(b => b.textContent.trim() === %q)`, label))))
+}
+
+// text is the page's visible text.
+func (u *uiTab) text() string {
+	u.t.Helper()
+	return browsertest.Eval[string](u.Browser, `document.body.innerText`)
+}
+
+// laptop is the viewport of the tests and of the laptop screenshots.
+var laptop = chromedp.EmulateViewport(1280, 900)
+
+// checkPage screenshots the page at a laptop's and a phone's size and
+// checks it: not blank, no sideways scrolling on the phone, a name for
+// every control.
+func (u *uiTab) checkPage(name string) {
+	u.t.Helper()
+	u.RequireAccessibleNames(name)
+	u.Screenshot(name)
+	u.Do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	u.RequireNoHorizontalScroll(name + " at 390×844")
+	u.Screenshot(name + "-phone")
+	u.Do(laptop)
+}
+
+// mintToken creates a token of scope through n.
+func mintToken(t *testing.T, n *Node, admin, scope string) string {
+	t.Helper()
+	r := authed(t, n, admin, "POST", "/admin/tokens", map[string]any{"scope": scope, "name": "ui-" + scope})
+	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
+	return r.Body["token"].(string)
+}
+
+// startRun starts workflow name as wfID through n and returns its id.
+func startRun(t *testing.T, n *Node, token, name, wfID string, input any) string {
+	t.Helper()
+	r := authed(t, n, token, "POST", "/workflows/"+name+"/start", map[string]any{"workflow_id": wfID, "input": input})
+	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
+	return r.Body["execution_id"].(string)
+}
+
+func startOrder(t *testing.T, n *Node, token, wfID string) string {
+	return startRun(t, n, token, demo.OrderName, wfID, map[string]any{"order_id": wfID, "amount_cents": 1200, "customer_id": "c-1", "sleep_ms": 10})
+}
+
+// signalEvents counts a run's SignalReceived events in its history.
+func (c *cluster) signalEvents(t *testing.T, execID string) int {
+	n := 0
+	for _, typ := range c.eventTypes(t, execID) {
+		if typ == "SignalReceived" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestUIOnANode drives the web UI of a real node (raft catalog, tokens
+// on) in headless Chromium: sign-in, the runs list with filters and
+// paging, a run's timeline updated live, and the actions each scope gets.
+func TestUIOnANode(t *testing.T) {
+	c, admin := newAuthCluster(t, 1, 1)
+	n := c.nodes[0]
+	u := newUITab(t, n)
+	read, write := mintToken(t, n, admin, "read"), mintToken(t, n, admin, "write")
+	orders := make([]string, 3)
+	for i := range orders {
+		orders[i] = startOrder(t, n, admin, "ui-order-"+strconv.Itoa(i))
+	}
+	for i := range 21 {
+		startRun(t, n, admin, demo.NoopChainName, fmt.Sprintf("ui-noop-%02d", i), map[string]any{"activities": 0})
+	}
+
+	t.Run("SignIn", func(t *testing.T) {
+		u.Do(chromedp.Navigate(u.url), chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)))
+		u.checkPage("signin")
+		u.signIn(read)
+		require.Contains(t, u.text(), "Scope: read")
+	})
+	t.Run("RunsListFiltersAndPages", func(t *testing.T) {
+		u.open("#/runs")
+		u.WaitFor("a full first page", `document.querySelectorAll('tbody tr a').length === 20`)
+		require.Contains(t, u.text(), "ui-noop-20", "newest first")
+		u.click("Next page")
+		u.WaitFor("the second page", `document.body.innerText.includes('Page 2')`)
+		require.Equal(t, 4, u.count(`tbody tr a`), "24 runs: 20 + 4")
+		require.Contains(t, u.text(), "ui-order-0")
+		u.click("Previous page")
+		u.WaitFor("the first page again", `document.body.innerText.includes('Page 1') && document.body.innerText.includes('ui-noop-20')`)
+
+		u.Do(chromedp.SetValue(chromedp.CSS(`select[name=state]`), "RUNNING"), chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)))
+		u.WaitFor("running runs only", `document.querySelectorAll('tbody tr a').length === 3`)
+		require.NotContains(t, u.text(), "ui-noop-")
+		u.open("#/runs?workflow_id=ui-order-1")
+		u.WaitFor("one run", `document.querySelectorAll('tbody tr a').length === 1 && document.body.innerText.includes('ui-order-1')`)
+		require.Equal(t, "ui-order-1", browsertest.Eval[string](u.Browser, `document.querySelector('input[name=workflow_id]').value`))
+		u.open("#/runs")
+		u.WaitFor("the list", `document.querySelectorAll('tbody tr a').length === 20`)
+		u.checkPage("runs")
+	})
+	t.Run("RunTimelineIsLive", func(t *testing.T) {
+		id := orders[0]
+		u.open("#/runs/" + id)
+		u.WaitFor("the charge activity with its key", `!!document.querySelector('li.group[data-activity-id]') &&
+			document.querySelector('li.group').innerText.includes('charge_card') && document.querySelector('li.group').innerText.includes('key')`)
+		require.Contains(t, u.text(), id, "the page shows the execution id")
+		require.Contains(t, u.text(), "ui-order-0")
+		require.Zero(t, u.count(`li[data-type=SignalReceived]`))
+		r := authed(t, n, write, "POST", "/workflows/"+id+"/signal/"+demo.ApprovedSignal, map[string]any{"by": "ops"})
+		require.Equal(t, http.StatusAccepted, r.Status, "%v", r.Body)
+		u.WaitFor("the signal, live", `!!document.querySelector('li[data-type=SignalReceived]')`)
+		u.WaitFor("the close, live", `!!document.querySelector('li[data-type=WorkflowCompleted]') && document.getElementById('live').innerText.includes('Run closed')`)
+		u.WaitFor("the summary refreshed", `document.querySelector('.facts .badge').textContent === 'COMPLETED'`)
+		u.checkPage("run")
+	})
+	t.Run("ReadTokenSeesNoMutatingControl", func(t *testing.T) {
+		u.open("#/runs/" + orders[1])
+		u.WaitFor("the run", `document.body.innerText.includes('ui-order-1') && !!document.querySelector('li.group')`)
+		for _, label := range []string{"Send signal", "Cancel run", "Terminate run"} {
+			require.Zero(t, u.buttons(label), label)
+		}
+		require.Zero(t, u.count(`form.signal`))
+	})
+	t.Run("KeyedSignalTwiceDeliveredOnce", func(t *testing.T) {
+		u.signIn(write)
+		id := orders[1]
+		u.open("#/runs/" + id)
+		u.WaitFor("the signal form", `!!document.querySelector('form.signal')`)
+		require.Zero(t, u.buttons("Terminate run"), "write scope: no terminate")
+		require.Equal(t, 1, u.buttons("Cancel run"))
+		u.Do(chromedp.SendKeys(chromedp.CSS(`input[name=signal_name]`), demo.ApprovedSignal),
+			chromedp.SendKeys(chromedp.CSS(`textarea[name=payload]`), `{"by": "ui"}`),
+			chromedp.SendKeys(chromedp.CSS(`input[name=idempotency_key]`), "approve-once"))
+		u.click("Send signal")
+		u.WaitFor("delivered", `!!document.querySelector('[data-outcome=delivered]')`)
+		u.click("Send signal")
+		u.WaitFor("deduplicated", `!!document.querySelector('[data-outcome=deduplicated]')`)
+		require.Equal(t, 1, u.count(`[data-outcome=delivered]`))
+		require.Equal(t, 1, c.signalEvents(t, id), "one SignalReceived")
+		u.WaitFor("the signal's key in the run's signals", `[...document.querySelectorAll('table')].some(t => t.innerText.includes('approve-once'))`)
+	})
+	t.Run("TerminateWithAdmin", func(t *testing.T) {
+		u.signIn(admin)
+		id := orders[2]
+		u.open("#/runs/" + id)
+		u.WaitFor("the terminate button", `[...document.querySelectorAll('button')].some(b => b.textContent.trim() === 'Terminate run')`)
+		u.click("Terminate run")
+		u.WaitFor("the confirmation", `document.getElementById('confirm').open`)
+		u.Do(chromedp.SendKeys(chromedp.CSS(`#confirm input[name=reason]`), "ui test"), chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		u.WaitFor("terminated", `!!document.querySelector('[data-outcome=terminate]')`)
+		u.WaitFor("the close, live", `!!document.querySelector('li[data-type=WorkflowTerminated]')`)
+		types := c.eventTypes(t, id)
+		require.Equal(t, "WorkflowTerminated", types[len(types)-1])
+	})
+	require.Empty(t, u.ConsoleErrors(), "console errors: %s", strings.Join(u.ConsoleErrors(), "; "))
+}
+
+// entryFor picks a node that does not own shard: the UI on it reads the
+// shard's runs through forwarding.
+func (c *cluster) entryFor(t *testing.T, shard uint16) *Node {
+	t.Helper()
+	for _, n := range c.nodes {
+		if !slices.Contains(n.Owned(), shard) {
+			return n
+		}
+	}
+	t.Fatalf("every node owns shard %d", shard)
+	return nil
+}
+
+// shardState reads a shard's catalog state through n.
+func shardState(t *testing.T, n *Node, admin string, shard int) string {
+	t.Helper()
+	r := authed(t, n, admin, "GET", "/admin/shards/"+strconv.Itoa(shard), nil)
+	require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+	return r.Body["shard"].(map[string]any)["state"].(string)
+}
+
+// TestUIOnACluster drives the web UI of a 3-node cluster (raft catalog,
+// two shards, tokens on): a run served by another node, live through the
+// forwarded event stream; the cluster page's members, peers, shards and
+// gates; a drain (its safety check shown first) and an undrain.
+func TestUIOnACluster(t *testing.T) {
+	c, admin := newAuthCluster(t, 3, 2)
+	id := startOrder(t, c.nodes[0], admin, "ui-cluster-order")
+	entry := c.entryFor(t, shardOf(t, id))
+	u := newUITab(t, entry)
+	u.signIn(admin)
+
+	t.Run("RunThroughANonOwner", func(t *testing.T) {
+		u.open("#/runs")
+		u.WaitFor("the run in the cluster-wide list", `document.body.innerText.includes('ui-cluster-order')`)
+		u.open("#/runs/" + id)
+		u.WaitFor("the charge activity", `!!document.querySelector('li.group[data-activity-id]')`)
+		r := authed(t, c.nodes[0], admin, "POST", "/workflows/"+id+"/signal/"+demo.ApprovedSignal, map[string]any{"by": "ops"})
+		require.Equal(t, http.StatusAccepted, r.Status, "%v", r.Body)
+		u.WaitFor("the close, live through the forwarded stream", `!!document.querySelector('li[data-type=WorkflowCompleted]')`)
+	})
+	t.Run("ClusterPage", func(t *testing.T) {
+		u.open("#/cluster")
+		u.WaitFor("members, peers and shards", `[...document.querySelectorAll('caption')].some(c => c.textContent === 'Gossip members') &&
+			document.querySelectorAll('[data-shard]').length === 2 && document.body.innerText.includes('LEADER')`)
+		text := u.text()
+		for _, n := range c.nodes {
+			require.Contains(t, text, n.NodeID())
+		}
+		u.checkPage("cluster")
+	})
+	t.Run("DrainAndUndrain", func(t *testing.T) {
+		u.click("Drain shard 1")
+		u.WaitFor("the safety check", `document.getElementById('confirm').open && document.getElementById('confirm').innerText.includes('Safety check passed')`)
+		require.Contains(t, browsertest.Eval[string](u.Browser, `document.getElementById('confirm').innerText`), "Start claims inside the window")
+		u.Do(chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		u.WaitFor("draining, with its progress", `!!document.querySelector('[data-outcome=drained]') && !!document.querySelector('[data-shard="1"] progress')`)
+		require.Equal(t, "draining", shardState(t, c.nodes[0], admin, 1))
+		u.WaitFor("the undrain button", `[...document.querySelectorAll('button')].some(b => b.textContent.trim() === 'Undrain shard 1')`)
+		u.click("Undrain shard 1")
+		u.WaitFor("undrained", `!!document.querySelector('[data-outcome=undrained]')`)
+		require.Equal(t, "writable", shardState(t, c.nodes[0], admin, 1))
+	})
+	t.Run("Gates", func(t *testing.T) {
+		u.Do(chromedp.SendKeys(chromedp.CSS(`input[name=reason]`), "ui maintenance"))
+		u.click("Close gate")
+		u.WaitFor("the gate listed", `!!document.querySelector('[data-outcome=gate-closed]') &&
+			[...document.querySelectorAll('button')].some(b => b.textContent.startsWith('Open gate '))`)
+		r := authed(t, c.nodes[0], admin, "GET", "/admin/gates", nil)
+		require.Len(t, r.Body["gates"], 1)
+		u.Do(chromedp.Click(chromedp.JSPath(`[...document.querySelectorAll('button')].find(b => b.textContent.startsWith('Open gate '))`)))
+		u.WaitFor("the gate opened", `!!document.querySelector('[data-outcome=gate-opened]')`)
+		r = authed(t, c.nodes[0], admin, "GET", "/admin/gates", nil)
+		require.Empty(t, r.Body["gates"])
+	})
+	require.Empty(t, u.ConsoleErrors(), "console errors: %s", strings.Join(u.ConsoleErrors(), "; "))
+}

@@ -1,0 +1,184 @@
+// The cluster page: gossip members and routing for every reader; with an
+// admin token also raft peers, the shard catalog with drain (its safety
+// check shown before confirming, a progress bar while it drains) and
+// undrain, and admission gates (list, close, open).
+import { call } from './api.js';
+import { h, fill, field, badge, when, table, notice, confirm } from './dom.js';
+import { may } from './session.js';
+
+const REFRESH_MS = 2000;
+
+export function clusterPage(root, session) {
+  const ctl = new AbortController();
+  const admin = may(session, 'admin');
+  const el = {
+    members: h('section', { 'aria-label': 'Members' }), routing: h('section', { 'aria-label': 'Routing' }),
+    peers: h('section', { 'aria-label': 'Raft peers' }), shards: h('section', { 'aria-label': 'Shard catalog' }),
+    gates: h('section', { 'aria-label': 'Admission gates' }), answers: h('div', { 'aria-live': 'polite', id: 'cluster-answers' }),
+  };
+  const refresh = () => load(el, admin, ctl.signal);
+  fill(root, h('h1', {}, 'Cluster'), el.answers, el.members, el.routing,
+    admin ? [el.peers, el.shards, el.gates, gateForm(el, refresh)] : notice('The raft peers, the shard catalog and admission gates need an admin token.'));
+  refresh();
+  const timer = setInterval(refresh, REFRESH_MS);
+  return () => { clearInterval(timer); ctl.abort(); };
+}
+
+async function load(el, admin, signal) {
+  const get = (p) => call('GET', p, { signal }).catch((err) => ({ failed: err }));
+  const [members, routing] = await Promise.all([get('/cluster/members'), get('/cluster/routing')]);
+  if (signal.aborted) return;
+  renderMembers(el.members, members);
+  renderRouting(el.routing, routing);
+  if (!admin) return;
+  const [peers, shards, gates] = await Promise.all([get('/admin/raft/peers'), get('/admin/shards'), get('/admin/gates')]);
+  if (signal.aborted) return;
+  renderPeers(el.peers, peers);
+  renderShards(el, shards, () => load(el, admin, signal));
+  renderGates(el, gates, () => load(el, admin, signal));
+}
+
+function failed(root, what, r) {
+  if (!r.failed) return false;
+  fill(root, notice(what + ': ' + r.failed.message, r.failed.status === 404 ? 'info' : 'error'));
+  return true;
+}
+
+function renderMembers(root, r) {
+  if (failed(root, 'Members', r)) return;
+  fill(root, table('Gossip members', ['Node', 'State', 'API', 'Shards', 'Version'], r.members.map((m) => h('tr', {},
+    h('td', {}, m.node_id, m.self ? ' (this node)' : ''), h('td', {}, badge(m.state)), h('td', {}, m.api_addr || '—'),
+    h('td', {}, (m.shards || []).join(', ') || '—'), h('td', {}, m.version || '—')))));
+}
+
+function renderRouting(root, r) {
+  if (failed(root, 'Routing', r)) return;
+  fill(root, table('Shard routing (placement epoch ' + r.placement_epoch + ')', ['Shard', 'State', 'Owner', 'Here'],
+    r.shards.map((s) => h('tr', {}, h('td', {}, String(s.shard_id)), h('td', {}, badge(s.state)), h('td', {}, s.owner || 'unknown'),
+      h('td', {}, s.self ? 'yes' : 'no')))));
+}
+
+function renderPeers(root, r) {
+  if (failed(root, 'Raft peers', r)) return;
+  fill(root, table('Raft peers', ['Peer', 'Address', 'Role'], r.peers.map((p) => h('tr', {},
+    h('td', {}, p.id), h('td', {}, p.addr), h('td', {}, p.leader ? badge('LEADER') : p.voter ? 'voter' : 'non-voter')))));
+}
+
+function renderShards(el, r, reload) {
+  if (failed(el.shards, 'Shard catalog', r)) return;
+  const writable = r.shards.filter((s) => s.state === 'writable').length;
+  fill(el.shards, table('Shard catalog (idempotency window ' + r.idempotency_window + ', leader ' + (r.leader || 'unknown') + ')',
+    ['Shard', 'State', 'Owner', 'Reachable', 'Inside the window', 'Window passes', 'Action'],
+    r.shards.map((s) => h('tr', { 'data-shard': s.shard_id },
+      h('td', {}, String(s.shard_id)), h('td', {}, badge(s.state), s.state === 'draining' ? progress(s) : null),
+      h('td', {}, s.owner || 'unknown'), h('td', {}, s.reachable ? 'yes' : h('span', { class: 'fail' }, 'no')),
+      h('td', {}, s.status ? s.status.claims_in_window + ' claims, ' + s.status.runs_in_window + ' runs' : '—'),
+      h('td', {}, s.status && s.status.window_passes_at ? when(s.status.window_passes_at) : 'passed'),
+      h('td', {}, shardAction(el, s, writable, reload))))));
+}
+
+function progress(s) {
+  const start = Date.parse(s.state_since);
+  const end = s.status && s.status.window_passes_at ? Date.parse(s.status.window_passes_at) : Date.now();
+  const pct = end <= start ? 100 : Math.min(100, Math.max(0, Math.round((Date.now() - start) / (end - start) * 100)));
+  return h('progress', { max: 100, value: pct, 'aria-label': 'Drain of shard ' + s.shard_id + ': ' + pct + '% of the window passed' });
+}
+
+function shardAction(el, s, writable, reload) {
+  if (s.state === 'writable') {
+    return h('button', { type: 'button', class: 'warn', onclick: () => drain(el, s.shard_id, writable, reload) }, 'Drain shard ' + s.shard_id);
+  }
+  if (s.state === 'draining' || s.state === 'read_only') {
+    return h('button', { type: 'button', class: 'quiet', onclick: () => undrain(el, s.shard_id, reload) }, 'Undrain shard ' + s.shard_id);
+  }
+  return '—';
+}
+
+// drain shows the shard's fresh safety facts, then drains without force:
+// the server refuses an unsafe drain itself.
+async function drain(el, id, writable, reload) {
+  let s;
+  try {
+    s = (await call('GET', '/admin/shards/' + id)).shard;
+  } catch (err) {
+    say(el, 'Could not read shard ' + id + ': ' + err.message, 'error');
+    return;
+  }
+  const st = s.status || {};
+  const risks = [];
+  if (writable <= 1) risks.push('it is the last writable shard: new runs would have nowhere to go');
+  if (!s.reachable) risks.push('it cannot be reached: its claims cannot be checked');
+  const body = [
+    h('dl', { class: 'facts' },
+      h('dt', {}, 'Start claims inside the window'), h('dd', {}, String(st.claims_in_window ?? '?')),
+      h('dt', {}, 'Runs inside the window'), h('dd', {}, String(st.runs_in_window ?? '?')),
+      h('dt', {}, 'Running executions'), h('dd', {}, String(st.running_executions ?? '?')),
+      h('dt', {}, 'Window passes'), h('dd', {}, st.window_passes_at ? when(st.window_passes_at) : 'already passed')),
+    h('p', {}, 'Existing runs keep running; the shard keeps answering dedup probes until the window passes, then becomes read-only.'),
+    risks.length ? notice('Unsafe: ' + risks.join('; ') + '. The server will refuse this drain.', 'warn') : notice('Safety check passed.', 'ok'),
+  ];
+  if (!(await confirm('Drain shard ' + id + '?', body, 'Drain shard ' + id))) return;
+  try {
+    await call('POST', '/admin/shards/' + id + '/drain', { body: { force: false } });
+    say(el, 'Shard ' + id + ' is draining.', 'ok', 'drained');
+  } catch (err) {
+    say(el, 'Drain refused: ' + err.message, 'error');
+  }
+  reload();
+}
+
+async function undrain(el, id, reload) {
+  try {
+    await call('POST', '/admin/shards/' + id + '/undrain', { body: {} });
+    say(el, 'Shard ' + id + ' is writable again.', 'ok', 'undrained');
+  } catch (err) {
+    say(el, 'Undrain refused: ' + err.message, 'error');
+  }
+  reload();
+}
+
+function renderGates(el, r, reload) {
+  if (failed(el.gates, 'Gates', r)) return;
+  fill(el.gates, table('Admission gates (closed gates block fresh starts in their scope)', ['Gate', 'Scope', 'Reason', 'Expires', 'Action'],
+    r.gates.map((g) => h('tr', {}, h('td', {}, g.gate_id), h('td', {}, g.scope_kind + (g.scope_value ? ' ' + g.scope_value : '')),
+      h('td', {}, g.reason), h('td', {}, when(g.expires_at)),
+      h('td', {}, h('button', { type: 'button', class: 'quiet', onclick: () => openGate(el, g.gate_id, reload) }, 'Open gate ' + g.gate_id))))));
+}
+
+function gateForm(el, reload) {
+  const kind = h('select', { name: 'scope_kind' }, ['cluster', 'workflow_name', 'shard'].map((k) => h('option', { value: k }, k)));
+  const value = h('input', { name: 'scope_value', autocomplete: 'off' });
+  const reason = h('input', { name: 'reason', autocomplete: 'off', required: true });
+  const form = h('form', { class: 'filters', 'aria-label': 'Close a gate' },
+    field('Gate scope', kind), field('Scope value', value), field('Reason', reason), h('div', { class: 'row' }, h('button', { type: 'submit', class: 'warn' }, 'Close gate')));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const body = { scope_kind: kind.value, reason: reason.value };
+    if (value.value) body.scope_value = value.value;
+    try {
+      const g = await call('POST', '/admin/gates', { body });
+      say(el, 'Gate ' + g.gate_id + ' closed.', 'ok', 'gate-closed');
+      form.reset();
+    } catch (err) {
+      say(el, 'Gate refused: ' + err.message, 'error');
+    }
+    reload();
+  });
+  return h('section', { 'aria-label': 'Close a gate' }, h('h2', {}, 'Close a gate'), form);
+}
+
+async function openGate(el, id, reload) {
+  try {
+    await call('DELETE', '/admin/gates/' + encodeURIComponent(id));
+    say(el, 'Gate ' + id + ' opened.', 'ok', 'gate-opened');
+  } catch (err) {
+    say(el, 'Could not open gate: ' + err.message, 'error');
+  }
+  reload();
+}
+
+function say(el, text, kind, outcome) {
+  const p = notice(text, kind);
+  if (outcome) p.dataset.outcome = outcome;
+  el.answers.prepend(p);
+}
