@@ -129,8 +129,13 @@ func (b *Browser) WaitFor(what, cond string) {
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond)))
-	require.NoError(b.t, err, "waiting for %s (%s)", what, cond)
+	if err != nil {
+		b.t.Fatalf("waiting for %s (%s): %v; the page shows:\n%s", what, cond, err, Eval[string](b, `document.body.innerText.slice(0, 4000)`))
+	}
 }
+
+// Use makes t (a subtest) the test that failures are reported to.
+func (b *Browser) Use(t testing.TB) { b.t = t }
 
 // ConsoleErrors are the errors the page reported so far.
 func (b *Browser) ConsoleErrors() []string {

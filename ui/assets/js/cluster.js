@@ -28,14 +28,34 @@ async function load(el, admin, signal) {
   const get = (p) => call('GET', p, { signal }).catch((err) => ({ failed: err }));
   const [members, routing] = await Promise.all([get('/cluster/members'), get('/cluster/routing')]);
   if (signal.aborted) return;
-  renderMembers(el.members, members);
-  renderRouting(el.routing, routing);
+  changed(el.members, members, () => renderMembers(el.members, members));
+  changed(el.routing, routing, () => renderRouting(el.routing, routing));
   if (!admin) return;
   const [peers, shards, gates] = await Promise.all([get('/admin/raft/peers'), get('/admin/shards'), get('/admin/gates')]);
   if (signal.aborted) return;
-  renderPeers(el.peers, peers);
-  renderShards(el, shards, () => load(el, admin, signal));
-  renderGates(el, gates, () => load(el, admin, signal));
+  const reload = () => load(el, admin, signal);
+  changed(el.peers, peers, () => renderPeers(el.peers, peers));
+  changed(el.shards, withoutClock(shards), () => renderShards(el, shards, reload));
+  changed(el.gates, gates, () => renderGates(el, gates, reload));
+  tickProgress(el.shards);
+}
+
+// rendered holds what each section last showed: a refresh that reads
+// the same leaves the section's elements (and the focus) alone.
+const rendered = new WeakMap();
+
+function changed(root, data, render) {
+  const key = JSON.stringify(data, (k, v) => (v instanceof Error ? v.message : v));
+  if (rendered.get(root) === key) return;
+  rendered.set(root, key);
+  render();
+}
+
+// withoutClock drops the database clock of each status (it changes at
+// every read).
+function withoutClock(r) {
+  if (!r.shards) return r;
+  return { ...r, shards: r.shards.map((s) => (s.status ? { ...s, status: { ...s.status, now: undefined } } : s)) };
 }
 
 function failed(root, what, r) {
@@ -77,11 +97,21 @@ function renderShards(el, r, reload) {
       h('td', {}, shardAction(el, s, writable, reload))))));
 }
 
+// progress is a draining shard's bar: how much of the window since the
+// drain has passed (tickProgress moves it).
 function progress(s) {
-  const start = Date.parse(s.state_since);
-  const end = s.status && s.status.window_passes_at ? Date.parse(s.status.window_passes_at) : Date.now();
-  const pct = end <= start ? 100 : Math.min(100, Math.max(0, Math.round((Date.now() - start) / (end - start) * 100)));
-  return h('progress', { max: 100, value: pct, 'aria-label': 'Drain of shard ' + s.shard_id + ': ' + pct + '% of the window passed' });
+  const end = s.status && s.status.window_passes_at ? s.status.window_passes_at : s.state_since;
+  return h('progress', { max: 100, value: 0, 'data-shard-id': s.shard_id, 'data-since': s.state_since, 'data-until': end });
+}
+
+function tickProgress(root) {
+  for (const p of root.querySelectorAll('progress')) {
+    const start = Date.parse(p.dataset.since);
+    const end = Date.parse(p.dataset.until);
+    const pct = end <= start ? 100 : Math.min(100, Math.max(0, Math.round((Date.now() - start) / (end - start) * 100)));
+    p.value = pct;
+    p.setAttribute('aria-label', 'Drain of shard ' + p.dataset.shardId + ': ' + pct + '% of the window passed');
+  }
 }
 
 function shardAction(el, s, writable, reload) {
@@ -99,7 +129,7 @@ function shardAction(el, s, writable, reload) {
 async function drain(el, id, writable, reload) {
   let s;
   try {
-    s = (await call('GET', '/admin/shards/' + id)).shard;
+    s = await call('GET', '/admin/shards/' + id);
   } catch (err) {
     say(el, 'Could not read shard ' + id + ': ' + err.message, 'error');
     return;
