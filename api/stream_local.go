@@ -28,8 +28,9 @@ func (l localSource) run(ctx context.Context, w *sseWriter) (bool, error) {
 			return false, err
 		}
 		if drained && engine.IsTerminal(state) {
-			raw, _ := json.Marshal(gin.H{"execution_id": l.id, "state": state})
-			w.event(sseClosed, "", raw)
+			if err := l.closed(ctx, w, state); err != nil {
+				return false, err
+			}
 			return true, nil
 		}
 		if !drained {
@@ -41,7 +42,27 @@ func (l localSource) run(ctx context.Context, w *sseWriter) (bool, error) {
 			return false, err
 		}
 		state = o.State
+		if o.ExecutionID != uuid.Nil && o.ExecutionID != l.id {
+			// Result followed a continue-as-new chain: this run is closed.
+			state = engine.StateContinuedAsNew
+		}
 	}
+}
+
+// closed writes the closed event: the run's state and, for a run that
+// continued as new, its successor.
+func (l localSource) closed(ctx context.Context, w *sseWriter, state string) error {
+	body := gin.H{"execution_id": l.id, "state": state}
+	if state == engine.StateContinuedAsNew {
+		d, err := l.shard.Describe(ctx, l.id)
+		if err != nil {
+			return err
+		}
+		body["continued_to"] = d.Execution.ContinuedTo
+	}
+	raw, _ := json.Marshal(body)
+	w.event(sseClosed, "", raw)
+	return nil
 }
 
 // send writes one page of events after w.last; drained reports the page

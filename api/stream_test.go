@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine"
 )
 
@@ -76,15 +77,23 @@ func (s *stream) until(typ string) []int64 {
 // the body. It returns the ids and the closed state.
 func (s *stream) end() ([]int64, string) {
 	s.t.Helper()
+	ids, state, _ := s.endWith()
+	return ids, state
+}
+
+// endWith is end with the closed event's data.
+func (s *stream) endWith() ([]int64, string, map[string]any) {
+	s.t.Helper()
 	var ids []int64
 	for {
 		f := s.next()
 		if f.event == sseClosed {
-			var body struct{ State string }
+			var body map[string]any
 			require.NoError(s.t, json.Unmarshal(frameData(f), &body))
 			_, err := readFrame(s.rd)
 			require.ErrorIs(s.t, err, io.EOF, "the stream ends after closed")
-			return ids, body.State
+			state, _ := body["state"].(string)
+			return ids, state, body
 		}
 		require.Equal(s.t, sseHistory, f.event, "frame %s", f.raw)
 		ids = append(ids, s.eventID(f))
@@ -179,6 +188,26 @@ func TestEventsStream(t *testing.T) {
 		requireError(t, b.do(t, "GET", "/workflows/not-a-uuid/events/stream", nil), http.StatusBadRequest, codeInvalidArgument)
 		requireError(t, b.do(t, "GET", "/workflows/0003e886-0000-4000-8000-000000000001/events/stream", nil), http.StatusNotFound, codeNotFound)
 	})
+}
+
+// TestEventsStreamOfAChain: a run that continues as new closes its
+// stream (CONTINUED_AS_NEW, naming its successor), though Result follows
+// the chain to a run still open.
+func TestEventsStreamOfAChain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, "POST", "/workflows/"+demo.CounterName+"/start", map[string]any{"input": demo.CounterInput{Every: 1, Until: 3}})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	id := r.Body["execution_id"].(string)
+	s := openStream(t, b.url, id, "")
+	first := s.until("WorkflowStarted")
+	require.Equal(t, http.StatusAccepted, b.do(t, "POST", "/workflows/"+id+"/signal/"+demo.CounterAddSignal, map[string]any{"id": "a", "n": 1}).Status)
+	rest, state, closed := s.endWith()
+	require.Equal(t, engine.StateContinuedAsNew, state)
+	next := b.do(t, "GET", "/workflows/"+id, nil).Body["execution"].(map[string]any)["continued_to"]
+	require.NotEmpty(t, next)
+	require.Equal(t, next, closed["continued_to"])
+	require.Equal(t, dense(0, b.eventCount(t, id)-1), append(first, rest...))
 }
 
 func (b *testBundle) eventCount(t *testing.T, id string) int64 {

@@ -182,6 +182,20 @@ func TestUIOnANode(t *testing.T) {
 		u.WaitFor("the summary refreshed", `document.querySelector('.facts .badge').textContent === 'COMPLETED'`)
 		u.checkPage("run")
 	})
+	t.Run("ContinueAsNewChain", func(t *testing.T) {
+		u.in(t)
+		id := startRun(t, n, admin, demo.CounterName, "ui-counter", demo.CounterInput{Every: 1, Until: 2})
+		u.open("#/runs/" + id)
+		u.WaitFor("the run", `!!document.querySelector('li[data-type=WorkflowStarted]')`)
+		r := authed(t, n, write, "POST", "/workflows/"+id+"/signal/"+demo.CounterAddSignal, map[string]any{"id": "a", "n": 1})
+		require.Equal(t, http.StatusAccepted, r.Status, "%v", r.Body)
+		u.WaitFor("the link to the successor, live", `!!document.querySelector('#live a')`)
+		next := browsertest.Eval[string](u.Browser, `document.querySelector('#live a').textContent`)
+		require.NotEqual(t, id, next)
+		u.Do(chromedp.Click(chromedp.CSS(`#live a`)))
+		u.WaitFor("the successor's page links back", fmt.Sprintf(`[...document.querySelectorAll('.facts a')].some(a => a.textContent === %q) &&
+			document.body.innerText.includes(%q)`, id, next))
+	})
 	t.Run("ReadTokenSeesNoMutatingControl", func(t *testing.T) {
 		u.in(t)
 		u.open("#/runs/" + orders[1])

@@ -52,9 +52,10 @@ function summary(root, d) {
     ['Start key', x.idempotency_key ? mono(x.idempotency_key) : h('span', { class: 'muted' }, 'none (started without an idempotency key)')],
     ['Started', when(x.created_at)], ['Closed', when(x.completed_at)], ['Events', String(x.event_count)],
   ];
-  for (const [k, label] of [['parent_execution_id', 'Parent run'], ['continued_from_execution_id', 'Continued from'], ['continued_as_execution_id', 'Continued as']]) {
-    if (x[k]) rows.push([label, h('a', { href: '#/runs/' + x[k], class: 'mono' }, x[k])]);
+  for (const [k, label] of [['continued_from', 'Continued from'], ['continued_to', 'Continued as new']]) {
+    if (x[k]) rows.push([label, runLink(x[k])]);
   }
+  if (x.chain_id && x.chain_id !== x.execution_id) rows.push(['Chain (first run)', runLink(x.chain_id)]);
   if (d.cancel_requested_at) rows.push(['Cancel requested', when(d.cancel_requested_at)]);
   if (x.last_error) rows.push(['Workflow task failing', h('span', { class: 'fail' }, x.last_error + ' (attempt ' + x.task_attempt + ')')]);
   fill(root, h('h1', { id: 'run-title' }, x.workflow_name, ' · ', h('span', { class: 'mono' }, x.workflow_id)),
@@ -65,6 +66,8 @@ function summary(root, d) {
 }
 
 function mono(s) { return h('span', { class: 'mono' }, s); }
+
+function runLink(id) { return h('a', { href: '#/runs/' + id, class: 'mono' }, id); }
 
 function pending(root, d) {
   const acts = d.pending_activities.map((a) => h('tr', {},
@@ -99,7 +102,8 @@ function onEvent(run, el, ev) {
     scheduleRender(run, el);
   } else if (ev.event === 'closed') {
     run.closed = true;
-    fill(el.live, 'Run closed: ', badge(ev.data.state), ' · ', String(run.events.length), ' events');
+    fill(el.live, 'Run closed: ', badge(ev.data.state), ' · ', String(run.events.length), ' events',
+      ev.data.continued_to ? [' · continued as ', runLink(ev.data.continued_to)] : null);
   }
   run.refresh();
 }
