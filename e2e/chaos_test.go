@@ -223,7 +223,7 @@ func runInside(t *testing.T) {
 	defer hf.Close()
 	hist := NewHistory(hf)
 	client := NewClient(Nodes(cl), secrets.Token, hist)
-	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08}
+	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08, CounterShare: 0.12}
 	nem := &Nemesis{Cluster: cl, PG: pg, Client: client, Logf: logf, Hold: prof.hold, Settle: prof.settle,
 		AddShard: 2, NewShard: newShard}
 
@@ -269,7 +269,7 @@ func runInside(t *testing.T) {
 	}
 	ops := hist.Ops()
 	vs := Check(ops, st)
-	notes = append(notes, CancelStats(ops, st))
+	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st))
 
 	rep := &Report{Profile: prof.name, Seed: seed, Nodes: nodes, Duration: loadDur, Total: time.Since(began), Ops: ops,
 		Faults: nem.Faults, Violations: vs, Executions: st.Executions(), Redelivered: redone, StillParked: left,

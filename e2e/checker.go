@@ -32,12 +32,15 @@ const (
 	CheckPhantom      = "no execution without a request"
 	CheckAnswered     = "every op answered after the heal"
 	CheckRefusal      = "no unexpected 4xx"
+	CheckChainLinks   = "continue-as-new: one run per chain link"
+	CheckChainSignals = "chain signal key -> delivered once in the chain"
+	CheckChainEnd     = "chain completes with every add"
 )
 
 // AllChecks lists the checks in report order.
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
-	CheckAnswered, CheckRefusal}
+	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -47,6 +50,9 @@ type execRow struct {
 	lastError                 string
 	events, minEv, maxEv      int64
 	started                   int64
+	// Continue-as-new: the chain's first run (empty on a first run), the
+	// run this one continued from and to, and the output (JSON, "" if none).
+	chainID, continuedFrom, continuedTo, output string
 }
 
 // DBState is what the checker reads from the shard databases.
@@ -82,7 +88,9 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 		SELECT x.execution_id::text, x.workflow_name, x.workflow_id, x.state, coalesce(x.idempotency_key, ''),
 		       x.next_event_id, coalesce(x.last_error, ''),
 		       count(e.event_id), coalesce(min(e.event_id), -1), coalesce(max(e.event_id), -1),
-		       count(*) FILTER (WHERE e.event_type = 'WorkflowStarted')
+		       count(*) FILTER (WHERE e.event_type = 'WorkflowStarted'),
+		       coalesce(x.chain_id::text, ''), coalesce(x.continued_from::text, ''), coalesce(x.continued_to::text, ''),
+		       coalesce(x.output::text, '')
 		  FROM harvest_executions x LEFT JOIN harvest_events e USING (execution_id)
 		 GROUP BY x.execution_id`)
 	if err != nil {
@@ -91,7 +99,7 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 	for rows.Next() {
 		r := &execRow{shard: shard}
 		if err := rows.Scan(&r.id, &r.name, &r.wfID, &r.state, &r.ik, &r.nextEventID, &r.lastError,
-			&r.events, &r.minEv, &r.maxEv, &r.started); err != nil {
+			&r.events, &r.minEv, &r.maxEv, &r.started, &r.chainID, &r.continuedFrom, &r.continuedTo, &r.output); err != nil {
 			return err
 		}
 		if prev, dup := st.execs[r.id]; dup {
@@ -195,6 +203,9 @@ func Check(ops []*Op, st *DBState) []Violation {
 			if !startKeys[k] {
 				add(CheckPhantom, "execution %s (%s) has start key %q that no client sent", x.id, x.name, x.ik)
 			}
+		case x.chainID != "":
+			// A later run of a continue-as-new chain: checkChains
+			// follows it from the chain's first run.
 		case swsIDs[[2]string{x.name, x.wfID}]:
 			k := [2]string{x.name, x.wfID}
 			bySWS[k] = append(bySWS[k], x.id)
@@ -225,25 +236,31 @@ func Check(ops []*Op, st *DBState) []Violation {
 	signalSeen := map[[2]string]bool{}
 	for _, op := range sortedOps(ops) {
 		ident := op.Kind + " " + op.Workflow + " " + op.Key + " " + op.WorkflowID + " " + op.Target
+		// The request an op re-sends: a counter add is one request whichever
+		// run id of its chain it went to (a re-delivery goes to the other).
+		req := ident
+		if op.Chain != "" {
+			req = op.Kind + " " + op.Workflow + " " + op.Key + " chain " + op.Chain
+		}
 		if op.Kind == KindCancel {
 			// checkCancels checks the answers; here only whether one came.
 			if op.Answered() || op.Status/100 == 4 && op.Status != 429 {
-				answeredIDs[ident] = true
+				answeredIDs[req] = true
 			} else {
-				unanswered[ident] = op
+				unanswered[req] = op
 			}
 			continue
 		}
 		if !op.OK {
 			if op.Status/100 == 4 && op.Status != 429 {
 				add(CheckRefusal, "op %d %s %q answered %d: %s", op.ID, op.Kind, op.Key, op.Status, op.Err)
-				answeredIDs[ident] = true
+				answeredIDs[req] = true
 				continue
 			}
-			unanswered[ident] = op
+			unanswered[req] = op
 			continue
 		}
-		answeredIDs[ident] = true
+		answeredIDs[req] = true
 		if prev, ok := answers[ident]; ok && prev != op.ExecID {
 			add(CheckAnswersAgree, "%s %q answered %s and %s", op.Kind, op.Key, prev, op.ExecID)
 		}
@@ -276,15 +293,17 @@ func Check(ops []*Op, st *DBState) []Violation {
 				add(CheckAckedExists, "signal %q to %s answered for %s", op.Key, op.Target, op.ExecID)
 			}
 		}
-		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && !signalSeen[sk] {
+		// A counter add reaches the chain's current run, and an unconsumed
+		// one is carried to the next: checkChains counts it per chain.
+		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && op.Chain == "" && !signalSeen[sk] {
 			signalSeen[sk] = true
 			if n := st.signals[[2]string{op.ExecID, op.Key}]; n != 1 {
 				add(CheckSignalOnce, "acknowledged signal %q to %s has %d SignalReceived events", op.Key, op.ExecID, n)
 			}
 		}
 	}
-	for ident, op := range unanswered {
-		if !answeredIDs[ident] {
+	for req, op := range unanswered {
+		if !answeredIDs[req] {
 			add(CheckAnswered, "op %d %s %q was never answered: %s", op.ID, op.Kind, op.Key, op.Err)
 		}
 	}
@@ -295,6 +314,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	}
 
 	checkCancels(ops, st, add)
+	checkChains(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).
@@ -306,7 +326,9 @@ func Check(ops []*Op, st *DBState) []Violation {
 		}
 		// A run asked to cancel is reported here only while open: how it
 		// closed is CheckCancelCloses's.
-		if x.state == "RUNNING" || st.cancels[id] == nil && x.state != "COMPLETED" {
+		// A run that continued as new is closed: checkChains checks the link.
+		handedOver := x.state == "CONTINUED_AS_NEW" && x.continuedTo != ""
+		if x.state == "RUNNING" || st.cancels[id] == nil && x.state != "COMPLETED" && !handedOver {
 			msg := ""
 			if x.lastError != "" {
 				msg = ": " + x.lastError

@@ -2,7 +2,8 @@
 // real harvestd processes, each in its own network namespace on a private
 // bridge, share one PostgreSQL server on the bridge address; clients send
 // keyed starts, keyed signals, signal-with-start and cooperative cancels
-// of orders through random nodes with retries (the same key on every retry and on deliberate
+// of orders, and continue-as-new chains (the demo counter, its keyed adds
+// sent to the chain's first or latest known run) through random nodes with retries (the same key on every retry and on deliberate
 // re-deliveries) while a nemesis kills, pauses, partitions and isolates
 // nodes, kills the raft leader, restarts PostgreSQL and drains and adds
 // shards. Every client operation is recorded; after the faults are healed a
@@ -23,6 +24,14 @@
 //     asked to cancel ends CANCELLED (COMPLETED if it had finished its
 //     last wait before the request) and, charged before the request,
 //     refunds exactly once. Cancelled runs count as closed.
+//   - per continue-as-new chain one run per link: following continued_to
+//     from the first run visits every run once (no fork, no missing or
+//     dangling link), every run but the last closed CONTINUED_AS_NEW, and
+//     a counter chain has Until/Every (rounded up) runs, as its output
+//     counts; its output lists every answered add once and nothing nobody
+//     sent (no lost, no doubled signal across the hand-overs), at most one
+//     answer per (chain, add key) says signal_delivered whichever run id it
+//     was sent to, and the chain completes with count Until.
 //
 // The nodes run as a deployment does: each run writes a fresh cluster key
 // and admin token into its work directory, every node gets both

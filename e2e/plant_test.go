@@ -60,13 +60,16 @@ func plantEvent(ctx context.Context, conn *pgx.Conn, execID, typ string, data ma
 
 // selfTestChecker plants one violation of each kind the databases can show
 // (a second execution for an answered start key, a second SignalReceived
-// for an answered signal key, an answer naming a missing execution, and a
+// for an answered signal key, an answer naming a missing execution, a
 // second WorkflowCancelRequested when a cancel was answered
-// newly_cancelled) and checks that the checker reports each.
+// newly_cancelled, and a doubled add and a fork in a counter chain) and
+// checks that the checker reports each.
 func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) error {
-	var start, signal, cancel *Op
+	var start, signal, cancel, counter *Op
 	for _, op := range ops {
 		switch {
+		case op.OK && op.Kind == KindStart && op.Workflow == wfCounter && counter == nil:
+			counter = op
 		case op.OK && op.Kind == KindCancel && op.NewlyCancelled != nil && *op.NewlyCancelled && cancel == nil:
 			cancel = op
 		case op.OK && op.Kind == KindStart && !op.Probe && start == nil:
@@ -98,6 +101,10 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 			return plantEvent(ctx, c, cancel.Target, "WorkflowCancelRequested", map[string]any{"reason": "planted"})
 		}})
 	}
+	if counter != nil {
+		want = append(want, CheckChainSignals, CheckChainLinks)
+		plants = append(plants, plant{shardOf(counter.ExecID), func(c *pgx.Conn) error { return plantChainFaults(ctx, c, counter.ExecID) }})
+	}
 	for _, p := range plants {
 		conn, err := pgx.Connect(ctx, dsns[p.shard])
 		if err != nil {
@@ -126,4 +133,39 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 		}
 	}
 	return nil
+}
+
+// plantChainFaults doubles an add in the output of chain's last run and
+// forks the chain: a second successor of its first run.
+func plantChainFaults(ctx context.Context, conn *pgx.Conn, chain string) error {
+	if _, err := conn.Exec(ctx, `
+		UPDATE harvest_executions SET output = jsonb_set(output, '{ids}', (output->'ids') || (output->'ids'->0))
+		 WHERE coalesce(chain_id, execution_id) = $1 AND continued_to IS NULL`, chain); err != nil {
+		return fmt.Errorf("plant a doubled add: %w", err)
+	}
+	fork := newExecID(shardOf(chain))
+	if err := plantExecution(ctx, conn, fork, wfCounter, "planted-fork", "", "COMPLETED"); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, `UPDATE harvest_executions SET chain_id = $1, continued_from = $1 WHERE execution_id = $2`, chain, fork)
+	return err
+}
+
+// plantLink makes run a continue-as-new successor of from in chain (the
+// chain's first run), as the engine's hand-over writes it; from closes
+// CONTINUED_AS_NEW naming it.
+func plantLink(ctx context.Context, conn *pgx.Conn, chain, from, run string) error {
+	if _, err := conn.Exec(ctx, `UPDATE harvest_executions SET chain_id = $1, continued_from = $2 WHERE execution_id = $3`,
+		chain, from, run); err != nil {
+		return fmt.Errorf("plant link: %w", err)
+	}
+	_, err := conn.Exec(ctx, `UPDATE harvest_executions SET state = 'CONTINUED_AS_NEW', continued_to = $2 WHERE execution_id = $1`,
+		from, run)
+	return err
+}
+
+// plantOutput sets a run's output.
+func plantOutput(ctx context.Context, conn *pgx.Conn, run string, output any) error {
+	_, err := conn.Exec(ctx, `UPDATE harvest_executions SET output = $2 WHERE execution_id = $1`, run, output)
+	return err
 }

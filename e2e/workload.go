@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,7 +30,9 @@ const (
 const (
 	wfOnboarding = "onboarding"
 	wfOrder      = "order"
+	wfCounter    = "counter" // continues as new (workload_counter.go)
 	sigApproved  = "approved"
+	sigAdd       = "add" // the counter's signal
 )
 
 // Op is one recorded client operation: a logical request sent through
@@ -42,6 +45,9 @@ type Op struct {
 	WorkflowID string    `json:"workflow_id,omitempty"` // sws
 	Target     string    `json:"target,omitempty"`      // signal, cancel: execution id
 	Dup        bool      `json:"dup,omitempty"`         // a deliberate re-delivery of an answered op
+	Chain      string    `json:"chain,omitempty"`       // counter add: the first run of its continue-as-new chain
+	Every      int       `json:"every,omitempty"`       // counter start: signals per run
+	Until      int       `json:"until,omitempty"`       // counter start: signals of the chain
 	Probe      bool      `json:"probe,omitempty"`       // sent by the nemesis to time recovery
 	Redelivery bool      `json:"redelivery,omitempty"`  // sent after the heal for an unanswered op
 	Begin      time.Time `json:"begin"`
@@ -55,6 +61,11 @@ type Op struct {
 	Dedup     *bool  `json:"deduplicated,omitempty"`
 	Delivered *bool  `json:"signal_delivered,omitempty"`
 	Err       string `json:"error,omitempty"` // last error when !OK
+
+	// Current is the chain's current run as the answer named it: a
+	// signal's current_execution_id, a keyed start replay's
+	// latest_execution_id (empty when the answer named none).
+	Current string `json:"current,omitempty"`
 
 	// Cancel answers: the 200's flags, and the state of a 200 or a 409.
 	CancelRequested *bool  `json:"cancel_requested,omitempty"`
@@ -148,12 +159,18 @@ func (c *Client) requestOf(op *Op) request {
 	switch op.Kind {
 	case KindStart:
 		var input any = map[string]any{"user_id": rand.IntN(1 << 30)}
-		if op.Workflow == wfOrder {
+		switch op.Workflow {
+		case wfOrder:
 			input = orderInput(op.Key)
+		case wfCounter:
+			input = map[string]any{"every": op.Every, "until": op.Until}
 		}
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/start", op.Key,
 			map[string]any{"input": input}}
 	case KindSignal:
+		if op.Workflow == wfCounter {
+			return counterAdd(op)
+		}
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Target + "/signal/" + sigApproved, op.Key,
 			map[string]any{"by": "e2e"}}
 	case KindSWS:
@@ -264,6 +281,8 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 		StartedFresh    *bool  `json:"started_fresh"`
 		Deduplicated    *bool  `json:"deduplicated"`
 		SignalDelivered *bool  `json:"signal_delivered"`
+		Current         string `json:"current_execution_id"`
+		Latest          string `json:"latest_execution_id"`
 		CancelRequested *bool  `json:"cancel_requested"`
 		NewlyCancelled  *bool  `json:"newly_cancelled"`
 		State           string `json:"state"`
@@ -275,6 +294,7 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 	op.OK, op.Status, op.Err, op.Code = true, resp.StatusCode, "", ""
 	op.ExecID, op.Fresh, op.Dedup, op.Delivered = out.ExecutionID, out.StartedFresh, out.Deduplicated, out.SignalDelivered
 	op.CancelRequested, op.NewlyCancelled, op.State = out.CancelRequested, out.NewlyCancelled, out.State
+	op.Current = cmp.Or(out.Current, out.Latest)
 	return a, false
 }
 
@@ -293,6 +313,9 @@ type Workload struct {
 	// (it refunds its charge), some at once (during the charge), some
 	// after approving it (racing its end).
 	CancelShare float64
+	// CounterShare is the share of chains that start a counter (a
+	// continue-as-new chain) and send it its adds (0: none).
+	CounterShare float64
 
 	mu     sync.Mutex
 	parked []chain
@@ -311,6 +334,14 @@ type chain struct {
 	// sending only: a re-delivery cancels at once), so that most cancels
 	// find the order charged and waiting.
 	cancelAfter time.Duration
+	// runs is a counter chain's first and latest known run (nil for
+	// other chains), shared by the chain's parked remainder.
+	runs *chainRuns
+}
+
+// tail is the rest of ch from op i, to park.
+func (ch chain) tail(i int, refused bool) chain {
+	return chain{ops: ch.ops[i:], refused: refused, runs: ch.runs}
 }
 
 // Bugs returns the workload's own errors: operations it must not send
@@ -331,6 +362,9 @@ func (w *Workload) newChain() chain {
 	n := w.seq.Add(1)
 	if rand.Float64() < w.CancelShare {
 		return cancelChain(n)
+	}
+	if rand.Float64() < w.CounterShare {
+		return counterChain(n)
 	}
 	switch r := rand.Float64(); {
 	case r < 0.4:
@@ -391,7 +425,7 @@ func (w *Workload) Run(ctx context.Context) {
 func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration, redelivery bool) {
 	for i, tmpl := range ch.ops {
 		if ctx.Err() != nil {
-			w.park(chain{ops: ch.ops[i:]})
+			w.park(ch.tail(i, false))
 			return
 		}
 		if (tmpl.Kind == KindSignal || tmpl.Kind == KindCancel) && tmpl.Target == "" {
@@ -405,13 +439,14 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				w.park(chain{ops: ch.ops[i:]})
+				w.park(ch.tail(i, false))
 				return
 			case <-t.C:
 			}
 		}
 		op := *tmpl
 		op.Redelivery = redelivery
+		ch.runs.address(&op)
 		octx, cancel := context.WithTimeout(ctx, timeout)
 		res := w.Client.Do(octx, &op, 0)
 		cancel()
@@ -422,9 +457,10 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			// queue would, so the other promises are still checked; an
 			// unanswered one is re-sent after the heal.
 			refused := res.Status/100 == 4 && res.Status != http.StatusTooManyRequests
-			w.park(chain{ops: ch.ops[i:], refused: refused})
+			w.park(ch.tail(i, refused))
 			return
 		}
+		ch.runs.learn(res)
 		if tmpl.Kind == KindStart {
 			// Feed the answer to the rest of the chain now, before a dup
 			// or a stop can park it.
@@ -432,11 +468,16 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 				if (next.Kind == KindSignal || next.Kind == KindCancel) && next.Target == "" {
 					next.Target = res.ExecID
 				}
+				if next.Workflow == wfCounter && next.Chain == "" {
+					next.Chain = res.ExecID
+				}
 			}
 		}
 		if !redelivery && rand.Float64() < w.DupRate {
 			dup := *tmpl
-			dup.Dup = true
+			dup.Dup, dup.Target = true, op.Target
+			ch.runs.redirect(&dup) // a counter add: to the chain's other known run
+
 			dctx, cancel := context.WithTimeout(ctx, timeout)
 			w.Client.Do(dctx, &dup, 0)
 			cancel()
@@ -453,7 +494,7 @@ func (w *Workload) park(ch chain) {
 		c := *o
 		ops[i] = &c
 	}
-	w.parked = append(w.parked, chain{ops: ops, refused: ch.refused})
+	w.parked = append(w.parked, chain{ops: ops, refused: ch.refused, runs: ch.runs})
 }
 
 // Redeliver re-sends every parked chain (same keys) until each is answered
