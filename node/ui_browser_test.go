@@ -98,10 +98,12 @@ func mintToken(t *testing.T, n *Node, admin, scope string) string {
 	return r.Body["token"].(string)
 }
 
-// startRun starts workflow name as wfID through n and returns its id.
+// startRun starts workflow name as wfID (key "start-"+wfID) through n and
+// returns its id.
 func startRun(t *testing.T, n *Node, token, name, wfID string, input any) string {
 	t.Helper()
-	r := authed(t, n, token, "POST", "/workflows/"+name+"/start", map[string]any{"workflow_id": wfID, "input": input})
+	r := authed(t, n, token, "POST", "/workflows/"+name+"/start", map[string]any{"workflow_id": wfID, "input": input,
+		"idempotency_key": "start-" + wfID})
 	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
 	return r.Body["execution_id"].(string)
 }
@@ -174,6 +176,7 @@ func TestUIOnANode(t *testing.T) {
 			document.querySelector('li.group').innerText.includes('charge_card') && document.querySelector('li.group').innerText.includes('key')`)
 		require.Contains(t, u.text(), id, "the page shows the execution id")
 		require.Contains(t, u.text(), "ui-order-0")
+		require.Contains(t, u.text(), "start-ui-order-0", "the start key")
 		require.Zero(t, u.count(`li[data-type=SignalReceived]`))
 		r := authed(t, n, write, "POST", "/workflows/"+id+"/signal/"+demo.ApprovedSignal, map[string]any{"by": "ops"})
 		require.Equal(t, http.StatusAccepted, r.Status, "%v", r.Body)

@@ -77,13 +77,13 @@ func distinct(img image.Image) (colors, differ, total int) {
 // the viewport.
 func (b *Browser) RequireNoHorizontalScroll(page string) {
 	b.t.Helper()
-	w := Eval[[]int](b, `[document.documentElement.scrollWidth, window.innerWidth]`)
+	w := Eval[[]int](b, `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`)
 	require.LessOrEqual(b.t, w[0], w[1], "%s scrolls sideways: content %d px wide in a %d px viewport; widest: %s", page, w[0], w[1],
 		Eval[string](b, widest))
 }
 
 // widest names the elements that stick out of the viewport (a hint).
-const widest = `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+const widest = `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
   .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)).join(', ')`
 
 // RequireAccessibleNames fails the test if a control in the page's
