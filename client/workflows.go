@@ -179,6 +179,9 @@ type SignalResponse struct {
 	// SignalDelivered is false when the idempotency key had already been
 	// delivered: no event was added.
 	SignalDelivered bool `json:"signal_delivered"`
+	// CurrentExecutionID is set when the request reached a later run than
+	// ExecutionID: the current run of its continue-as-new chain.
+	CurrentExecutionID string `json:"current_execution_id,omitempty"`
 	// Raw is the server's JSON body.
 	Raw json.RawMessage `json:"-"`
 }
@@ -295,6 +298,9 @@ type CancelResponse struct {
 	CancelRequested bool `json:"cancel_requested"`
 	// NewlyCancelled is false for a repeat: the run had a request already.
 	NewlyCancelled bool `json:"newly_cancelled"`
+	// CurrentExecutionID is set when the request reached a later run than
+	// ExecutionID: the current run of its continue-as-new chain.
+	CurrentExecutionID string `json:"current_execution_id,omitempty"`
 	// Raw is the server's JSON body.
 	Raw json.RawMessage `json:"-"`
 }
@@ -320,6 +326,9 @@ type TerminateResponse struct {
 	Reason      string `json:"reason"`
 	// NewlyTerminated is false when the run was already closed (a no-op).
 	NewlyTerminated bool `json:"newly_terminated"`
+	// CurrentExecutionID is set when the request reached a later run than
+	// ExecutionID: the current run of its continue-as-new chain.
+	CurrentExecutionID string `json:"current_execution_id,omitempty"`
 	// Raw is the server's JSON body.
 	Raw json.RawMessage `json:"-"`
 }

@@ -121,6 +121,13 @@ func TestContinueAsNew(t *testing.T) {
 		}
 		require.NoError(t, rows.Err())
 		require.Equal(t, []uuid.UUID{runs[2].ExecutionID}, holders, "the slot moved to the last run")
+		// A continued run's history still replays (queries, ReplayHistory).
+		got, err := e.Query(ctxT(t), runs[0].ExecutionID, demo.CounterQuery, nil)
+		require.NoError(t, err)
+		require.JSONEq(t, `2`, string(got), "the first run's count when it continued")
+		h, err := e.History(ctxT(t), runs[1].ExecutionID, HistoryQuery{After: -1, Limit: HistoryPageMax})
+		require.NoError(t, err)
+		require.NoError(t, harvest.ReplayHistory(b.reg, "", h.Events))
 	})
 
 	t.Run("ResultOfAnyRunWaitsForTheChainsEnd", func(t *testing.T) {

@@ -20,6 +20,10 @@ import "context"
 //   - crashCommitted: the commit succeeded, the direct activity dispatch,
 //     close waiters and wake-ups are not done yet (the workflow loop).
 //
+// A continue-as-new hand-over (chain.go) is one workflow task's
+// transaction and meets these four; a signal sent to the old run's id
+// meets crashSignal. TestContinueAsNewCrashPoints stops the engine at each.
+//
 // And one per step that wakes a run:
 //
 //   - crashSignal: a signal batch (a selector's wake-up) before its commit.

@@ -32,6 +32,11 @@ func TestContinueAsNewChain(t *testing.T) {
 		require.Equal(t, next, cell(t, table, "Continued to"))
 	})
 
+	t.Run("SignalsToTheOldIdNameTheCurrentRun", func(t *testing.T) {
+		table := b.ok(t, "workflow", "signal", id, "add", "--payload-json", `{"id":"a","n":1}`, "--idempotency-key", "a")
+		require.Contains(t, cell(t, table, "Signal delivered"), "false", "a retry: the chain has the key")
+	})
+
 	t.Run("ReplayNamesTheLatestRun", func(t *testing.T) {
 		table := b.ok(t, "workflow", "start", "counter", "--idempotency-key", "c-1", "--input-json", `{"until":2}`)
 		require.Equal(t, id, cell(t, table, "Execution ID"))
@@ -39,7 +44,8 @@ func TestContinueAsNewChain(t *testing.T) {
 	})
 
 	t.Run("ResultWaitsForTheChainsEnd", func(t *testing.T) {
-		b.ok(t, "workflow", "signal", id, "add", "--payload-json", `{"id":"b","n":1}`, "--idempotency-key", "b")
+		table := b.ok(t, "workflow", "signal", id, "add", "--payload-json", `{"id":"b","n":1}`, "--idempotency-key", "b")
+		require.Equal(t, next, cell(t, table, "Current execution ID"))
 		r := b.okJSON(t, "workflow", "result", id, "--wait", "20s")
 		require.Equal(t, "COMPLETED", r["state"])
 		require.NotEqual(t, id, r["execution_id"], "the chain's last run")

@@ -153,6 +153,7 @@ func signalAction(c *cli.Context) error {
 		kv(tw, "Execution ID", res.ExecutionID)
 		kv(tw, "Signal", s.args[1])
 		kv(tw, "Signal delivered", delivered(res.SignalDelivered))
+		optionalText(tw, "Current execution ID", res.CurrentExecutionID)
 	})
 }
 
@@ -427,6 +428,7 @@ func cancelAction(c *cli.Context) error {
 		closedRows(tw, res.ExecutionID, res.State, res.Reason)
 		kv(tw, "Cancel requested", fmt.Sprint(res.CancelRequested))
 		kv(tw, "Newly cancelled", fmt.Sprint(res.NewlyCancelled))
+		optionalText(tw, "Current execution ID", res.CurrentExecutionID)
 	})
 }
 
@@ -452,5 +454,6 @@ func terminateAction(c *cli.Context) error {
 	return s.emit(res.Raw, func(tw *tabwriter.Writer) {
 		closedRows(tw, res.ExecutionID, res.State, res.Reason)
 		kv(tw, "Newly terminated", fmt.Sprint(res.NewlyTerminated))
+		optionalText(tw, "Current execution ID", res.CurrentExecutionID)
 	})
 }
