@@ -111,11 +111,16 @@ func (w *writeSet) queueHandOvers(b *pgx.Batch) {
 	if len(h.olds) == 0 {
 		return
 	}
+	// The successor takes the slot the old run gave up (a running run
+	// holds it; should another run hold it, the successor does without,
+	// as the old run did).
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                next_event_id, wf_task_due_at, chain_id, continued_from)
+		                                next_event_id, wf_task_due_at, chain_id, continued_from, holds_slot)
 		SELECT u.new, x.workflow_name, x.workflow_id, 'RUNNING', x.queue, u.input::jsonb, x.memo,
-		       u.next, now(), coalesce(x.chain_id, x.execution_id), x.execution_id
+		       u.next, now(), coalesce(x.chain_id, x.execution_id), x.execution_id,
+		       NOT EXISTS (SELECT 1 FROM harvest_executions h
+		                    WHERE h.workflow_name = x.workflow_name AND h.workflow_id = x.workflow_id AND h.holds_slot)
 		  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bigint[]) AS u(old, new, input, next)
 		  JOIN harvest_executions x ON x.execution_id = u.old`, h.olds, h.news, h.inputs, h.next)
 	b.Queue(`
