@@ -79,8 +79,7 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 			return err
 		}
 		res.ExecutionID = ex.ID
-		switch {
-		case IsTerminal(ex.State):
+		if IsTerminal(ex.State) {
 			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
 		if err := e.reg.ValidateSignal(ex.WorkflowName, req.SignalName, req.Payload); err != nil {
