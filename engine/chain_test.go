@@ -258,25 +258,28 @@ func TestContinueAsNew(t *testing.T) {
 	t.Run("ExecutionTimeoutSpansTheChain", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		e := b.engine(t)
-		execTimeout, runTimeout := 1500*time.Millisecond, time.Hour
+		clock := newStepClock(0)
+		e := b.engine(t, func(c *Config) { c.Clock = clock })
+		execTimeout, runTimeout := time.Hour, 2*time.Hour
 		run := startCounter(t, e, 1, 100, func(r *StartRequest) { r.ExecutionTimeout, r.RunTimeout = &execTimeout, &runTimeout })
+		first, err := e.GetExecution(ctxT(t), run.ExecutionID)
+		require.NoError(t, err)
+		require.NotNil(t, first.ExecutionDeadline)
+		clock.advance(10 * time.Minute) // the later runs start later in workflow time
 		signal(t, e, add(run.ExecutionID, "a", "ka"))
 		signal(t, e, add(run.ExecutionID, "b", "kb"))
-		eventually(t, "a chain of 3 runs", func() bool { return len(chainRuns(t, e, run.ExecutionID)) == 3 })
-		runs := chainRuns(t, e, run.ExecutionID)
-		first := runs[0]
-		d, err := e.Describe(ctxT(t), runs[2].ExecutionID)
-		require.NoError(t, err)
-		require.NotNil(t, d.Execution.ExecutionDeadline)
-		last := d.Execution
+		runs := waitLinks(t, e, run.ExecutionID, 3)
+		last := runs[2]
+		require.NotNil(t, last.ExecutionDeadline)
+		require.True(t, first.ExecutionDeadline.Equal(*last.ExecutionDeadline), "the chain's deadline: %s, the last run's: %s",
+			first.ExecutionDeadline, last.ExecutionDeadline)
+		require.True(t, last.RunDeadline.Sub(*first.RunDeadline) >= 10*time.Minute, "the run timeout starts over with each run")
+		clock.advance(execTimeout)
 		o, err := e.Result(ctxT(t), run.ExecutionID, 20*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, StateTimedOut, o.State, "the chain's execution timeout closes its current run")
-		require.Equal(t, runs[2].ExecutionID, o.ExecutionID)
-		require.Contains(t, string(o.Error), "execution timeout 1.5s", "measured from the chain's start")
-		require.NotNil(t, last.RunDeadline)
-		require.True(t, last.RunDeadline.After(first.CreatedAt.Add(runTimeout)), "the run timeout starts over with each run")
+		require.Equal(t, last.ExecutionID, o.ExecutionID)
+		require.Contains(t, string(o.Error), "execution timeout 1h0m0s", "measured from the chain's start")
 	})
 }
 
