@@ -84,7 +84,9 @@ func TestBenchNodesAndProgress(t *testing.T) {
 // completion: each run's history holds exactly three completions.
 func TestBenchE2EWithActivities(t *testing.T) {
 	b := setup(t)
-	m := b.okJSON(t, "bench", "--mode", "e2e", "--activities", "3", "--count", "10", "--concurrency", "4")
+	// --quiet: a run longer than a second (a loaded machine) would draw
+	// the progress line on stderr, which okJSON wants empty.
+	m := b.okJSON(t, "bench", "--mode", "e2e", "--activities", "3", "--count", "10", "--concurrency", "4", "--quiet")
 	require.Equal(t, "noop_chain", m["workflow"])
 	require.EqualValues(t, 10, m["completed"])
 	require.EqualValues(t, 0, m["errors"])
