@@ -77,6 +77,7 @@ func TestClusterStateCacheAcrossOwnerChange(t *testing.T) {
 	require.True(t, ok)
 	eventually(t, "the old owner's cache", 10*time.Second, func() bool { return old.StateCacheStats().Entries == 1 })
 	require.Positive(t, old.StateCacheStats().Hits, "the first half ran on cached state")
+	require.Zero(t, old.StateCacheStats().Rebuilds, "no cached step failed over to a replay")
 
 	require.NoError(t, victim.Stop(context.Background()))
 	c.nodes[vi] = nil
