@@ -319,6 +319,9 @@ pg_down() {
 		pid="$(head -n 1 "$PGDATA/postmaster.pid")"
 		if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
 			kill -KILL "$pid" 2>/dev/null || true
+			# SIGKILL is asynchronous: down returns once the postmaster is gone.
+			local deadline=$((SECONDS + 10))
+			while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
 		fi
 		rm -f "$PGDATA/postmaster.pid"
 	fi
