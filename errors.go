@@ -24,6 +24,12 @@ var (
 	ErrInvalidPayload = errors.New("signal payload does not decode into its type")
 	// ErrCanceled matches every *CanceledError: the run was asked to cancel.
 	ErrCanceled = errors.New("workflow canceled")
+	// ErrChildWorkflow matches every *ChildWorkflowError: a child did
+	// not complete.
+	ErrChildWorkflow = errors.New("child workflow did not complete")
+	// ErrExternalSignal matches every *ExternalSignalError: a signal to
+	// another run was refused.
+	ErrExternalSignal = errors.New("signal to another workflow refused")
 	// ErrNoWorkflowStarted is returned when a history to replay does not
 	// start with WorkflowStarted.
 	ErrNoWorkflowStarted = errors.New("history does not start with WorkflowStarted")

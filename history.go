@@ -48,7 +48,8 @@ func (t EventType) IsCommand() bool {
 	switch t {
 	case EventActivityScheduled, EventTimerStarted, EventMarkerRecorded,
 		EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowContinuedAsNew,
-		EventTimerCanceled, EventActivityCancelRequested:
+		EventTimerCanceled, EventActivityCancelRequested,
+		EventSignalExternalInitiated, EventChildWorkflowInitiated:
 		return true
 	}
 	return false

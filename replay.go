@@ -78,7 +78,9 @@ type runState struct {
 	activities map[string]*future
 	timers     map[string]*future
 	signals    map[string][]arrival
-	order      int64 // last delivery sequence number handed out (tick)
+	externals  map[string]*future   // SignalExternal sends by command id (external.go)
+	children   map[string]*childRun // child workflows by command id (child.go)
+	order      int64                // last delivery sequence number handed out (tick)
 	cancel     cancelState
 	// length is the history length up to the code's current point
 	// (WorkflowInfo.HistoryLength); rest are the events not delivered yet.
@@ -107,6 +109,8 @@ func newRunState(task WorkflowTask, started WorkflowStartedData, logger zerolog.
 		timers:     map[string]*future{},
 		signals:    map[string][]arrival{},
 		length:     1,
+		externals:  map[string]*future{},
+		children:   map[string]*childRun{},
 	}
 	if s.info.StartedAt.IsZero() {
 		s.info.StartedAt = s.now
@@ -279,6 +283,9 @@ func (s *runState) deliver(ev Event) error {
 		Error       ErrorInfo       `json:"error"`
 		TimeoutType string          `json:"timeout_type"`
 		Reason      string          `json:"reason"`
+		CommandID   string          `json:"command_id"`
+		ExecutionID string          `json:"execution_id"`
+		WorkflowID  string          `json:"workflow_id"`
 	}
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
 		return &NonDeterminismError{EventID: ev.EventID, Message: "undecodable " + string(ev.Type) + ": " + err.Error()}
@@ -307,9 +314,16 @@ func (s *runState) deliver(ev Event) error {
 		f.resolve(nil, nil)
 		f.seq = s.tick()
 	case EventSignalReceived:
+		if d.SignalName == ChildClosedSignal {
+			return s.childClosed(ev, d.Payload)
+		}
 		s.signals[d.SignalName] = append(s.signals[d.SignalName], arrival{seq: s.tick(), name: d.SignalName, payload: d.Payload, key: d.Key})
 	case EventWorkflowCancelRequested:
 		s.requestCancel(d.Reason)
+	case EventExternalSignalDelivered, EventExternalSignalFailed:
+		return s.externalAnswered(ev, d.CommandID, d.Error)
+	case EventChildWorkflowStarted, EventChildWorkflowStartFailed:
+		return s.childStarted(ev, d.CommandID, d.ExecutionID, d.WorkflowID, d.Error)
 	}
 	return nil
 }
@@ -438,7 +452,10 @@ func commandKey(ev Event) (id, name, digest string) {
 		ActivityID string `json:"activity_id"`
 		TimerID    string `json:"timer_id"`
 		MarkerID   string `json:"marker_id"`
+		CommandID  string `json:"command_id"`
 		Name       string `json:"name"`
+		SignalName string `json:"signal_name"`
+		Workflow   string `json:"workflow_name"`
 		Digest     string `json:"digest"`
 	}
 	_ = json.Unmarshal(ev.Data, &d)
@@ -453,6 +470,10 @@ func commandKey(ev Event) (id, name, digest string) {
 		return d.ActivityID, "", ""
 	case EventMarkerRecorded:
 		return d.MarkerID, d.Name, d.Digest
+	case EventSignalExternalInitiated:
+		return d.CommandID, d.SignalName, d.Digest
+	case EventChildWorkflowInitiated:
+		return d.CommandID, d.Workflow, d.Digest
 	}
 	return "", "", ""
 }

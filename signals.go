@@ -64,7 +64,7 @@ func signalTable(workflow string, sigs []SignalDecl) (map[string]SignalDecl, err
 // no signals or is not registered.
 func (r *Registry) ValidateSignal(workflow, signal string, payload json.RawMessage) error {
 	def, ok := r.workflow(workflow)
-	if !ok || def.signals == nil {
+	if !ok || def.signals == nil || IsSystemSignal(signal) {
 		return nil
 	}
 	decl, ok := def.signals[signal]

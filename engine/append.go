@@ -41,6 +41,9 @@ type execRow struct {
 	// continued as new (chain.go).
 	ChainID     uuid.UUID
 	ContinuedTo *uuid.UUID
+	// IsChild: the run is a child workflow (read by the workflow loop's
+	// claim only, for its crash point).
+	IsChild bool
 }
 
 // execRowColumns are the columns an execRow is scanned from, after
@@ -158,6 +161,7 @@ func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInf
 	b.Queue(`
 		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
 		 WHERE execution_id = $1 AND status = 'pending'`, ex.ID)
+	b.Queue(closeOutbox, []uuid.UUID{ex.ID})
 	ex.State = state
 }
 

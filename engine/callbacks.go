@@ -96,6 +96,16 @@ func (e *Engine) wakeCallbacks(w *writeSet) {
 	if w != nil && w.callbacksDue {
 		e.nudge(e.cbWake)
 	}
+	if w != nil && w.outboxDue {
+		e.nudge(e.obWake)
+	}
+}
+
+// wakeAfterClose wakes the loops a close outside a write set may have
+// given work: callbacks and the outbox (a child's report, close policies).
+func (e *Engine) wakeAfterClose() {
+	e.nudge(e.cbWake)
+	e.nudge(e.obWake)
 }
 
 // claimCallbacks takes due callbacks for one attempt each.

@@ -99,7 +99,7 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) 
 	}
 	if res.Newly {
 		e.closed.fire(res.ExecutionID)
-		e.nudge(e.cbWake) // its callbacks, if any, are due
+		e.wakeAfterClose() // its callbacks, if any, are due
 	}
 	return res, nil
 }

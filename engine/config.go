@@ -124,6 +124,12 @@ type Config struct {
 	// A test kit wraps it to replace activities with fakes.
 	Activities ActivityRunner
 
+	// Outbound performs the keyed starts, signals, cancels and
+	// terminates of the outbox (child workflows, signals to other
+	// workflows, parent close policies) through the deployment's routing;
+	// nil: on this engine itself, for a single-shard deployment.
+	Outbound Outbound
+
 	// crashHook stops the engine at a named step boundary: tests only
 	// (crashpoint.go).
 	crashHook crashHook

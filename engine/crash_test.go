@@ -24,6 +24,8 @@ type crashScenario struct {
 	act    func(e *Engine, id uuid.UUID, stop <-chan struct{})
 	state  string
 	output string
+	// check, when set, checks more once the run closed.
+	check func(t *testing.T, pool *pgxpool.Pool, id uuid.UUID)
 }
 
 func (b *testBundle) registerCrashWorkflows(t *testing.T) {
@@ -45,6 +47,59 @@ func (b *testBundle) registerCrashWorkflows(t *testing.T) {
 		return won, nil
 	})))
 	b.registerRefundOnCancel(t)
+	b.registerOutboxWorkflows(t)
+	require.NoError(t, b.reg.Register(outboxCrashWF))
+}
+
+// outboxCrashWF starts a collect child, signals it "a" and "stop" from
+// the parent (two external signals) and returns the child's result: every
+// outbox kind but the close policy passes through it.
+var outboxCrashWF = harvest.NewWorkflow("outbox_crash", func(ctx harvest.Context, _ string) ([]string, error) {
+	child := collectWF.Execute(ctx, "")
+	started, err := child.Started(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range []string{"a", "stop"} {
+		if _, err := harvest.SignalExternal(ctx, started.ExecutionID, itemSig, v).Get(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return child.Get(ctx)
+})
+
+// outboxScenario runs outboxCrashWF: one child, each signal once.
+func outboxScenario() crashScenario {
+	return crashScenario{
+		req: StartRequest{WorkflowName: "outbox_crash"}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
+		state: StateCompleted, output: `["a"]`,
+		check: func(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) {
+			children := childRuns(t, pool, id)
+			require.Len(t, children, 1, "one child per child command")
+			keys := signalKeys(t, pool, children[0])
+			require.Equal(t, []string{harvest.ExternalSignalKey(id.String(), "2"), harvest.ExternalSignalKey(id.String(), "3")}, keys,
+				"one signal per send")
+			types := eventTypes(t, pool, id)
+			for typ, n := range map[harvest.EventType]int{harvest.EventChildWorkflowInitiated: 1, harvest.EventSignalExternalInitiated: 2,
+				harvest.EventExternalSignalDelivered: 2, harvest.EventSignalReceived: 1} {
+				require.Equal(t, n, count(types, typ), "%s in %v", typ, types)
+			}
+			require.LessOrEqual(t, count(types, harvest.EventChildWorkflowStarted), 1)
+			require.Equal(t, StateCompleted, waitOutcome(t, pool, children[0]))
+			requireOutboxEmptyEventually(t, pool)
+		},
+	}
+}
+
+// waitOutcome is the state of a run once it closed.
+func waitOutcome(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
+	t.Helper()
+	var state string
+	eventually(t, "the run's close", func() bool {
+		_ = pool.QueryRow(context.Background(), `SELECT state FROM harvest_executions WHERE execution_id = $1`, id).Scan(&state)
+		return IsTerminal(state)
+	})
+	return state
 }
 
 // crashScenarios maps each crash point to a run that passes it.
@@ -76,6 +131,8 @@ func crashScenarios(pool *pgxpool.Pool) map[crashPoint]crashScenario {
 			},
 			state: StateCancelled,
 		},
+		crashOutboxClaimed: outboxScenario(), crashOutboxPerformed: outboxScenario(), crashOutboxRecord: outboxScenario(),
+		crashChildClose: outboxScenario(),
 		crashTimeoutFire: {
 			req: StartRequest{WorkflowName: "block", RunTimeout: &runTimeout}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
 			state: StateTimedOut,
@@ -134,8 +191,41 @@ func TestCrashPoints(t *testing.T) {
 				require.JSONEq(t, sc.output, string(x.Output))
 			}
 			requireSoundHistory(t, b.pool, run.ExecutionID)
+			if sc.check != nil {
+				sc.check(t, b.pool, run.ExecutionID)
+			}
 		})
 	}
+	// The outbox's commands also cross every workflow task boundary.
+	for _, p := range []crashPoint{crashLoaded, crashRan, crashBeforeCommit, crashCommitted} {
+		t.Run("outbox/"+string(p), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.registerCrashWorkflows(t)
+			runCrash(t, b, p, outboxScenario())
+		})
+	}
+}
+
+// runCrash crashes an engine at p while sc runs, resumes on a new engine
+// and checks the run ends as without the crash.
+func runCrash(t *testing.T, b *testBundle, p crashPoint, sc crashScenario) {
+	hit, frozen := make(chan struct{}), make(chan struct{})
+	e1 := b.engine(t, func(c *Config) { c.crashHook = crashOnce(p, hit, frozen) })
+	run := start(t, e1, sc.req)
+	select {
+	case <-hit:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the run never reached %s", p)
+	}
+	crash(e1)
+	close(frozen)
+	e2 := b.engine(t)
+	x := waitClosed(t, e2, run.ExecutionID)
+	require.Equal(t, sc.state, x.State, x.LastError)
+	require.JSONEq(t, sc.output, string(x.Output))
+	requireSoundHistory(t, b.pool, run.ExecutionID)
+	sc.check(t, b.pool, run.ExecutionID)
 }
 
 // requireSoundHistory checks that no event was lost or doubled: ids are

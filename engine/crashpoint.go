@@ -30,6 +30,15 @@ import "context"
 //   - crashCancel: a cancel request before its commit.
 //   - crashTimerFire: a timer fire before its commit.
 //   - crashTimeoutFire: a workflow timeout fire before its commit.
+//
+// And the outbox's (outbox.go):
+//
+//   - crashOutboxClaimed: rows are claimed (committed), nothing performed.
+//   - crashOutboxPerformed: the keyed operation was answered, its outcome
+//     not recorded yet.
+//   - crashOutboxRecord: the outcome is written, before its commit.
+//   - crashChildClose: a workflow task closes a child run (its report to
+//     the parent is queued with the close), nothing is sent yet.
 type crashPoint string
 
 const (
@@ -41,12 +50,18 @@ const (
 	crashCancel       crashPoint = "cancel.before_commit"
 	crashTimerFire    crashPoint = "timer_fire.before_commit"
 	crashTimeoutFire  crashPoint = "timeout_fire.before_commit"
+
+	crashOutboxClaimed   crashPoint = "outbox.claimed"
+	crashOutboxPerformed crashPoint = "outbox.performed"
+	crashOutboxRecord    crashPoint = "outbox.record_before_commit"
+	crashChildClose      crashPoint = "child_close.before_commit"
 )
 
 // crashPoints lists every crash point; crash tests iterate over it.
 var crashPoints = []crashPoint{
 	crashLoaded, crashRan, crashBeforeCommit, crashCommitted,
 	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire,
+	crashOutboxClaimed, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
 }
 
 // crashHook is called at each crash point (tests only, see above).

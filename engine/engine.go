@@ -44,6 +44,8 @@ type Engine struct {
 	claims *claimCache
 	gates  gateCache
 	cbWake chan struct{}
+	// obWake wakes the outbox loop (outbox.go).
+	obWake chan struct{}
 	cbHTTP *http.Client
 	starts atomic.Pointer[batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
@@ -92,11 +94,15 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		keys:     newSeenKeys(),
 		claims:   newClaimCache(claimGeneration, cfg.PollInterval),
 		cbWake:   make(chan struct{}, 1),
+		obWake:   make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 	}
 	e.retryWake = newWakeup(e.wakeActivities)
 	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
 	e.closed.onClose = e.live.drop
+	if e.cfg.Outbound == nil {
+		e.cfg.Outbound = selfOutbound{e}
+	}
 	return e, nil
 }
 
@@ -143,6 +149,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.timerLoop)
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
+	e.spawn(loopCtx, e.outboxLoop)
 	e.spawn(loopCtx, e.analyzeLoop)
 	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)
@@ -152,6 +159,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)
+	e.nudge(e.obWake)
 	e.log.Info().Int64("epoch", epoch).Msg("shard lease acquired")
 	return nil
 }

@@ -131,8 +131,8 @@ func (f *firstTasks) committed(e *Engine) {
 	}
 	if len(f.closed) > 0 {
 		e.closed.fire(f.closed...)
-		e.wakeCallbacks(f.w)
 	}
+	e.wakeCallbacks(f.w)
 	if f.left > 0 {
 		e.nudge(e.wfWake)
 	}

@@ -274,7 +274,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 	e.nudge(e.wfWake)
 	if closed {
 		e.closed.fire(closedID)
-		e.nudge(e.cbWake) // the replaced run's callbacks, if any, are due
+		e.wakeAfterClose() // the replaced run's callbacks, if any, are due
 	}
 	return res, nil
 }

@@ -340,7 +340,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 	}
 	if closed {
 		e.closed.fire(prior.ID)
-		e.nudge(e.cbWake) // the replaced run's callbacks, if any, are due
+		e.wakeAfterClose() // the replaced run's callbacks, if any, are due
 	}
 	return res, nil
 }

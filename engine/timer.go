@@ -94,7 +94,7 @@ func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (fired, closed bool,
 	}
 	if closed {
 		e.closed.fire(d.ExecutionID)
-		e.nudge(e.cbWake) // its callbacks, if any, are due
+		e.wakeAfterClose() // its callbacks, if any, are due
 	}
 	return fired, closed, nil
 }

@@ -93,6 +93,8 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 	}
 	if err == nil && len(closed) > 0 {
 		e.closed.fireWith(w.outcomes, closed...)
+	}
+	if err == nil {
 		e.wakeCallbacks(w)
 		e.wakeSuccessors(w)
 	}
@@ -119,6 +121,11 @@ func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w 
 		}
 		if ran && res.Closed {
 			closed = append(closed, t.ex.ID)
+			if t.ex.IsChild {
+				if err := e.crashAt(ctx, crashChildClose); err != nil {
+					return nil, false, err
+				}
+			}
 		}
 	}
 	if n := len(w.tasks.ids); n > 0 {
@@ -190,7 +197,7 @@ func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.Ta
 func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimedWorkflowTask, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT execution_id, `+execRowColumns+`, wf_task_attempt,
-		       now() + $2 * interval '1 microsecond'
+		       now() + $2 * interval '1 microsecond', coalesce(idempotency_key LIKE 'hv:child:%', false)
 		  FROM harvest_executions
 		 WHERE wf_task_due_at <= now() + $2 * interval '1 microsecond'
 		 ORDER BY wf_task_due_at
@@ -200,7 +207,7 @@ func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimed
 	}
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimedWorkflowTask, error) {
 		t := claimedWorkflowTask{ex: &execRow{}}
-		err := row.Scan(append(append([]any{&t.ex.ID}, t.ex.scanTargets()...), &t.attempt, &t.dbNow)...)
+		err := row.Scan(append(append([]any{&t.ex.ID}, t.ex.scanTargets()...), &t.attempt, &t.dbNow, &t.ex.IsChild)...)
 		return t, err
 	})
 	if err != nil {
@@ -266,6 +273,8 @@ func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time, ca
 			return c, nil
 		}
 		return c, queueActivityTask(w, ex, d)
+	case harvest.EventSignalExternalInitiated, harvest.EventChildWorkflowInitiated:
+		return c, queueOutboxCommand(w, ex, c)
 	case harvest.EventTimerCanceled, harvest.EventActivityCancelRequested:
 		if err := queueCancel(w, ex, c); err != nil {
 			return c, fmt.Errorf("decode %s: %w", c.Type, err)

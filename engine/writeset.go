@@ -29,6 +29,12 @@ type writeSet struct {
 	// handOvers are the successors of runs that continued as new (chain.go).
 	handOvers handOverRows
 	closed    []uuid.UUID
+	// outbox and children are the rows of commands that act on other
+	// runs (outbox.go); outboxDue: the set inserted outbox rows (its own,
+	// or its closes'), so the committer wakes the outbox loop.
+	outbox    outboxRows
+	children  childRows
+	outboxDue bool
 	// outcomes are the closed runs' outcomes as committed, for the
 	// waiters of their results (closeWatch.fireWith); filled when the
 	// set's statements run.
@@ -186,6 +192,9 @@ func (w *writeSet) queue(b *pgx.Batch) {
 			w.timers.ids, w.timers.timerIDs, w.timers.fireAt)
 	}
 	w.queueCancels(b)
+	w.children.queue(b)
+	w.outbox.queue(b)
+	w.outboxDue = w.outboxDue || len(w.outbox.execs) > 0
 	w.queueCloses(b)
 }
 
@@ -311,6 +320,10 @@ func (w *writeSet) queueCloses(b *pgx.Batch) {
 	if len(w.closed) == 0 {
 		return
 	}
+	b.Queue(closeOutbox, w.closed).Exec(func(tag pgconn.CommandTag) error {
+		w.outboxDue = w.outboxDue || tag.RowsAffected() > 0
+		return nil
+	})
 	if !w.newRuns || len(w.tasks.ids) > 0 {
 		b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = ANY($1)`, w.closed)
 	}

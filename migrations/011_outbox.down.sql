@@ -1,0 +1,2 @@
+DROP TABLE harvest_children;
+DROP TABLE harvest_outbox;
