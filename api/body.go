@@ -190,3 +190,16 @@ func checkKey(c *gin.Context, field, key string) error {
 	}
 	return nil
 }
+
+// checkSignalName checks a signal name a request sent in field: names
+// with the reserved prefix are the system signals (a child's close
+// reaching its parent), which only nodes send.
+func checkSignalName(c *gin.Context, field, name string) error {
+	if err := checkText(field, name, maxNameLen, true); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, ReservedKeyPrefix) && !fromNode(c) {
+		return badRequest(codeInvalidArgument, fmt.Sprintf("%s %q: names starting with %q are reserved for the signals Harvest sends itself", field, name, ReservedKeyPrefix))
+	}
+	return nil
+}

@@ -82,7 +82,8 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(b.svc).Register(reg))
 	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF, lingerWF, shout, pairWF, testworkflows.QueryCounter))
-	cfg := engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()}
+	out := &Outbound{}
+	cfg := engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop(), Outbound: out}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -93,6 +94,7 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 	b.engine = e
 	b.server, err = New(Config{MaxBodyBytes: 64 << 10, Gates: e, NodeKey: testNodeKey}, SingleShard(e))
 	require.NoError(t, err)
+	out.Bind(b.server)
 	ts := httptest.NewServer(b.server)
 	t.Cleanup(ts.Close)
 	b.url = ts.URL + BasePath

@@ -25,6 +25,9 @@ func TestReservedKeys(t *testing.T) {
 		{"SignalWithStartHeader", "/workflows/block/signal-with-start", sws, []string{"Idempotency-Key", "hv:sws:1"}},
 		{"SignalWithStartBody", "/workflows/block/signal-with-start", map[string]any{"workflow_id": "reserved-sws",
 			"signal_name": "go", "signal_payload": "x", "idempotency_key": "hv:sws:2"}, nil},
+		{"SignalName", "/workflows/" + id + "/signal/hv:child_closed", map[string]any{"command_id": "1"}, nil},
+		{"SignalWithStartName", "/workflows/block/signal-with-start", map[string]any{"workflow_id": "reserved-sws",
+			"signal_name": "hv:child_closed", "signal_payload": "x"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := b.counts(t)

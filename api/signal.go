@@ -17,7 +17,7 @@ func (s *Server) signal(c *gin.Context) {
 		return
 	}
 	name := c.Param("signal")
-	if err := checkText("signal name", name, maxNameLen, true); err != nil {
+	if err := checkSignalName(c, "signal name", name); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -133,6 +133,9 @@ func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartR
 		if err := checkText(f.name, f.v, f.max, true); err != nil {
 			return engine.SignalWithStartRequest{}, nil, err
 		}
+	}
+	if err := checkSignalName(c, "signal_name", b.SignalName); err != nil {
+		return engine.SignalWithStartRequest{}, nil, err
 	}
 	if err := checkText("queue", b.Queue, maxNameLen, false); err != nil {
 		return engine.SignalWithStartRequest{}, nil, err

@@ -8,4 +8,8 @@
 //     the subkeys "db" and "email" of the activity's idempotency key.
 //   - order: charges a card through the fake payment service, waits for
 //     an "approved" signal (with a timeout), sleeps, completes.
+//   - parent_chain: starts N noop_chain children at once (child
+//     workflows) and returns the sum of their results.
+//   - approver: approves an order run by sending it "approved" from
+//     workflow code (harvest.SignalExternal).
 package demo

@@ -89,6 +89,10 @@ type Demo struct {
 	// Counter sums "add" signals and continues as new every few of them
 	// (counter.go).
 	Counter *harvest.Workflow[CounterInput, CounterResult]
+	// ParentChain runs noop_chain children (family.go); Approver signals
+	// an order from workflow code.
+	ParentChain *harvest.Workflow[ParentChainInput, int]
+	Approver    *harvest.Workflow[ApproverInput, string]
 }
 
 // New binds the demo definitions to svc.
@@ -119,6 +123,8 @@ func New(svc *Services) *Demo {
 	d.AutoApprove = harvest.NewActivity("auto_approve", autoApprove, harvest.ActivityOptions{StartToClose: 48 * time.Hour}) // outlasts the default 24 h race
 	d.ApprovalRace = harvest.NewWorkflow(ApprovalRaceName, d.approvalRace)
 	d.Counter = harvest.NewWorkflow(CounterName, d.counter).WithInputSchema(counterSchema).WithSignals(Add)
+	d.ParentChain = harvest.NewWorkflow(ParentChainName, d.parentChain)
+	d.Approver = harvest.NewWorkflow(ApproverName, d.approver)
 	return d
 }
 
@@ -182,7 +188,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
 	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
-		d.AutoApprove, d.ApprovalRace, d.Counter}
+		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver}
 }
 
 // Register adds the demo definitions to reg.

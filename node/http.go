@@ -47,6 +47,7 @@ func (n *Node) serve() error {
 	if err != nil {
 		return fmt.Errorf("build http api: %w", err)
 	}
+	n.outbound.Bind(handler)
 	ln := n.ln
 	httpLog := n.logger("http")
 	n.http = &http.Server{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/admin"
+	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/internal/shardmgr"
@@ -26,6 +27,10 @@ import (
 type Node struct {
 	cfg Config
 	reg *harvest.Registry
+
+	// outbound performs the shards' outbox operations through this
+	// node's API (bound once the API is built, see serve).
+	outbound api.Outbound
 
 	mu      sync.Mutex
 	started bool
@@ -210,6 +215,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			StateCacheEntries: n.cfg.StateCacheEntries,
 			StateCacheBytes:   n.cfg.StateCacheBytes,
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
+			Outbound:          &n.outbound,
 		},
 		Window: n.engineWindow(),
 		Logger: n.root,

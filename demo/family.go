@@ -1,0 +1,65 @@
+package demo
+
+import (
+	"fmt"
+
+	"github.com/harvestd/harvest"
+)
+
+// Workflows of several runs: a parent with children, and a signal sent
+// from one workflow to another.
+const (
+	// ParentChainName starts ParentChainInput.Children noop_chain
+	// children at once and returns the sum of their results: the workflow
+	// harvestctl bench --children measures.
+	ParentChainName = "parent_chain"
+	// ParentChainMax bounds ParentChainInput.Children.
+	ParentChainMax = 20
+	// ApproverName approves an order run by an "approved" signal sent from
+	// workflow code (harvest.SignalExternal).
+	ApproverName = "approver"
+)
+
+// ParentChainInput is the parent_chain workflow's input.
+type ParentChainInput struct {
+	Children   int `json:"children"`
+	Activities int `json:"activities"`
+	// Policy is the children's parent close policy (default terminate).
+	Policy string `json:"policy,omitempty"`
+}
+
+// ApproverInput is the approver workflow's input.
+type ApproverInput struct {
+	// Order is the execution id of the order run to approve.
+	Order string `json:"order"`
+	By    string `json:"by"`
+}
+
+// parentChain runs the children in parallel and adds their results up.
+func (d *Demo) parentChain(ctx harvest.Context, in ParentChainInput) (int, error) {
+	if in.Children < 0 || in.Children > ParentChainMax {
+		return 0, harvest.NewNonRetryableError("invalid_input", fmt.Sprintf("children must be 0..%d", ParentChainMax))
+	}
+	opts := harvest.ChildOptions{ParentClosePolicy: harvest.ParentClosePolicy(in.Policy)}
+	futures := make([]harvest.ChildFuture[int], in.Children)
+	for i := range futures {
+		futures[i] = d.NoopChain.Execute(ctx, NoopChainInput{Activities: in.Activities}, opts)
+	}
+	sum := 0
+	for _, f := range futures {
+		n, err := f.Get(ctx)
+		if err != nil {
+			return sum, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// approver sends the order its approval and returns once it landed.
+func (d *Demo) approver(ctx harvest.Context, in ApproverInput) (string, error) {
+	if _, err := harvest.SignalExternal(ctx, in.Order, Approved, Approval{By: in.By}).Get(ctx); err != nil {
+		return "", err
+	}
+	return "approved", nil
+}
