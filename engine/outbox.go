@@ -66,8 +66,8 @@ type outboxRow struct {
 
 // outboxRows are the rows a write set inserts.
 type outboxRows struct {
-	ids, commandIDs, kinds, requests []string
-	execs                            []uuid.UUID
+	commandIDs, kinds, requests []string
+	execs                       []uuid.UUID
 }
 
 func (o *outboxRows) add(ex uuid.UUID, commandID, kind string, request any) error {
