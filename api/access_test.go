@@ -102,6 +102,7 @@ var documented = map[string]access{
 	"GET /api/harvest/workflows":                   needRead,
 	"GET /api/harvest/workflows/:id":               needRead,
 	"GET /api/harvest/workflows/:id/result":        needRead,
+	"GET /api/harvest/workflows/:id/children":      needRead,
 	"GET /api/harvest/workflows/:id/history":       needRead,
 	"GET /api/harvest/workflows/:id/events/stream": needRead,
 	"GET /api/harvest/workflows/:id/query/:query":  needRead,

@@ -25,6 +25,23 @@ func TestOutbound(t *testing.T) {
 		result := r.Body["result"].(map[string]any)
 		require.Equal(t, "COMPLETED", result["state"], "%s", r.Raw)
 		require.EqualValues(t, 2, result["output"])
+
+		id := r.Body["execution_id"].(string)
+		list := b.do(t, "GET", "/workflows/"+id+"/children", nil)
+		require.Equal(t, http.StatusOK, list.Status, "%s", list.Raw)
+		children := list.Body["children"].([]any)
+		require.Len(t, children, 2)
+		first := children[0].(map[string]any)
+		require.Equal(t, "COMPLETED", first["state"], "%s", list.Raw)
+		require.Equal(t, id+"-1", first["workflow_id"])
+		require.Equal(t, "terminate", first["parent_close_policy"])
+		d := b.do(t, "GET", "/workflows/"+id, nil)
+		require.Len(t, d.Body["children"], 2)
+
+		requireError(t, b.do(t, "GET", "/workflows/"+engine.NewExecutionID(3).String()+"/children", nil), http.StatusNotFound, codeNotFound)
+		requireError(t, b.do(t, "GET", "/workflows/nope/children", nil), http.StatusBadRequest, codeInvalidArgument)
+		leaf := b.do(t, "GET", "/workflows/"+first["execution_id"].(string)+"/children", nil)
+		require.Equal(t, []any{}, leaf.Body["children"])
 	})
 	t.Run("SignalExternalThroughTheAPI", func(t *testing.T) {
 		target := b.do(t, "POST", "/workflows/approval/start", map[string]any{})

@@ -25,9 +25,23 @@ func (s *Server) describe(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{
 		"execution": d.Execution, "pending_activities": nonNil(d.PendingActivities), "pending_timers": nonNil(d.PendingTimers),
-		"history": nonNil(d.History), "history_truncated": d.HistoryTruncated,
+		"history": nonNil(d.History), "history_truncated": d.HistoryTruncated, "children": nonNil(d.Children),
 		"history_endpoint": BasePath + "/workflows/" + id.String() + "/history",
 	})
+}
+
+// children handles GET /workflows/{execution_id}/children.
+func (s *Server) children(c *gin.Context) {
+	id, shard := s.executionShard(c, nil)
+	if shard == nil {
+		return
+	}
+	children, err := shard.Children(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"execution_id": id.String(), "children": nonNil(children)})
 }
 
 // result handles GET /workflows/{execution_id}/result?wait=.

@@ -21,6 +21,7 @@ type Shard interface {
 	Cancel(ctx context.Context, id uuid.UUID, reason string) (engine.CloseResult, error)
 	Terminate(ctx context.Context, id uuid.UUID, reason string) (engine.CloseResult, error)
 	Describe(ctx context.Context, id uuid.UUID) (engine.Description, error)
+	Children(ctx context.Context, id uuid.UUID) ([]engine.Child, error)
 	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Outcome, error)
 	History(ctx context.Context, id uuid.UUID, q engine.HistoryQuery) (engine.HistoryPage, error)
 	Query(ctx context.Context, id uuid.UUID, name string, args json.RawMessage) (json.RawMessage, error)

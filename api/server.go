@@ -80,6 +80,7 @@ func (s *Server) routes() {
 	s.handle(g, http.MethodPost, "/workflows/:id/signal/:signal", needWrite, s.signal)
 	s.handle(g, http.MethodGet, "/workflows/:id", needRead, s.describe)
 	s.handle(g, http.MethodGet, "/workflows/:id/result", needRead, s.result)
+	s.handle(g, http.MethodGet, "/workflows/:id/children", needRead, s.children)
 	s.handle(g, http.MethodGet, "/workflows/:id/history", needRead, s.history)
 	s.handle(g, http.MethodGet, "/workflows/:id/events/stream", needRead, s.eventsStream)
 	s.handle(g, http.MethodGet, "/workflows/:id/query/:query", needRead, s.query)

@@ -73,8 +73,46 @@ type Description struct {
 	History          []Event `json:"history"`
 	HistoryTruncated bool    `json:"history_truncated"`
 	HistoryEndpoint  string  `json:"history_endpoint"`
+	// Children are the child workflows the run started.
+	Children []Child `json:"children"`
 	// Raw is the server's JSON body.
 	Raw json.RawMessage `json:"-"`
+}
+
+// Child is a child workflow a run started, as the run knows it: State is
+// INITIATED (start not answered yet), START_FAILED, RUNNING (until the
+// child's close reached the parent) or the child's close state.
+type Child struct {
+	CommandID         string    `json:"command_id"`
+	WorkflowName      string    `json:"workflow_name"`
+	WorkflowID        string    `json:"workflow_id"`
+	ExecutionID       string    `json:"execution_id"`
+	State             string    `json:"state"`
+	ParentClosePolicy string    `json:"parent_close_policy"`
+	StartError        string    `json:"start_error,omitempty"`
+	InitiatedAt       time.Time `json:"initiated_at"`
+}
+
+// ChildList is the answer of Children.
+type ChildList struct {
+	ExecutionID string  `json:"execution_id"`
+	Children    []Child `json:"children"`
+	// Raw is the server's JSON body.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Children lists the child workflows of a run, in command order.
+func (c *Client) Children(ctx context.Context, executionID string) (*ChildList, error) {
+	if executionID == "" {
+		return nil, errEmptyID
+	}
+	var out ChildList
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/children"}, &out)
+	if err != nil {
+		return nil, err
+	}
+	out.Raw = rep.body
+	return &out, nil
 }
 
 // Describe returns a run with its pending work and first history events.

@@ -96,6 +96,8 @@ type Description struct {
 	// CancelRequestedAt is when a cancel was requested (its
 	// WorkflowCancelRequested event); nil when none was.
 	CancelRequestedAt *time.Time `json:"cancel_requested_at,omitempty"`
+	// Children are the child workflows the run started (children.go).
+	Children []Child `json:"children"`
 }
 
 const executionColumns = `execution_id, workflow_name, workflow_id, state, queue, input, output, error, memo,
@@ -140,6 +142,9 @@ func (e *Engine) Describe(ctx context.Context, id uuid.UUID) (Description, error
 	}
 	d.HistoryTruncated = more
 	if d.CancelRequestedAt, err = e.cancelRequestedAt(ctx, id); err != nil {
+		return Description{}, err
+	}
+	if d.Children, err = e.childrenOf(ctx, id); err != nil {
 		return Description{}, err
 	}
 	return d, nil

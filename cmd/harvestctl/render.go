@@ -80,6 +80,18 @@ func closedRows(tw *tabwriter.Writer, id, state, reason string) {
 	}
 }
 
+// childrenTable lists a run's children.
+func childrenTable(tw *tabwriter.Writer, children []client.Child) {
+	if len(children) == 0 {
+		fmt.Fprintln(tw, "No children")
+		return
+	}
+	row(tw, "COMMAND", "WORKFLOW", "WORKFLOW ID", "STATE", "EXECUTION ID", "POLICY")
+	for _, ch := range children {
+		row(tw, ch.CommandID, ch.WorkflowName, ch.WorkflowID, ch.State, cmp.Or(ch.ExecutionID, "-"), ch.ParentClosePolicy)
+	}
+}
+
 func describeTable(tw *tabwriter.Writer, d *client.Description) {
 	x := d.Execution
 	startedRows(tw, x.ExecutionID, x.WorkflowName, x.WorkflowID, x.State)
@@ -107,6 +119,10 @@ func describeTable(tw *tabwriter.Writer, d *client.Description) {
 		for _, a := range d.PendingActivities {
 			row(tw, a.ActivityID, a.Name, a.Status, fmt.Sprint(a.Attempt), stamp(a.ScheduledAt), jsonCell(a.LastError, cellMax))
 		}
+	}
+	if len(d.Children) > 0 {
+		fmt.Fprintln(tw, "\nChildren")
+		childrenTable(tw, d.Children)
 	}
 	if len(d.PendingTimers) > 0 {
 		fmt.Fprintln(tw, "\nPending timers")

@@ -22,7 +22,7 @@ func workflowCommand() *cli.Command {
 		Aliases: []string{"wf"},
 		Usage:   "start, signal, inspect and close workflow runs",
 		Subcommands: []*cli.Command{
-			startCommand(), signalCommand(), signalWithStartCommand(), describeCommand(), queryCommand(), resultCommand(),
+			startCommand(), signalCommand(), signalWithStartCommand(), describeCommand(), childrenCommand(), queryCommand(), resultCommand(),
 			historyCommand(), listCommand(), cancelCommand(), terminateCommand(),
 		},
 	}
@@ -238,6 +238,27 @@ func describeAction(c *cli.Context) error {
 		return failed(err)
 	}
 	return s.emit(d.Raw, func(tw *tabwriter.Writer) { describeTable(tw, d) })
+}
+
+func childrenCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "children",
+		Usage:     "list the child workflows a run started, as the run knows them",
+		ArgsUsage: "<execution-id>",
+		Action:    childrenAction,
+	}
+}
+
+func childrenAction(c *cli.Context) error {
+	s, err := begin(c, "execution-id")
+	if err != nil {
+		return err
+	}
+	l, err := s.api.Children(c.Context, s.args[0])
+	if err != nil {
+		return failed(err)
+	}
+	return s.emit(l.Raw, func(tw *tabwriter.Writer) { childrenTable(tw, l.Children) })
 }
 
 func queryCommand() *cli.Command {
