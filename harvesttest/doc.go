@@ -77,4 +77,12 @@
 // would be: with the same ActivityContext, the same idempotency key (the
 // same across retries, different per invocation), under the activity's
 // retry policy and timeouts.
+//
+// # Children and signals to other workflows
+//
+// Child workflows (Workflow.Execute) and harvest.SignalExternal work in an
+// Env as on a node: the engine's outbox performs the keyed starts and
+// signals on the Env's one shard, so a test starts the parent, waits for
+// its children (Describe's Children, with WaitFor) and drives them like
+// any run.
 package harvesttest
