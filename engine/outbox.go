@@ -98,7 +98,8 @@ func (e *Engine) outboxLoop(ctx context.Context) {
 	})
 }
 
-// runOutbox claims due rows and performs them concurrently.
+// runOutbox claims due rows, performs them concurrently and records
+// their answers in one transaction.
 func (e *Engine) runOutbox(ctx context.Context) (int, error) {
 	rows, err := e.claimOutbox(ctx)
 	if err != nil || len(rows) == 0 {
@@ -107,22 +108,53 @@ func (e *Engine) runOutbox(ctx context.Context) (int, error) {
 	if err := e.crashAt(ctx, crashOutboxClaimed); err != nil {
 		return len(rows), err
 	}
+	answers := make([]outboxAnswer, len(rows))
 	var wg sync.WaitGroup
-	errs := make([]error, len(rows))
 	for i, r := range rows {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = e.performOutbox(ctx, r)
+			answers[i] = e.performOutbox(ctx, r)
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return len(rows), err
-		}
+	if ctx.Err() != nil {
+		return len(rows), ctx.Err()
 	}
-	return len(rows), nil
+	if err := e.crashAt(ctx, crashOutboxPerformed); err != nil {
+		return len(rows), err
+	}
+	return len(rows), e.settleOutbox(ctx, answers)
+}
+
+// outboxAnswer is what one attempt of a row got: the outcome event to
+// append (nil for none), the definite error, or a retry.
+type outboxAnswer struct {
+	row     outboxRow
+	outcome *harvest.Command
+	answer  error
+	retry   error
+}
+
+// settleOutbox records the definite answers in one transaction (one at a
+// time if that fails) and schedules the retries.
+func (e *Engine) settleOutbox(ctx context.Context, answers []outboxAnswer) error {
+	var definite []outboxAnswer
+	var errs []error
+	for _, a := range answers {
+		if a.retry != nil {
+			errs = append(errs, e.retryOutbox(ctx, a.row, a.retry))
+			continue
+		}
+		definite = append(definite, a)
+	}
+	if len(definite) == 0 || e.recordOutbox(ctx, definite) == nil {
+		return errors.Join(errs...)
+	}
+	for _, a := range definite {
+		errs = append(errs, e.recordOutbox(ctx, []outboxAnswer{a}))
+	}
+	return errors.Join(errs...)
 }
 
 // outboxDue is the read-only look before a claim: most polls of a shard
@@ -157,24 +189,17 @@ func (e *Engine) claimOutbox(ctx context.Context) ([]outboxRow, error) {
 	return out, err
 }
 
-// performOutbox performs one row and records its answer, or schedules a
-// retry.
-func (e *Engine) performOutbox(ctx context.Context, r outboxRow) error {
+// performOutbox performs one row's keyed operation.
+func (e *Engine) performOutbox(ctx context.Context, r outboxRow) outboxAnswer {
 	callCtx, cancel := context.WithTimeout(ctx, outboxCallTimeout)
+	defer cancel()
 	outcome, err := e.performKind(callCtx, r)
-	cancel()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	if err != nil && !IsDefinite(err) {
 		e.log.Debug().Err(err).Str("execution_id", r.ExecutionID.String()).Str("kind", r.Kind).
 			Int("attempt", r.Attempts).Msg("outbox attempt failed")
-		return e.retryOutbox(ctx, r, err)
+		return outboxAnswer{row: r, retry: err}
 	}
-	if err := e.crashAt(ctx, crashOutboxPerformed); err != nil {
-		return err
-	}
-	return e.recordOutbox(ctx, r, outcome, err)
+	return outboxAnswer{row: r, outcome: outcome, answer: err}
 }
 
 // performKind performs the row's keyed operation: the outcome event to
@@ -204,37 +229,66 @@ func (e *Engine) retryOutbox(ctx context.Context, r outboxRow, cause error) erro
 	})
 }
 
-// recordOutbox records a definite answer: the outcome event in the
-// source run (if it is still open and the row still exists) and the
-// row's deletion, in one fenced transaction.
-func (e *Engine) recordOutbox(ctx context.Context, r outboxRow, outcome *harvest.Command, answer error) error {
+// recordOutbox records definite answers in one fenced transaction: it
+// locks their source runs, deletes their rows and, for each row it
+// deleted (another attempt may have recorded it already), appends the
+// outcome event to its run if it is still open, with a workflow task due.
+func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error {
+	ids := make([]uuid.UUID, len(answers))
+	rowIDs := make([]int64, len(answers))
+	for i, a := range answers {
+		ids[i], rowIDs[i] = a.row.ExecutionID, a.row.ID
+	}
+	exs := make(map[uuid.UUID]*execRow, len(answers))
+	deleted := make(map[int64]bool, len(answers))
 	woke := false
-	err := e.withTx(ctx, func(tx *fencedTx) error {
-		ex, err := lockExecution(ctx, tx, r.ExecutionID)
-		if err != nil && !IsDefinite(err) {
+	queue := func(b *pgx.Batch) {
+		queueLockExecutions(b, ids, exs)
+		b.Queue(`DELETE FROM harvest_outbox WHERE outbox_id = ANY($1) RETURNING outbox_id`, rowIDs).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				deleted[id] = true
+			}
+			return rows.Err()
+		})
+	}
+	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+		w, b := newWriteSet(), &pgx.Batch{}
+		w.ahead = tx.ahead
+		for _, a := range answers {
+			if !deleted[a.row.ID] {
+				continue
+			}
+			ex := exs[a.row.ExecutionID]
+			if err := queueOutboxRecord(b, ex, a); err != nil {
+				return err
+			}
+			if ex != nil && !IsTerminal(ex.State) && a.outcome != nil {
+				woke = true
+				w.appendEvents(ex, []harvest.Command{*a.outcome}, true)
+			}
+		}
+		w.queue(b)
+		if err := e.crashAt(ctx, crashOutboxRecord); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM harvest_outbox WHERE outbox_id = $1`, r.ID)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err // recorded by another attempt already
-		}
-		if r.Kind == outboxStartChild {
-			if err := recordChildStart(ctx, tx, ex, r, outcome, answer); err != nil {
-				return err
-			}
-		}
-		if ex != nil && !IsTerminal(ex.State) && outcome != nil {
-			woke = true
-			if err := appendEvents(ctx, tx, ex, []harvest.Command{*outcome}, true); err != nil {
-				return err
-			}
-		}
-		return e.crashAt(ctx, crashOutboxRecord)
+		return sendBatch(ctx, tx, b)
 	})
 	if err == nil && woke {
 		e.nudge(e.wfWake)
 	}
 	return err
+}
+
+// queueOutboxRecord queues what a kind records beside its outcome event.
+func queueOutboxRecord(b *pgx.Batch, ex *execRow, a outboxAnswer) error {
+	if a.row.Kind != outboxStartChild {
+		return nil
+	}
+	return queueChildStart(b, ex, a.row, a.outcome, a.answer)
 }
 
 // failedOutcome is the failure event of a command refused for good.

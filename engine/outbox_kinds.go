@@ -158,26 +158,25 @@ func (e *Engine) performCloseChild(ctx context.Context, r outboxRow) error {
 	return err
 }
 
-// recordChildStart notes the child's start (or its refusal) in the
+// queueChildStart notes the child's start (or its refusal) in the
 // parent's children row; a parent that closed before the start was
 // answered gets its close policy applied now.
-func recordChildStart(ctx context.Context, tx *fencedTx, parent *execRow, r outboxRow, outcome *harvest.Command, answer error) error {
+func queueChildStart(b *pgx.Batch, parent *execRow, r outboxRow, outcome *harvest.Command, answer error) error {
 	if answer != nil {
-		_, err := tx.Exec(ctx, `UPDATE harvest_children SET start_error = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
+		b.Queue(`UPDATE harvest_children SET start_error = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
 			r.ExecutionID, r.CommandID, answer.Error())
-		return err
+		return nil
 	}
 	d, err := payload[harvest.ChildWorkflowStartedData](*outcome)
 	if err != nil {
 		return fmt.Errorf("decode ChildWorkflowStarted: %w", err)
 	}
-	b := &pgx.Batch{}
 	b.Queue(`UPDATE harvest_children SET child_execution_id = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
 		r.ExecutionID, r.CommandID, d.ExecutionID)
 	if parent != nil && IsTerminal(parent.State) {
 		b.Queue(closePolicyOutbox, []uuid.UUID{parent.ID})
 	}
-	return sendBatch(ctx, tx, b)
+	return nil
 }
 
 // childRows are the children rows a write set inserts.
