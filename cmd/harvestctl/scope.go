@@ -19,6 +19,7 @@ var commandScopes = map[string]client.TokenScope{
 	"workflow signal":            client.ScopeWrite,
 	"workflow signal-with-start": client.ScopeWrite,
 	"workflow describe":          client.ScopeRead,
+	"workflow children":          client.ScopeRead,
 	"workflow query":             client.ScopeRead,
 	"workflow result":            client.ScopeRead,
 	"workflow history":           client.ScopeRead,
