@@ -56,7 +56,8 @@ func ChildStartKey(executionID, commandID string) string {
 }
 
 // ChildDoneKey is the signal idempotency key of the close of child run
-// childExecutionID reported to its parent.
+// childExecutionID (the first run of its continue-as-new chain) reported
+// to its parent.
 func ChildDoneKey(childExecutionID string) string { return "hv:childdone:" + childExecutionID }
 
 // ParseChildStartKey returns the parent execution id and command id of a

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,11 +16,14 @@ import (
 // childDoneRequest is the request of an outboxChildDone row: the parent
 // to tell and the child's outcome (the row's execution is the child).
 type childDoneRequest struct {
-	Parent    string          `json:"parent"`
-	CommandID string          `json:"command_id"`
-	State     string          `json:"state"`
-	Output    json.RawMessage `json:"output"`
-	Error     json.RawMessage `json:"error"`
+	Parent    string `json:"parent"`
+	CommandID string `json:"command_id"`
+	// Chain is the child's continue-as-new chain (its first run, the
+	// execution id the parent knows): the report's key.
+	Chain  string          `json:"chain"`
+	State  string          `json:"state"`
+	Output json.RawMessage `json:"output"`
+	Error  json.RawMessage `json:"error"`
 }
 
 // closeChildRequest is the request of an outboxCloseChild row.
@@ -135,7 +139,7 @@ func (e *Engine) performChildDone(ctx context.Context, r outboxRow) error {
 		return fmt.Errorf("encode child close: %w", err)
 	}
 	_, err = e.cfg.Outbound.Signal(ctx, SignalRequest{ExecutionID: parent, SignalName: harvest.ChildClosedSignal,
-		Payload: raw, IdempotencyKey: harvest.ChildDoneKey(r.ExecutionID.String())})
+		Payload: raw, IdempotencyKey: harvest.ChildDoneKey(cmp.Or(d.Chain, r.ExecutionID.String()))})
 	return err
 }
 
@@ -206,14 +210,18 @@ func (c *childRows) queue(b *pgx.Batch) {
 // started under a harvest.ChildStartKey remembers its parent in its
 // idempotency key), and the close policy of each child of a closing
 // parent (closePolicyOutbox). A run that continues as new reports
-// nothing: its chain goes on.
+// nothing: its chain goes on, and the chain's last run reports for it
+// (the chain's first run holds the key), under the chain's id.
 const closeOutbox = `
 	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)
 	SELECT x.execution_id, '', 'child_done',
-	       jsonb_build_object('parent', split_part(x.idempotency_key, ':', 3), 'command_id', split_part(x.idempotency_key, ':', 4),
+	       jsonb_build_object('parent', split_part(k.key, ':', 3), 'command_id', split_part(k.key, ':', 4),
+	                          'chain', coalesce(x.chain_id, x.execution_id),
 	                          'state', x.state, 'output', x.output, 'error', x.error)
 	  FROM harvest_executions x
-	 WHERE x.execution_id = ANY($1) AND x.idempotency_key LIKE 'hv:child:%'
+	 CROSS JOIN LATERAL (SELECT coalesce(x.idempotency_key,
+	                            (SELECT f.idempotency_key FROM harvest_executions f WHERE f.execution_id = x.chain_id)) AS key) k
+	 WHERE x.execution_id = ANY($1) AND k.key LIKE 'hv:child:%'
 	   AND x.state NOT IN ('RUNNING', 'CONTINUED_AS_NEW')
 	UNION ALL` + closePolicyRows + `
 	ON CONFLICT DO NOTHING`

@@ -39,6 +39,16 @@ var (
 		}
 		return "sent", err
 	})
+	// casChildWF continues as new until its input has three x's.
+	casChildWF = harvest.NewWorkflow("child_cas", func(ctx harvest.Context, in string) (string, error) {
+		if len(in) < 3 {
+			return "", harvest.ContinueAsNew(ctx, in+"x")
+		}
+		return in, nil
+	})
+	casParentWF = harvest.NewWorkflow("parent_cas", func(ctx harvest.Context, _ string) (string, error) {
+		return casChildWF.Execute(ctx, "").Get(ctx)
+	})
 	echoChildWF = harvest.NewWorkflow("child_echo", func(ctx harvest.Context, in string) (string, error) {
 		return "echo:" + in + ":" + ctx.Info().WorkflowID, nil
 	})
@@ -68,7 +78,7 @@ var (
 )
 
 func (b *testBundle) registerOutboxWorkflows(t *testing.T) {
-	require.NoError(t, b.reg.Register(sendWF, echoChildWF, parentWF))
+	require.NoError(t, b.reg.Register(sendWF, echoChildWF, parentWF, casChildWF, casParentWF))
 }
 
 func TestSignalExternal(t *testing.T) {
@@ -125,6 +135,15 @@ func TestChildWorkflows(t *testing.T) {
 		require.Equal(t, 1, count(types, harvest.EventChildWorkflowInitiated))
 		require.Equal(t, 1, count(types, harvest.EventSignalReceived))
 		requireOutboxEmpty(t, b.pool)
+	})
+	t.Run("a child that continues as new reports once, from its chain's end", func(t *testing.T) {
+		p := start(t, e, StartRequest{WorkflowName: "parent_cas"})
+		x := waitClosed(t, e, p.ExecutionID)
+		require.Equal(t, StateCompleted, x.State, x.LastError)
+		require.JSONEq(t, `"xxx"`, string(x.Output))
+		children := childRuns(t, b.pool, p.ExecutionID)
+		require.Len(t, children, 1, "one child chain")
+		require.Equal(t, []string{harvest.ChildDoneKey(children[0].String())}, signalKeys(t, b.pool, p.ExecutionID))
 	})
 	t.Run("the child's failure reaches the parent typed", func(t *testing.T) {
 		p := start(t, e, StartRequest{WorkflowName: "parent", Input: raw(t, parentInput{Child: "fail"})})
