@@ -223,7 +223,8 @@ func runInside(t *testing.T) {
 	defer hf.Close()
 	hist := NewHistory(hf)
 	client := NewClient(Nodes(cl), secrets.Token, hist)
-	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08, CounterShare: 0.12}
+	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08, CounterShare: 0.12,
+		ParentShare: 0.04, ApproverShare: 0.03}
 	nem := &Nemesis{Cluster: cl, PG: pg, Client: client, Logf: logf, Hold: prof.hold, Settle: prof.settle,
 		AddShard: 2, NewShard: newShard}
 
@@ -264,12 +265,17 @@ func runInside(t *testing.T) {
 		notes = append(notes, "WORKLOAD BUG (not sent): "+b)
 	}
 	st, _, err := WaitQuiet(ctx, dsns, 3*time.Minute)
+	if err == nil {
+		// The outbox drains after the last run closed (a child's report,
+		// an answered signal's row): give it a bounded while.
+		st, err = WaitOutbox(ctx, dsns, st, time.Minute)
+	}
 	if err != nil {
 		t.Fatalf("read the shard databases: %v", err)
 	}
 	ops := hist.Ops()
 	vs := Check(ops, st)
-	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st))
+	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st))
 
 	rep := &Report{Profile: prof.name, Seed: seed, Nodes: nodes, Duration: loadDur, Total: time.Since(began), Ops: ops,
 		Faults: nem.Faults, Violations: vs, Executions: st.Executions(), Redelivered: redone, StillParked: left,

@@ -35,12 +35,14 @@ const (
 	CheckChainLinks   = "continue-as-new: one run per chain link"
 	CheckChainSignals = "chain signal key -> delivered once in the chain"
 	CheckChainEnd     = "chain completes with every add"
+	CheckChildren     = "child command -> one child run, one childdone"
+	CheckExternal     = "external signal -> delivered once"
 )
 
 // AllChecks lists the checks in report order.
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
-	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd}
+	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -63,12 +65,18 @@ type DBState struct {
 	actKeys map[string]int64            // activity idempotency key -> ActivityScheduled events
 	shards  map[uint16]map[string]int64 // shard -> execution states -> count
 	cancels map[string]*cancelRow       // execution id -> its cancel requests (executions that have one)
+	// Children and external signals: ChildWorkflowInitiated events per
+	// execution, and outbox rows per shard.
+	childInits  map[string]int64
+	extTerminal map[string]int64 // ExternalSignalFailed execution_terminal events per execution
+	outbox      map[uint16]int64
 }
 
 // ReadDB reads every shard database.
 func ReadDB(ctx context.Context, dsns map[uint16]string) (*DBState, error) {
 	st := &DBState{execs: map[string]*execRow{}, signals: map[[2]string]int64{}, acts: map[[2]string][2]int64{},
-		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}, cancels: map[string]*cancelRow{}}
+		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}, cancels: map[string]*cancelRow{},
+		childInits: map[string]int64{}, extTerminal: map[string]int64{}, outbox: map[uint16]int64{}}
 	for shard, dsn := range dsns {
 		if err := st.readShard(ctx, shard, dsn); err != nil {
 			return nil, fmt.Errorf("shard %d: %w", shard, err)
@@ -154,6 +162,9 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	if err := st.readFamily(ctx, shard, conn); err != nil {
+		return err
+	}
 	return st.readCancels(ctx, conn)
 }
 
@@ -197,6 +208,11 @@ func Check(ops []*Op, st *DBState) []Violation {
 	bySWS := map[[2]string][]string{}
 	for _, x := range st.execs {
 		switch {
+		case parentOfKey(x.ik) != "":
+			// A child: its parent started it (checkFamily counts them).
+			if st.execs[parentOfKey(x.ik)] == nil {
+				add(CheckPhantom, "child %s (%s) has start key %q of a parent no shard holds", x.id, x.name, x.ik)
+			}
 		case x.ik != "":
 			k := [2]string{x.name, x.ik}
 			byKey[k] = append(byKey[k], x.id)
@@ -315,6 +331,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 
 	checkCancels(ops, st, add)
 	checkChains(ops, st, add)
+	checkFamily(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).
@@ -328,7 +345,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// closed is CheckCancelCloses's.
 		// A run that continued as new is closed: checkChains checks the link.
 		handedOver := x.state == "CONTINUED_AS_NEW" && x.continuedTo != ""
-		if x.state == "RUNNING" || st.cancels[id] == nil && x.state != "COMPLETED" && !handedOver {
+		// An approver whose order had closed fails execution_terminal.
+		if x.state == "RUNNING" || st.cancels[id] == nil && x.state != "COMPLETED" && !handedOver && !st.terminalApprover(x) {
 			msg := ""
 			if x.lastError != "" {
 				msg = ": " + x.lastError

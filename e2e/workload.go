@@ -48,6 +48,7 @@ type Op struct {
 	Chain      string    `json:"chain,omitempty"`       // counter add: the first run of its continue-as-new chain
 	Every      int       `json:"every,omitempty"`       // counter start: signals per run
 	Until      int       `json:"until,omitempty"`       // counter start: signals of the chain
+	Children   int       `json:"children,omitempty"`    // parent start: its children
 	Probe      bool      `json:"probe,omitempty"`       // sent by the nemesis to time recovery
 	Redelivery bool      `json:"redelivery,omitempty"`  // sent after the heal for an unanswered op
 	Begin      time.Time `json:"begin"`
@@ -158,6 +159,9 @@ type request struct {
 func (c *Client) requestOf(op *Op) request {
 	switch op.Kind {
 	case KindStart:
+		if req, ok := familyStart(op); ok {
+			return req
+		}
 		var input any = map[string]any{"user_id": rand.IntN(1 << 30)}
 		switch op.Workflow {
 		case wfOrder:
@@ -316,6 +320,10 @@ type Workload struct {
 	// CounterShare is the share of chains that start a counter (a
 	// continue-as-new chain) and send it its adds (0: none).
 	CounterShare float64
+	// ParentShare and ApproverShare are the shares of chains that start a
+	// parent with children and an order with an approver
+	// (workload_family.go; 0: none).
+	ParentShare, ApproverShare float64
 
 	mu     sync.Mutex
 	parked []chain
@@ -365,6 +373,12 @@ func (w *Workload) newChain() chain {
 	}
 	if rand.Float64() < w.CounterShare {
 		return counterChain(n)
+	}
+	if rand.Float64() < w.ParentShare {
+		return parentChain(n)
+	}
+	if rand.Float64() < w.ApproverShare {
+		return approverChain(n)
 	}
 	switch r := rand.Float64(); {
 	case r < 0.4:
@@ -428,7 +442,7 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			w.park(ch.tail(i, false))
 			return
 		}
-		if (tmpl.Kind == KindSignal || tmpl.Kind == KindCancel) && tmpl.Target == "" {
+		if needsTarget(tmpl) && tmpl.Target == "" {
 			// Never sent: an empty id is refused (400) and the execution
 			// would wait for its approval forever.
 			w.bug("chain %q: %s %q has no execution id (its start was not answered in this chain)", ch.ops[0].Key, tmpl.Kind, tmpl.Key)
@@ -465,7 +479,7 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			// Feed the answer to the rest of the chain now, before a dup
 			// or a stop can park it.
 			for _, next := range ch.ops[i+1:] {
-				if (next.Kind == KindSignal || next.Kind == KindCancel) && next.Target == "" {
+				if needsTarget(next) && next.Target == "" {
 					next.Target = res.ExecID
 				}
 				if next.Workflow == wfCounter && next.Chain == "" {
