@@ -123,8 +123,9 @@ func TestCheckFamily(t *testing.T) {
 	})
 	t.Run("doubled child", func(t *testing.T) {
 		w := newFamilyWorld(t, false)
-		extra := w.plantChild(1, 2)
-		require.NoError(t, plantSignal(w.ctx, w.conns[0], w.parent, childDonePref+extra))
+		// A second run of child 0's start key, in the other shard.
+		extra := newExecID(1)
+		require.NoError(t, plantExecution(w.ctx, w.conns[1], extra, wfChild, extra, childKeyPrefix+w.parent+":0", "COMPLETED"))
 		require.Positive(t, w.check()[CheckChildren])
 	})
 	t.Run("missing childdone", func(t *testing.T) {
