@@ -3,8 +3,10 @@
 // bridge, share one PostgreSQL server on the bridge address; clients send
 // keyed starts, keyed signals, signal-with-start and cooperative cancels
 // of orders, and continue-as-new chains (the demo counter, its keyed adds
-// sent to the chain's first or latest known run) through random nodes with retries (the same key on every retry and on deliberate
-// re-deliveries) while a nemesis kills, pauses, partitions and isolates
+// sent to the chain's first or latest known run), parents with children
+// (the demo parent_chain) and approvers of orders (the demo approver, a
+// signal sent from workflow code) through random nodes with retries (the
+// same key on every retry and on deliberate re-deliveries) while a nemesis kills, pauses, partitions and isolates
 // nodes, kills the raft leader, restarts PostgreSQL and drains and adds
 // shards. Every client operation is recorded; after the faults are healed a
 // checker verifies the history against the shard databases:
@@ -32,6 +34,14 @@
 //     sent (no lost, no doubled signal across the hand-overs), at most one
 //     answer per (chain, add key) says signal_delivered whichever run id it
 //     was sent to, and the chain completes with count Until.
+//   - per parent (the demo parent_chain) as many child runs as it asked
+//     for, found by their hv:child:<parent>: start keys in any shard, each
+//     COMPLETED, with one ChildWorkflowInitiated and one SignalReceived
+//     keyed hv:childdone:<child> per child in the parent; per approver
+//     (the demo approver, a SignalExternal to an order the workload
+//     started) one SignalReceived keyed hv:sig:<approver>:1 in the order
+//     when it completed, none when it failed execution_terminal (the
+//     order had closed); every shard's outbox empty after the heal.
 //
 // The nodes run as a deployment does: each run writes a fresh cluster key
 // and admin token into its work directory, every node gets both
