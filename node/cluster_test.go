@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,9 +160,29 @@ type reply struct {
 	Body   map[string]any
 }
 
+// A 503 that says no raft leader is reachable is retried until
+// leaderRetryWithin, as the answer asks: it comes before any work, while
+// an election runs (a loaded machine's raft can lose its leader for a
+// moment), and tests are about what the leader answers.
 func call(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
 	t.Helper()
-	return send(t, request(t, n, method, path, body, headers...))
+	deadline := time.Now().Add(leaderRetryWithin)
+	for {
+		r := send(t, request(t, n, method, path, body, headers...))
+		if !noLeader(r) || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leaderRetryWithin bounds how long call retries a "no raft leader" 503.
+const leaderRetryWithin = 15 * time.Second
+
+// noLeader reports whether r is the API's "no raft leader reachable" 503.
+func noLeader(r reply) bool {
+	msg, _ := r.Body["error"].(string)
+	return r.Status == http.StatusServiceUnavailable && strings.HasPrefix(msg, "no raft leader reachable")
 }
 
 // request is a request to n's API: body JSON-encoded (none when nil),
