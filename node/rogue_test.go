@@ -79,6 +79,15 @@ func TestRogueMember(t *testing.T) {
 	}
 
 	c.waitStable() // every shard served by its owner among n0..n2
+	// n2 joined last: its catalog loads a moment after the others serve.
+	eventually(t, "every node to route shard 0", 20*time.Second, func() bool {
+		for _, n := range c.nodes {
+			if _, err := n.router.ForShard(0); err != nil {
+				return false
+			}
+		}
+		return true
+	})
 	for _, n := range c.nodes {
 		target, err := n.router.ForShard(0)
 		require.NoError(t, err)
