@@ -116,7 +116,10 @@ func New(svc *Services) *Demo {
 		return d.CreateUser.Execute(ctx, in).Get(ctx)
 	})
 	d.Order = harvest.NewWorkflow(OrderName, d.order)
-	d.NoopStep = harvest.NewActivity("noop_step", func(_ *harvest.ActivityContext, i int) (int, error) { return i, nil })
+	// StartToClose as its siblings': an attempt whose outcome could not be
+	// recorded (the database went away) is retried after it, not after the default.
+	d.NoopStep = harvest.NewActivity("noop_step", func(_ *harvest.ActivityContext, i int) (int, error) { return i, nil },
+		harvest.ActivityOptions{StartToClose: 30 * time.Second})
 	d.NoopChain = harvest.NewWorkflow(NoopChainName, d.noopChain).
 		WithInputSchema(fmt.Appendf(nil, `{"type":"object","required":["activities"],`+
 			`"properties":{"activities":{"type":"integer","minimum":0,"maximum":%d}}}`, NoopChainMax))
