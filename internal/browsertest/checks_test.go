@@ -37,7 +37,12 @@ func TestNotBlank(t *testing.T) {
 		blank bool
 	}{
 		{"White", white, true},
-		{"OneDot", func() image.Image { i := image.NewRGBA(white.Bounds()); copy(i.Pix, white.Pix); i.Set(5, 5, color.Black); return i }(), true},
+		{"OneDot", func() image.Image {
+			i := image.NewRGBA(white.Bounds())
+			copy(i.Pix, white.Pix)
+			i.Set(5, 5, color.Black)
+			return i
+		}(), true},
 		{"Page", page, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
