@@ -361,15 +361,47 @@ func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details jso
 }
 
 // finishActivity records an attempt's outcome if the attempt is still the
-// current one: completion, a retry with backoff, or the final failure.
+// current one: completion, a retry with backoff, or the final failure. A
+// record that fails is retried while the attempt's lock holds
+// (outcome_retry.go).
 func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) {
-	wake, outcome := false, ""
+	res, err := e.retryRecord(ctx, t, func(ctx context.Context) (attemptOutcome, error) {
+		return e.recordOutcome(ctx, t, out, runErr, timeoutType)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).Msg("record activity outcome failed")
+		}
+		return
+	}
+	if res.outcome != "" {
+		metrics.ActivityAttempts.WithLabelValues(res.outcome).Inc()
+	}
+	if res.outcome == "retried" {
+		e.retryWake.after(res.retryIn)
+	}
+	if res.wake {
+		e.nudge(e.wfWake)
+	}
+}
+
+// attemptOutcome is what recording an attempt did: the outcome's metric
+// label (empty when the attempt was stale), whether the run has a new
+// event, and a scheduled retry's backoff.
+type attemptOutcome struct {
+	outcome string
+	wake    bool
+	retryIn time.Duration
+}
+
+// recordOutcome is finishActivity's one transaction: fence, lock the
+// execution and the attempt, then write the outcome.
+func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) (attemptOutcome, error) {
 	var (
+		res     attemptOutcome
 		ex      *execRow
 		current bool
-		retryIn time.Duration // the retry's backoff, when one was scheduled
 	)
-	// One round trip: fence, lock the execution, then the attempt.
 	queue := func(b *pgx.Batch) {
 		queueLockExecution(b, t.ExecutionID, &ex)
 		queueLockAttempt(b, t, &current)
@@ -381,8 +413,11 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 		if IsTerminal(ex.State) {
 			return deleteTask(ctx, tx, t.TaskID)
 		}
+		if err := e.crashAt(ctx, crashActivityOutcome); err != nil {
+			return err
+		}
 		var ev harvest.Command
-		outcome = "completed"
+		res.outcome = "completed"
 		if runErr == nil {
 			ev = harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
 				ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
@@ -390,38 +425,29 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 			info := harvest.ToErrorInfo(runErr)
 			retried, delay, err := e.maybeRetry(ctx, tx, t, info, timeoutType)
 			if err != nil || retried {
-				outcome, retryIn = "retried", delay
+				res.outcome, res.retryIn = "retried", delay
 				return err
 			}
-			ev, outcome = failureCommand(t, info, timeoutType), "failed"
+			ev, res.outcome = failureCommand(t, info, timeoutType), "failed"
 			if timeoutType != "" {
-				outcome = "timed_out"
+				res.outcome = "timed_out"
 			}
 		}
-		wake = true
-		b := &pgx.Batch{}
-		b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, t.TaskID)
-		queueAppendEvents(b, tx, ex, []harvest.Command{ev}, true)
-		if err := tx.commitWith(ctx, b); err != nil {
-			return fmt.Errorf("write: %w", translate(err))
-		}
-		return nil
+		res.wake = true
+		return e.writeOutcome(ctx, tx, t, ex, ev)
 	})
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).Msg("record activity outcome failed")
-		}
-		return
+	return res, err
+}
+
+// writeOutcome deletes the attempt's task and appends its event, one commit.
+func (e *Engine) writeOutcome(ctx context.Context, tx *fencedTx, t claimedTask, ex *execRow, ev harvest.Command) error {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, t.TaskID)
+	queueAppendEvents(b, tx, ex, []harvest.Command{ev}, true)
+	if err := tx.commitWith(ctx, b); err != nil {
+		return fmt.Errorf("write: %w", translate(err))
 	}
-	if outcome != "" {
-		metrics.ActivityAttempts.WithLabelValues(outcome).Inc()
-	}
-	if outcome == "retried" {
-		e.retryWake.after(retryIn)
-	}
-	if wake {
-		e.nudge(e.wfWake)
-	}
+	return nil
 }
 
 // queueLockAttempt queues the lock of the task; *current is true when

@@ -133,6 +133,10 @@ func crashScenarios(pool *pgxpool.Pool) map[crashPoint]crashScenario {
 		},
 		crashOutboxClaimed: outboxScenario(), crashOutboxPerformed: outboxScenario(), crashOutboxRecord: outboxScenario(),
 		crashChildClose: outboxScenario(),
+		crashActivityOutcome: {
+			req: StartRequest{WorkflowName: "flaky", Input: []byte(`1`)}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
+			state: StateCompleted, output: `2`,
+		},
 		crashTimeoutFire: {
 			req: StartRequest{WorkflowName: "block", RunTimeout: &runTimeout}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
 			state: StateTimedOut,

@@ -30,6 +30,10 @@ import "context"
 //   - crashCancel: a cancel request before its commit.
 //   - crashTimerFire: a timer fire before its commit.
 //   - crashTimeoutFire: a workflow timeout fire before its commit.
+//   - crashActivityOutcome: an attempt's outcome (finishActivity: a retry,
+//     a failure, a completion the batch could not record) is about to be
+//     written; a hook that fails here without stopping the engine is a
+//     database blip, which the record survives (outcome_retry.go).
 //
 // And the outbox's (outbox.go):
 //
@@ -42,14 +46,15 @@ import "context"
 type crashPoint string
 
 const (
-	crashLoaded       crashPoint = "workflow_task.loaded"
-	crashRan          crashPoint = "workflow_task.ran"
-	crashBeforeCommit crashPoint = "workflow_task.before_commit"
-	crashCommitted    crashPoint = "workflow_task.committed"
-	crashSignal       crashPoint = "signal.before_commit"
-	crashCancel       crashPoint = "cancel.before_commit"
-	crashTimerFire    crashPoint = "timer_fire.before_commit"
-	crashTimeoutFire  crashPoint = "timeout_fire.before_commit"
+	crashLoaded          crashPoint = "workflow_task.loaded"
+	crashRan             crashPoint = "workflow_task.ran"
+	crashBeforeCommit    crashPoint = "workflow_task.before_commit"
+	crashCommitted       crashPoint = "workflow_task.committed"
+	crashSignal          crashPoint = "signal.before_commit"
+	crashCancel          crashPoint = "cancel.before_commit"
+	crashTimerFire       crashPoint = "timer_fire.before_commit"
+	crashTimeoutFire     crashPoint = "timeout_fire.before_commit"
+	crashActivityOutcome crashPoint = "activity_outcome.before_commit"
 
 	crashOutboxClaimed   crashPoint = "outbox.claimed"
 	crashOutboxPerformed crashPoint = "outbox.performed"
@@ -60,7 +65,7 @@ const (
 // crashPoints lists every crash point; crash tests iterate over it.
 var crashPoints = []crashPoint{
 	crashLoaded, crashRan, crashBeforeCommit, crashCommitted,
-	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire,
+	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire, crashActivityOutcome,
 	crashOutboxClaimed, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
 }
 
