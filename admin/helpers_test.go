@@ -273,6 +273,33 @@ func (c *testCluster) apply(t *testing.T, cmd Command) {
 	}
 }
 
+// removePeer removes peer id ("" for the leader itself) through the
+// current leader, retrying while leadership moves, as apply does. It
+// returns the first definite answer (nil once removed, ErrUnknownPeer,
+// ErrRemoveLeader) and whether a lost leadership made it propose again;
+// after a lost leadership a retry that finds the peer gone counts as
+// removed.
+func (c *testCluster) removePeer(t *testing.T, id string) (retried bool, err error) {
+	t.Helper()
+	deadline := time.Now().Add(clusterDeadline)
+	for {
+		lid, a := c.leader(t)
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err = a.RemovePeer(ctx, cmp.Or(id, lid))
+		cancel()
+		switch {
+		case retried && errors.Is(err, ErrUnknownPeer):
+			return true, nil
+		case errors.Is(err, ErrOutcomeUnknown):
+			retried = true
+		case !errors.Is(err, ErrNotLeader):
+			return retried, err
+		}
+		require.True(t, time.Now().Before(deadline), "remove peer %s: %v", id, err)
+		<-time.After(pollTick)
+	}
+}
+
 // waitCatalog waits until every running node's catalog equals the
 // leader's (same applied index and content).
 func (c *testCluster) waitCatalog(t *testing.T) Catalog {
