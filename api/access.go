@@ -54,21 +54,29 @@ var (
 const (
 	identityKey = "harvest.identity"
 	fromNodeKey = "harvest.from_node"
+	// refusedIdentityKey: a verified identity refused for its scope (the
+	// audit trail names it).
+	refusedIdentityKey = "harvest.refused_identity"
 )
 
 // handle registers a route with its access: the guard runs before h.
 func (s *Server) handle(g *gin.RouterGroup, method, relative string, a access, h gin.HandlerFunc) {
-	full := path.Join(g.BasePath(), relative)
-	s.access[method+" "+full] = a
-	g.Handle(method, relative, s.guard(a), h)
+	route := method + " " + path.Join(g.BasePath(), relative)
+	s.access[route] = a
+	chain := []gin.HandlerFunc{s.guard(route, a)}
+	if isAdminRoute(a) {
+		chain = append(chain, s.auditor(auditAction(route)))
+	}
+	g.Handle(method, relative, append(chain, h)...)
 }
 
 // guard authenticates and authorizes the request for a before any work,
-// keyed replays included.
-func (s *Server) guard(a access) gin.HandlerFunc {
+// keyed replays included; a refusal is audited.
+func (s *Server) guard(route string, a access) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, err := s.authorize(c, a)
 		if err != nil {
+			s.auditRefusal(c, route, err)
 			abort(c, err)
 			return
 		}
@@ -115,6 +123,7 @@ func (s *Server) authorizeBearer(c *gin.Context, fromNode *auth.Identity, scope 
 		}
 	}
 	if !id.Scope.Allows(scope) {
+		c.Set(refusedIdentityKey, id)
 		return auth.Identity{}, &apiError{status: http.StatusForbidden, code: codeForbidden,
 			msg: "this route needs a token of scope " + scope.String() + "; yours is " + id.Scope.String()}
 	}

@@ -24,7 +24,7 @@ type authBundle struct {
 // credentials of the route × scope table.
 var credentials = []string{"none", "read", "write", "admin", "expired", "revoked"}
 
-func setupAuth(t *testing.T) *authBundle {
+func setupAuth(t *testing.T, opts ...func(*Config, *auth.Table)) *authBundle {
 	t.Helper()
 	b := &authBundle{testBundle: setup(t), tokens: map[string]string{}, key: []byte(strings.Repeat("k", 32))}
 	table := auth.NewTable(nil)
@@ -35,14 +35,18 @@ func setupAuth(t *testing.T) *authBundle {
 		table.Put(tok)
 		return tok
 	}
-	mint("read", auth.Spec{Scope: auth.ScopeRead})
+	mint("read", auth.Spec{Name: "reader", Scope: auth.ScopeRead})
 	mint("write", auth.Spec{Scope: auth.ScopeWrite})
-	mint("admin", auth.Spec{Scope: auth.ScopeAdmin, ExpiresAt: now.Add(time.Hour)})
+	mint("admin", auth.Spec{Name: "ops", Scope: auth.ScopeAdmin, ExpiresAt: now.Add(time.Hour)})
 	mint("expired", auth.Spec{Scope: auth.ScopeAdmin, ExpiresAt: now.Add(-time.Second)})
 	revoked := mint("revoked", auth.Spec{Scope: auth.ScopeAdmin})
 	revoked.RevokedAt = &now
 	table.Put(revoked)
-	srv, err := New(Config{MaxBodyBytes: 64 << 10, Gates: b.engine, Verifier: auth.NewVerifier(table), NodeKey: b.key}, SingleShard(b.engine))
+	cfg := Config{MaxBodyBytes: 64 << 10, Gates: b.engine, Verifier: auth.NewVerifier(table), NodeKey: b.key}
+	for _, o := range opts {
+		o(&cfg, table)
+	}
+	srv, err := New(cfg, SingleShard(b.engine))
 	require.NoError(t, err)
 	b.server = srv
 	ts := httptest.NewServer(srv)

@@ -226,6 +226,7 @@ func (s *Server) adminAddShard(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	setAuditTarget(c, "shard="+strconv.Itoa(*b.ShardID))
 	s.adminCall(c, raw, func(a Admin) (int, any, error) {
 		v, err := a.AddShard(c.Request.Context(), uint16(*b.ShardID), b.DSN)
 		return http.StatusCreated, v, err

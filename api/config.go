@@ -49,7 +49,9 @@ type Config struct {
 	// cluster key, clusterkey.LabelHTTP). Nil: this node neither forwards
 	// with a credential nor accepts node requests (a standalone node).
 	NodeKey []byte
-	// Logger logs server faults (5xx), never requests at info level.
+	// Logger logs server faults (5xx) and, at info level, the audit
+	// trail (audit.go: admin actions and refused authentications, with
+	// audit=true); no other request is logged at info level.
 	Logger zerolog.Logger
 }
 

@@ -75,6 +75,7 @@ func (s *Server) closeGate(c *gin.Context) {
 		s.fail(c, badRequest(codeInvalidArgument, "expires_at must be in the future"))
 		return
 	}
+	setAuditTarget(c, "gate="+b.GateID)
 	g := engine.Gate{ID: b.GateID, ScopeKind: b.ScopeKind, ScopeValue: b.ScopeValue, Reason: b.Reason,
 		CreatedAt: time.Now().UTC(), ExpiresAt: b.ExpiresAt}
 	if err := gates.CloseGate(c.Request.Context(), g); err != nil {

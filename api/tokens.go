@@ -99,8 +99,12 @@ func (s *Server) createToken(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	setAuditTarget(c, tokenTarget("", spec.Name))
 	s.leaderCall(c, raw, func() (int, any, error) {
 		full, t, err := ta.CreateToken(c.Request.Context(), spec)
+		if err == nil {
+			setAuditTarget(c, tokenTarget(t.ID, spec.Name))
+		}
 		v := viewToken(t, s.now())
 		v.Token = full
 		return http.StatusCreated, v, err

@@ -11,7 +11,11 @@ import (
 type Identity struct {
 	// TokenID is the verified token's id; "" when authentication is off.
 	TokenID string
-	Scope   Scope
+	// Name is the verified token's name (for the audit trail); "" when
+	// unnamed, when authentication is off, or when another node vouched
+	// for the identity.
+	Name  string
+	Scope Scope
 }
 
 // Anonymous is the identity of every request when authentication is off:
@@ -49,7 +53,7 @@ func (v *Verifier) Verify(header string) (Identity, error) {
 	if t.ExpiresAt != nil && !v.now().Before(*t.ExpiresAt) {
 		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthenticated, ErrExpired)
 	}
-	return Identity{TokenID: t.ID, Scope: t.Scope}, nil
+	return Identity{TokenID: t.ID, Name: t.Name, Scope: t.Scope}, nil
 }
 
 // lookup finds the unrevoked token full names, by id and hash.
