@@ -113,6 +113,7 @@ var documented = map[string]access{
 	"POST /api/harvest/workflows/:id/query/:query": needRead,
 
 	"POST /api/harvest/workflows/:id/start":             needWrite,
+	"POST /api/harvest/workflows/batch_start":           needWrite,
 	"POST /api/harvest/workflows/:id/signal-with-start": needWrite,
 	"POST /api/harvest/workflows/:id/signal/:signal":    needWrite,
 	"POST /api/harvest/workflows/:id/cancel":            needWrite,

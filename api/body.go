@@ -36,13 +36,18 @@ func (s *Server) bodyDeadline(c *gin.Context) {
 // deadline, which it lifts once the body is read (net/http lifts it too
 // when the body hits EOF): the answer may be held (?wait=) longer.
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
-	r := http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+	return s.readBodyLimit(c, s.cfg.MaxBodyBytes)
+}
+
+// readBodyLimit is readBody with its own size limit.
+func (s *Server) readBodyLimit(c *gin.Context, limit int64) ([]byte, error) {
+	r := http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	b, err := io.ReadAll(r)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
-			msg: fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes)}
+			msg: fmt.Sprintf("request body exceeds %d bytes", limit)}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.Header("Connection", "close")
 		return nil, &apiError{status: http.StatusRequestTimeout, code: codeBodyTimeout,

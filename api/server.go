@@ -72,6 +72,7 @@ func (s *Server) routes() {
 	s.tokenRoutes(g)
 	s.uiRoutes(top, g)
 	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)
+	s.handle(g, http.MethodPost, "/workflows/batch_start", needWrite, s.batchStart)
 	// Gin needs one wildcard name per path position: :id is the workflow
 	// name on start routes and the execution id everywhere else. A start
 	// whose policy terminates a running run needs admin (mayTerminate).

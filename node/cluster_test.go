@@ -304,6 +304,27 @@ func TestClusterRouting(t *testing.T) {
 		require.Equal(t, 1, created)
 	})
 
+	t.Run("BatchStartItemsLandOnTheirShards", func(t *testing.T) {
+		items := make([]any, 40)
+		for i := range items {
+			items[i] = map[string]any{"workflow_name": "onboarding", "idempotency_key": fmt.Sprintf("batch-%d", i),
+				"input": map[string]any{"user_id": i + 1}}
+		}
+		first := batchResults(t, call(t, c.live()[0], "POST", "/workflows/batch_start", map[string]any{"items": items}))
+		again := batchResults(t, call(t, c.live()[1], "POST", "/workflows/batch_start", map[string]any{"items": items}))
+		shards := map[uint16]bool{}
+		for i := range items {
+			require.EqualValues(t, http.StatusCreated, first[i]["status"], "%v", first[i])
+			want, err := ring.PickShard(c.cat, "onboarding", fmt.Sprintf("batch-%d", i))
+			require.NoError(t, err)
+			require.Equal(t, want, shardOf(t, first[i]["execution_id"]), "item %d routes by its key", i)
+			shards[want] = true
+			require.EqualValues(t, http.StatusOK, again[i]["status"], "%v", again[i])
+			require.Equal(t, first[i]["execution_id"], again[i]["execution_id"], "the resent item replays")
+		}
+		require.Greater(t, len(shards), 1, "the batch spans shards")
+	})
+
 	t.Run("ExecutionRoutesFromAnyNode", func(t *testing.T) {
 		r := call(t, c.live()[0], "POST", "/workflows/order/start", map[string]any{"workflow_id": "route-me", "input": map[string]any{"order_id": "r", "sleep_ms": 10}})
 		require.Equal(t, http.StatusCreated, r.Status)
@@ -477,4 +498,17 @@ func TestClusterFailover(t *testing.T) {
 		})
 		t.Logf("shards %v handed over in %s", shards, time.Since(began).Round(time.Millisecond))
 	})
+}
+
+// batchResults are a batch start's per-item results.
+func batchResults(t *testing.T, r reply) []map[string]any {
+	t.Helper()
+	require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+	raw, ok := r.Body["results"].([]any)
+	require.True(t, ok, "%v", r.Body)
+	out := make([]map[string]any, len(raw))
+	for i, v := range raw {
+		out[i] = v.(map[string]any)
+	}
+	return out
 }

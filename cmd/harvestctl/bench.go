@@ -31,6 +31,7 @@ const (
 	benchDedup  = "dedup"
 	benchSignal = "signal"
 	benchE2E    = "e2e"
+	benchBatch  = "batch"
 )
 
 // Defaults of the bench flags.
@@ -43,6 +44,7 @@ const (
 	benchDurationDefault    = 10 * time.Second
 	benchKeysDefault        = 1000
 	benchRunsDefault        = 256
+	benchBatchSizeDefault   = 100
 	// benchResultWait is the long-poll of one e2e result request (the
 	// server's cap); benchResultMax bounds the whole wait of one run.
 	benchResultWait = 30 * time.Second
@@ -67,6 +69,9 @@ func benchCommand() *cli.Command {
            completion, a run that does not complete is an error; --poll-result starts without
            waiting and always polls; --activities N runs the demo workflow noop_chain with N
            no-op activities instead
+   batch   batches of --batch-size keyed starts of --workflow (POST /workflows/batch_start), every
+           key fresh; an operation is one batch, and an item that is not a 201 started_fresh fails
+           it; items/s is reported beside ops/s
 
 Requests are not retried (a request is sent again only when a kept-alive connection the node closed
 fails before any answer), so latencies are honest; requests go round-robin over the --addr nodes.
@@ -74,7 +79,7 @@ Latency percentiles and throughput count successful operations only. The progres
 stderr (redrawn on a terminal, once a second otherwise). The exit code is 1 when any operation failed.
 The load generator runs its Go collector at GOGC=400 unless GOGC is set.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "mode", Value: benchStart, Usage: "start, dedup, signal or e2e"},
+			&cli.StringFlag{Name: "mode", Value: benchStart, Usage: "start, dedup, signal, e2e or batch"},
 			&cli.StringSliceFlag{Name: "addr",
 				Usage: "base URL of a node; repeat it or give a comma list to spread the load (default: the global --addr)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "table or json (default: the global --output)"},
@@ -85,6 +90,7 @@ The load generator runs its Go collector at GOGC=400 unless GOGC is set.`,
 			&cli.StringFlag{Name: "signal", Value: benchSignalDefault, Usage: "signal name of signal mode"},
 			&cli.IntFlag{Name: "keys", Value: benchKeysDefault, Usage: "keyed runs created, then replayed, by dedup mode"},
 			&cli.IntFlag{Name: "runs", Value: benchRunsDefault, Usage: `"order" runs signal mode spreads its signals over`},
+			&cli.IntFlag{Name: "batch-size", Value: benchBatchSizeDefault, Usage: "starts per batch in batch mode (1-1000)"},
 			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: benchConcurrencyDefault,
 				Usage: "concurrent clients"},
 			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Value: benchDurationDefault,
@@ -109,6 +115,7 @@ type benchConfig struct {
 	signal      string
 	keys        int
 	runs        int
+	batchSize   int
 	concurrency int
 	duration    time.Duration // 0 with count
 	count       int64         // 0 with duration
@@ -161,13 +168,13 @@ func benchFlags(c *cli.Context) (*benchConfig, error) {
 	global := parentContext(c)
 	cfg := &benchConfig{
 		mode: c.String("mode"), token: global.String("token"), workflow: c.String("workflow"),
-		signal: c.String("signal"), keys: c.Int("keys"), runs: c.Int("runs"), concurrency: c.Int("concurrency"),
+		signal: c.String("signal"), keys: c.Int("keys"), runs: c.Int("runs"), batchSize: c.Int("batch-size"), concurrency: c.Int("concurrency"),
 		quiet: c.Bool("quiet"), pollResult: c.Bool("poll-result"),
 	}
 	switch cfg.mode {
-	case benchStart, benchDedup, benchSignal, benchE2E:
+	case benchStart, benchDedup, benchSignal, benchE2E, benchBatch:
 	default:
-		return nil, usagef("--mode %q: want start, dedup, signal or e2e", cfg.mode)
+		return nil, usagef("--mode %q: want start, dedup, signal, e2e or batch", cfg.mode)
 	}
 	addrs := []string{global.String("addr")}
 	if c.IsSet("addr") {
@@ -205,6 +212,9 @@ func benchFlags(c *cli.Context) (*benchConfig, error) {
 	}
 	if cfg.mode == benchDedup && cfg.keys < 1 {
 		return nil, usagef("--keys %d: want at least 1", cfg.keys)
+	}
+	if cfg.mode == benchBatch && (cfg.batchSize < 1 || cfg.batchSize > benchBatchMax) {
+		return nil, usagef("--batch-size %d: want 1 to %d", cfg.batchSize, benchBatchMax)
 	}
 	if cfg.mode == benchSignal && cfg.runs < 1 {
 		return nil, usagef("--runs %d: want at least 1", cfg.runs)
@@ -327,6 +337,8 @@ func (b *bench) run(ctx context.Context) (*benchSummary, error) {
 		op = b.signalOp
 	case benchE2E:
 		op = b.e2eOp
+	case benchBatch:
+		op = b.batchOp
 	}
 	return b.drive(ctx, op), nil
 }
@@ -601,6 +613,10 @@ type benchSummary struct {
 	// Keys (dedup) and Runs (signal) are the set-up runs.
 	Keys int `json:"keys,omitempty"`
 	Runs int `json:"runs,omitempty"`
+	// BatchSize (batch mode) is the starts per operation; ItemsPerSecond
+	// is Throughput times it.
+	BatchSize      int     `json:"batch_size,omitempty"`
+	ItemsPerSecond float64 `json:"items_per_s,omitempty"`
 	// ElapsedSeconds is from the first operation to the end of the last.
 	ElapsedSeconds float64 `json:"elapsed_s"`
 	// Ops counts the operations made, OK and Errors split them.
@@ -640,6 +656,8 @@ func (b *bench) summarize(workers []*benchWorker, elapsed time.Duration, interru
 		s.Workflow, s.Signal, s.Runs = benchSignalWorkflow, b.cfg.signal, b.cfg.runs
 	case benchDedup:
 		s.Keys = b.cfg.keys
+	case benchBatch:
+		s.BatchSize = b.cfg.batchSize
 	}
 	var lat []time.Duration
 	for _, w := range workers {
@@ -661,6 +679,7 @@ func (b *bench) summarize(workers []*benchWorker, elapsed time.Duration, interru
 		s.Throughput = float64(s.OK) / elapsed.Seconds()
 	}
 	s.Latency = latencies(lat)
+	s.ItemsPerSecond = s.Throughput * float64(s.BatchSize)
 	switch b.cfg.mode {
 	case benchDedup:
 		s.Deduplicated = &s.OK
@@ -730,6 +749,9 @@ func writeBenchSummary(w io.Writer, output string, s *benchSummary) error {
 		row("  "+k, "%d  e.g. %s", s.ErrorsByKind[k], clean(s.ErrorExample[k]))
 	}
 	row("throughput", "%.1f ops/s", s.Throughput)
+	if s.BatchSize > 0 {
+		row("items", "%.1f items/s (%d per batch)", s.ItemsPerSecond, s.BatchSize)
+	}
 	row("latency p50", "%.2f ms", s.Latency.P50)
 	row("latency p90", "%.2f ms", s.Latency.P90)
 	row("latency p99", "%.2f ms", s.Latency.P99)

@@ -14,7 +14,7 @@ import (
 // requires every operation to succeed.
 func TestBenchModes(t *testing.T) {
 	b := setup(t)
-	for _, mode := range []string{benchStart, benchDedup, benchSignal, benchE2E} {
+	for _, mode := range []string{benchStart, benchDedup, benchSignal, benchE2E, benchBatch} {
 		t.Run(mode, func(t *testing.T) {
 			args := []string{"bench", "--mode", mode, "--count", "40", "--concurrency", "4", "--quiet"}
 			switch mode {
@@ -22,6 +22,8 @@ func TestBenchModes(t *testing.T) {
 				args = append(args, "--keys", "8")
 			case benchSignal:
 				args = append(args, "--runs", "5")
+			case benchBatch:
+				args = append(args, "--batch-size", "3")
 			}
 			m := b.okJSON(t, args...)
 			require.Equal(t, mode, m["mode"])
@@ -52,6 +54,13 @@ func TestBenchModes(t *testing.T) {
 			case benchE2E:
 				require.EqualValues(t, 40, m["completed"])
 				require.Equal(t, "onboarding", m["workflow"])
+			case benchBatch:
+				require.EqualValues(t, 3, m["batch_size"])
+				require.InDelta(t, 3*m["throughput_ops_per_s"].(float64), m["items_per_s"], 1e-6)
+				var runs int
+				require.NoError(t, b.pool.QueryRow(context.Background(),
+					`SELECT count(*) FROM harvest_executions WHERE idempotency_key LIKE 'bench-batch-%'`).Scan(&runs))
+				require.Equal(t, 40*3, runs, "one run per item")
 			}
 
 			table := b.ok(t, append(args, "--count", "12")...)
