@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"path"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -66,6 +67,9 @@ func (s *Server) handle(g *gin.RouterGroup, method, relative string, a access, h
 	chain := []gin.HandlerFunc{s.guard(route, a)}
 	if isAdminRoute(a) {
 		chain = append(chain, s.auditor(auditAction(route)))
+	}
+	if a.class == classBearer {
+		chain = append(chain, s.shed(strings.HasSuffix(route, streamRouteSuffix)))
 	}
 	g.Handle(method, relative, append(chain, h)...)
 }

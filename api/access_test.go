@@ -26,7 +26,13 @@ var credentials = []string{"none", "read", "write", "admin", "expired", "revoked
 
 func setupAuth(t *testing.T, opts ...func(*Config, *auth.Table)) *authBundle {
 	t.Helper()
-	b := &authBundle{testBundle: setup(t), tokens: map[string]string{}, key: []byte(strings.Repeat("k", 32))}
+	return setupAuthOn(t, setup(t), opts...)
+}
+
+// setupAuthOn is setupAuth over tb's engine.
+func setupAuthOn(t *testing.T, tb *testBundle, opts ...func(*Config, *auth.Table)) *authBundle {
+	t.Helper()
+	b := &authBundle{testBundle: tb, tokens: map[string]string{}, key: []byte(strings.Repeat("k", 32))}
 	table := auth.NewTable(nil)
 	now := time.Now()
 	mint := func(name string, spec auth.Spec) auth.Token {

@@ -49,6 +49,8 @@ type Config struct {
 	// cluster key, clusterkey.LabelHTTP). Nil: this node neither forwards
 	// with a credential nor accepts node requests (a standalone node).
 	NodeKey []byte
+	// Limits shed load: a per-token rate and in-flight limits (shed.go).
+	Limits Limits
 	// Logger logs server faults (5xx) and, at info level, the audit
 	// trail (audit.go: admin actions and refused authentications, with
 	// audit=true); no other request is logged at info level.
@@ -59,6 +61,7 @@ func (c Config) withDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
 	c.ResultWaitMax = cmp.Or(c.ResultWaitMax, ResultWaitMaxDefault)
 	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, BodyReadTimeoutDefault)
+	c.Limits = c.Limits.withDefaults()
 	return c
 }
 
@@ -66,6 +69,9 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	if c.MaxBodyBytes < 0 || c.ResultWaitMax < 0 || c.BodyReadTimeout < 0 {
 		return errors.New("api config: limits must not be negative")
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
 	}
 	if c.ResultWaitMax > forwardTimeout/2 {
 		return fmt.Errorf("api config: result wait max %s is over %s, half the forwarding timeout", c.ResultWaitMax, forwardTimeout/2)

@@ -25,7 +25,9 @@ type Server struct {
 	client *http.Client
 	// access is what each "METHOD /path" route demands (see handle).
 	access map[string]access
-	now    func() time.Time
+	// shedder holds the load shedding limits (shed.go).
+	shedder *shedder
+	now     func() time.Time
 }
 
 // New builds the API over router.
@@ -36,7 +38,7 @@ func New(cfg Config, router Router) (*Server, error) {
 	cfg = cfg.withDefaults()
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(),
-		access: map[string]access{}, now: time.Now}
+		access: map[string]access{}, shedder: newShedder(cfg.Limits), now: time.Now}
 	s.gin.HandleMethodNotAllowed = true
 	// No redirects: a path with a trailing or empty segment, or in the
 	// wrong case, gets the JSON error shape (404 no_route, or 400 naming

@@ -32,6 +32,10 @@ const (
 	lastEventIDHeader = "Last-Event-ID"
 )
 
+// streamRouteSuffix ends the event stream's route: it is long-lived
+// (shed.go).
+const streamRouteSuffix = "/events/stream"
+
 // SSE event names of the stream.
 const (
 	sseHistory = "history"

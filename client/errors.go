@@ -79,6 +79,10 @@ var (
 	// of scope admin (forbidden, HTTP 403); the message names the scope.
 	// Not retried.
 	ErrForbidden = errors.New("forbidden")
+	// ErrRateLimited: the token is over the node's per-token rate
+	// (rate_limited, HTTP 429), refused before any work; retried after
+	// the server's Retry-After.
+	ErrRateLimited = errors.New("rate limited")
 )
 
 // Error codes of the server's error body (docs/http-api.md).
@@ -98,6 +102,10 @@ const (
 	CodeTooLarge     = "payload_too_large"
 	CodeUnavailable  = "unavailable"
 	CodeInternal     = "internal"
+	// CodeRateLimited (429) and CodeOverloaded (503: the node's in-flight
+	// limit) shed load before any work; both are retried.
+	CodeRateLimited = "rate_limited"
+	CodeOverloaded  = "overloaded"
 	// CodeUnsafeDrain and CodeShardUnreachable answer the shard catalog
 	// admin routes.
 	CodeUnsafeDrain      = "unsafe_drain"
@@ -133,6 +141,8 @@ var codeClass = map[string]error{
 	CodeTooLarge:         ErrTooLarge,
 	CodeUnavailable:      ErrUnavailable,
 	CodeInternal:         nil,
+	CodeRateLimited:      ErrRateLimited,
+	CodeOverloaded:       ErrUnavailable,
 	CodeUnsafeDrain:      ErrUnsafeDrain,
 	CodeShardUnreachable: ErrShardUnreachable,
 	CodeGated:            ErrGated,
@@ -153,6 +163,7 @@ var statusClass = map[int]error{
 	http.StatusNotFound:              ErrNotFound,
 	http.StatusConflict:              ErrConflict,
 	http.StatusRequestEntityTooLarge: ErrTooLarge,
+	http.StatusTooManyRequests:       ErrRateLimited,
 	http.StatusBadGateway:            ErrUnavailable,
 	http.StatusServiceUnavailable:    ErrUnavailable,
 	http.StatusGatewayTimeout:        ErrUnavailable,

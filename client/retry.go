@@ -10,6 +10,9 @@ import (
 )
 
 // RetryPolicy bounds the client's retries. A request is retried when:
+//   - the server shed it: 429 rate_limited or 503 overloaded, answered
+//     before any work, so every request is retried, a token creation
+//     included, after the server's Retry-After;
 //   - the server answered 503 (unavailable: the shard is moving, the node
 //     is starting), which it sends before doing anything — except 503
 //     admission_blocked (ErrGated), which lasts until an operator acts;
@@ -102,6 +105,9 @@ func (c *Client) send(ctx context.Context, cl call) (*reply, error) {
 // retried (see RetryPolicy).
 func retryable(cl call, err error) bool {
 	var apiErr *Error
+	if errors.As(err, &apiErr) && shed(apiErr) {
+		return true
+	}
 	if errors.As(err, &apiErr) && cl.once {
 		return false
 	}
@@ -124,6 +130,12 @@ func retryable(cl call, err error) bool {
 		return true // nothing was sent
 	}
 	return cl.replaySafe()
+}
+
+// shed reports whether the server refused the request before any work
+// to shed load.
+func shed(e *Error) bool {
+	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable && e.Code == CodeOverloaded
 }
 
 // replaySafe reports whether sending cl twice has the effect of sending it

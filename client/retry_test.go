@@ -142,6 +142,28 @@ func TestRetries(t *testing.T) {
 		}
 	})
 
+	t.Run("ShedRequestsAreRetriedEvenOnceOnes", func(t *testing.T) {
+		t.Parallel()
+		for _, a := range []answer{
+			{status: 429, body: `{"error":"over rate","code":"rate_limited"}`, retryAfter: "1"},
+			{status: 503, body: `{"error":"busy","code":"overloaded"}`, retryAfter: "1"},
+		} {
+			s := script(t, a, answer{status: 201, body: `{"id":"0123456789abcdef","token":"t"}`})
+			_, err := client.New(s.srv.URL, fast).CreateToken(ctxT(t), client.CreateTokenRequest{Scope: "read"})
+			require.NoError(t, err, "%d %s: refused before any work, so even a token creation is resent", a.status, a.body)
+			reqs, at := s.received()
+			require.Len(t, reqs, 2)
+			require.GreaterOrEqual(t, at[1].Sub(at[0]), 900*time.Millisecond, "after the Retry-After")
+		}
+	})
+
+	t.Run("RateLimitedMatchesItsSentinel", func(t *testing.T) {
+		t.Parallel()
+		s := script(t, answer{status: 429, body: `{"error":"over rate","code":"rate_limited"}`})
+		_, err := client.New(s.srv.URL, client.WithoutRetries()).List(ctxT(t), client.ListQuery{})
+		require.ErrorIs(t, err, client.ErrRateLimited)
+	})
+
 	t.Run("KeyedSignalRetriedOn502", func(t *testing.T) {
 		t.Parallel()
 		s := script(t, answer{status: 502, body: "bad gateway"}, answer{status: 202, body: `{"ok":true,"signal_delivered":false}`})

@@ -108,6 +108,10 @@ type Config struct {
 	ClusterKey clusterkey.Key
 	// Auth configures how clients authenticate (default: off).
 	Auth AuthConfig
+	// Limits shed the HTTP API's load: a per-token request rate and
+	// in-flight limits (default: no rate limit, api.MaxInFlightDefault and
+	// api.MaxLongLivedDefault).
+	Limits api.Limits
 	// CallbackAllowCIDRs exempts address ranges from the completion
 	// callback SSRF block list (loopback, private, link-local, metadata).
 	CallbackAllowCIDRs []netip.Prefix
@@ -174,6 +178,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("max body bytes must not be negative"))
+	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ActivityWorkers < 0 {
 		errs = append(errs, errors.New("activity workers must not be negative"))

@@ -34,6 +34,7 @@ func (n *Node) serve() error {
 	r := n.router
 	cfg := api.Config{
 		MaxBodyBytes: n.cfg.MaxBodyBytes,
+		Limits:       n.cfg.Limits,
 		NodeID:       n.nodeID,
 		Cluster:      clusterInfo{r},
 		Gates:        nodeGates{n},

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
 	"github.com/harvestd/harvest/internal/pgtest"
@@ -242,6 +243,7 @@ func TestConfig(t *testing.T) {
 			{"BadDSN", Config{PostgresDSN: "postgres://%zz"}, "postgres dsn"},
 			{"NegativeWindow", Config{IdempotencyWindow: -time.Second}, "idempotency window"},
 			{"NegativeBody", Config{MaxBodyBytes: -1}, "max body bytes"},
+			{"NegativeRate", Config{Limits: api.Limits{Rate: -1}}, "rate"},
 			{"ReservedShard", Config{ShardID: 0xFFFF}, "reserved"},
 			{"UnknownAuthMode", Config{Auth: AuthConfig{Mode: "sometimes"}}, "auth mode"},
 			{"TokensOnStaticShards", Config{Auth: AuthConfig{Mode: AuthTokens}, Gossip: &membership.Config{}}, "raft catalog"},

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/node"
 )
@@ -28,6 +29,10 @@ const (
 	flagActivityWorkers   = "activity-workers"
 	flagStateCacheEntries = "state-cache-entries"
 	flagStateCacheBytes   = "state-cache-bytes"
+	flagRateLimit         = "rate-limit"
+	flagRateBurst         = "rate-burst"
+	flagMaxInFlight       = "max-in-flight"
+	flagMaxLongPolls      = "max-long-polls"
 )
 
 // Defaults of the logging flags.
@@ -54,6 +59,15 @@ func nodeFlags() []cli.Flag {
 			Usage: "how long a start idempotency key deduplicates"},
 		&cli.Int64Flag{Name: flagMaxBodyBytes, Value: node.MaxBodyBytesDefault, EnvVars: []string{"HARVEST_MAX_BODY_BYTES"},
 			Usage: "request body limit in bytes (larger bodies get 413)"},
+		&cli.Float64Flag{Name: flagRateLimit, EnvVars: []string{"HARVEST_RATE_LIMIT"},
+			Usage: "requests per second each token may send (a token bucket; over it: 429 with Retry-After; " +
+				"without --auth tokens per client address); 0 turns it off (default)"},
+		&cli.IntFlag{Name: flagRateBurst, EnvVars: []string{"HARVEST_RATE_BURST"},
+			Usage: "requests a token may send at once after being idle (default: --rate-limit rounded up)"},
+		&cli.IntFlag{Name: flagMaxInFlight, Value: api.MaxInFlightDefault, EnvVars: []string{"HARVEST_MAX_IN_FLIGHT"},
+			Usage: "most ordinary requests this node serves at once (one more: 503 overloaded with Retry-After)"},
+		&cli.IntFlag{Name: flagMaxLongPolls, Value: api.MaxLongLivedDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS"},
+			Usage: "most long polls (?wait=) and event streams this node holds at once, apart from --max-in-flight"},
 		&cli.IntFlag{Name: flagActivityWorkers, Value: engine.ActivityWorkersDefault, EnvVars: []string{"HARVEST_ACTIVITY_WORKERS"},
 			Usage: "most activities each shard runs at once"},
 		&cli.IntFlag{Name: flagStateCacheEntries, Value: engine.StateCacheEntriesDefault, EnvVars: []string{"HARVEST_STATE_CACHE_ENTRIES"},
@@ -87,13 +101,21 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		ActivityWorkers:   c.Int(flagActivityWorkers),
 		StateCacheEntries: stateCacheEntries(c.Int(flagStateCacheEntries)),
 		StateCacheBytes:   c.Int64(flagStateCacheBytes),
-		Logger:            log,
+		Limits: api.Limits{Rate: c.Float64(flagRateLimit), Burst: c.Int(flagRateBurst),
+			MaxInFlight: c.Int(flagMaxInFlight), MaxLongLived: c.Int(flagMaxLongPolls)},
+		Logger: log,
 	}
 	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 || cfg.ActivityWorkers <= 0 {
 		return node.Config{}, fmt.Errorf("--%s, --%s and --%s must be positive", flagIdempotencyWindow, flagMaxBodyBytes, flagActivityWorkers)
 	}
 	if c.Int(flagStateCacheEntries) < 0 || cfg.StateCacheBytes <= 0 {
 		return node.Config{}, fmt.Errorf("--%s must not be negative and --%s must be positive", flagStateCacheEntries, flagStateCacheBytes)
+	}
+	if cfg.Limits.MaxInFlight <= 0 || cfg.Limits.MaxLongLived <= 0 {
+		return node.Config{}, fmt.Errorf("--%s and --%s must be positive", flagMaxInFlight, flagMaxLongPolls)
+	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return node.Config{}, fmt.Errorf("--%s, --%s: %w", flagRateLimit, flagRateBurst, err)
 	}
 	if cfg.CallbackAllowCIDRs, err = parseCIDRs(c.StringSlice(flagCallbackAllowCIDR)); err != nil {
 		return node.Config{}, err

@@ -6,12 +6,14 @@ import (
 	"net/netip"
 	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/node"
 )
@@ -170,4 +172,34 @@ func TestGCPercentFlag(t *testing.T) {
 		_, err := apply("--gc-percent", "-7")
 		require.EqualError(t, err, "--gc-percent -7: want a percentage, or -1 to turn the collector off")
 	})
+}
+
+func TestLimitFlags(t *testing.T) {
+	// Not parallel: urfave/cli's help flag is a shared global.
+	parse := func(args ...string) (node.Config, error) {
+		var cfg node.Config
+		var err error
+		app := &cli.App{Flags: devFlags(), Action: func(c *cli.Context) error {
+			cfg, err = nodeConfig(c)
+			return nil
+		}}
+		require.NoError(t, app.Run(append([]string{"harvestd"}, args...)))
+		return cfg, err
+	}
+	t.Run("Defaults", func(t *testing.T) {
+		cfg, err := parse()
+		require.NoError(t, err)
+		require.Equal(t, api.Limits{MaxInFlight: api.MaxInFlightDefault, MaxLongLived: api.MaxLongLivedDefault}, cfg.Limits)
+	})
+	t.Run("Set", func(t *testing.T) {
+		cfg, err := parse("--rate-limit", "20", "--rate-burst", "40", "--max-in-flight", "64", "--max-long-polls", "128")
+		require.NoError(t, err)
+		require.Equal(t, api.Limits{Rate: 20, Burst: 40, MaxInFlight: 64, MaxLongLived: 128}, cfg.Limits)
+	})
+	for _, args := range [][]string{{"--rate-limit", "-1"}, {"--rate-burst", "-1"}, {"--max-in-flight", "0"}, {"--max-long-polls", "-5"}} {
+		t.Run("Refused"+strings.Join(args, ""), func(t *testing.T) {
+			_, err := parse(args...)
+			require.Error(t, err)
+		})
+	}
 }
