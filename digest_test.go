@@ -166,6 +166,12 @@ func TestDigestsAreFixed(t *testing.T) {
 		{"timer", func(t *testing.T) harvest.Command {
 			return recordWith(t, harvest.NewRegistry().MustRegister(pause("pause")), "pause", time.Minute).lastCommand()
 		}, "4cc754d391b69784"},
+		{"signal_external", func(t *testing.T) harvest.Command {
+			return recordWith(t, harvest.NewRegistry().MustRegister(issuing(signalRun("run-a", digestSig, "x"))), "issuing", "").lastCommand()
+		}, "9a4a95f20715d922"},
+		{"signal_external_workflow", func(t *testing.T) harvest.Command {
+			return recordWith(t, harvest.NewRegistry().MustRegister(issuing(signalWorkflow("w", "id-a", "x"))), "issuing", "").lastCommand()
+		}, "8edb82990b7b4b36"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,9 +72,14 @@ func ParseChildStartKey(key string) (parent, commandID string, ok bool) {
 }
 
 // SignalExternalInitiatedData is the payload of SignalExternalInitiated.
+// The target is a run (ExecutionID, from SignalExternal) or a workflow id
+// (WorkflowName and WorkflowID, from SignalExternalWorkflow; ExecutionID
+// is empty then): the engine resolves it once to the id's running run.
 type SignalExternalInitiatedData struct {
 	CommandID      string          `json:"command_id"`
 	ExecutionID    string          `json:"execution_id"`
+	WorkflowName   string          `json:"workflow_name,omitempty"`
+	WorkflowID     string          `json:"workflow_id,omitempty"`
 	SignalName     string          `json:"signal_name"`
 	Payload        json.RawMessage `json:"payload"`
 	IdempotencyKey string          `json:"idempotency_key"`
@@ -82,6 +87,8 @@ type SignalExternalInitiatedData struct {
 }
 
 // ExternalSignalDeliveredData is the payload of ExternalSignalDelivered.
+// ExecutionID is the run signalled (for a workflow id target, the run it
+// resolved to).
 type ExternalSignalDeliveredData struct {
 	CommandID   string `json:"command_id"`
 	ExecutionID string `json:"execution_id"`
@@ -94,6 +101,9 @@ type ExternalSignalDeliveredData struct {
 type OutboxFailedData struct {
 	CommandID string    `json:"command_id"`
 	Error     ErrorInfo `json:"error"`
+	// ExecutionID is the run a workflow id target resolved to, when that
+	// run refused the signal (ExternalSignalFailed only).
+	ExecutionID string `json:"execution_id,omitempty"`
 }
 
 // ChildWorkflowInitiatedData is the payload of ChildWorkflowInitiated.

@@ -84,4 +84,27 @@ func TestOutbound(t *testing.T) {
 		require.ErrorAs(t, err, &terminal)
 		require.True(t, engine.IsDefinite(err))
 	})
+	t.Run("ResolveFindsTheRunningRun", func(t *testing.T) {
+		out := &Outbound{}
+		ctx := context.Background()
+		_, err := out.Resolve(ctx, "block", "ob-resolve")
+		require.ErrorIs(t, err, errUnbound)
+		out.Bind(b.server)
+		_, err = out.Resolve(ctx, "block", "ob-resolve")
+		require.ErrorIs(t, err, engine.ErrNotFound, "no run of the id")
+		require.True(t, engine.IsDefinite(err))
+		run, err := out.Start(ctx, engine.StartRequest{WorkflowName: "block", WorkflowID: "ob-resolve"})
+		require.NoError(t, err)
+		got, err := out.Resolve(ctx, "block", "ob-resolve")
+		require.NoError(t, err)
+		require.Equal(t, run.ExecutionID, got)
+		_, err = out.Terminate(ctx, run.ExecutionID, "test")
+		require.NoError(t, err)
+		_, err = out.Resolve(ctx, "block", "ob-resolve")
+		require.ErrorIs(t, err, engine.ErrNotFound, "its run closed")
+		for name, id := range map[string]string{"": "x", "block": "", "bl\x00ck": "x", "block\x00": "x\xff"} {
+			_, err = out.Resolve(ctx, name, id)
+			require.ErrorIs(t, err, engine.ErrInvalidArgument, "%q %q", name, id)
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/engine"
 )
 
@@ -187,45 +188,58 @@ func (s *Server) runOnShard(c *gin.Context, shard uint16, body []byte, run runSt
 // askShard claims (or, read-only, probes) the key on shard, here or
 // through its owner.
 func (s *Server) askShard(c *gin.Context, shard uint16, req engine.ClaimRequest, claim bool) (probeResult, error) {
+	ctx := c.Request.Context()
+	if !claim {
+		return s.probeShard(ctx, identity(c), shard, req.WorkflowName, req.WorkflowID, req.IdempotencyKey)
+	}
 	t, err := s.router.ForShard(shard)
 	if err != nil {
 		return probeResult{}, err
 	}
-	ctx := c.Request.Context()
 	if t.Shard != nil {
-		if claim {
-			return claimLocal(ctx, t.Shard, shard, req)
-		}
-		return probeLocal(ctx, t.Shard, shard, req.WorkflowName, req.WorkflowID, req.IdempotencyKey)
+		return claimLocal(ctx, t.Shard, shard, req)
 	}
 	if t.URL == "" {
 		return probeResult{}, fmt.Errorf("no owner known for shard %d", shard)
 	}
-	var hreq *http.Request
-	if claim {
-		raw, err := json.Marshal(claimBody(req))
-		if err != nil {
-			return probeResult{}, err
-		}
-		u := fmt.Sprintf("%s%s/internal/shards/%d/claim", t.URL, BasePath, shard)
-		hreq, err = http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
-		if err != nil {
-			return probeResult{}, err
-		}
-		hreq.Header.Set("Content-Type", "application/json")
-	} else {
-		q := url.Values{"workflow_name": {req.WorkflowName}, "workflow_id": {req.WorkflowID}, "idempotency_key": {req.IdempotencyKey}}
-		u := fmt.Sprintf("%s%s/internal/shards/%d/probe?%s", t.URL, BasePath, shard, q.Encode())
-		hreq, err = http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return probeResult{}, err
-		}
+	raw, err := json.Marshal(claimBody(req))
+	if err != nil {
+		return probeResult{}, err
 	}
-	return s.askRemote(c, hreq, shard)
+	u := fmt.Sprintf("%s%s/internal/shards/%d/claim", t.URL, BasePath, shard)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
+	if err != nil {
+		return probeResult{}, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	return s.askRemote(hreq, identity(c), shard)
 }
 
-func (s *Server) askRemote(c *gin.Context, req *http.Request, shard uint16) (probeResult, error) {
-	s.signNode(req, identity(c))
+// probeShard looks up, read only, the key's claim and the workflow id's
+// holder on shard: here, or at its owner over the signed node-to-node
+// probe route, acting for id.
+func (s *Server) probeShard(ctx context.Context, id auth.Identity, shard uint16, name, workflowID, key string) (probeResult, error) {
+	t, err := s.router.ForShard(shard)
+	if err != nil {
+		return probeResult{}, err
+	}
+	if t.Shard != nil {
+		return probeLocal(ctx, t.Shard, shard, name, workflowID, key)
+	}
+	if t.URL == "" {
+		return probeResult{}, fmt.Errorf("no owner known for shard %d", shard)
+	}
+	q := url.Values{"workflow_name": {name}, "workflow_id": {workflowID}, "idempotency_key": {key}}
+	u := fmt.Sprintf("%s%s/internal/shards/%d/probe?%s", t.URL, BasePath, shard, q.Encode())
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return probeResult{}, err
+	}
+	return s.askRemote(hreq, id, shard)
+}
+
+func (s *Server) askRemote(req *http.Request, id auth.Identity, shard uint16) (probeResult, error) {
+	s.signNode(req, id)
 	res, err := s.client.Do(req)
 	if err != nil {
 		return probeResult{}, err

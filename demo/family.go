@@ -16,7 +16,8 @@ const (
 	// ParentChainMax bounds ParentChainInput.Children.
 	ParentChainMax = 20
 	// ApproverName approves an order run by an "approved" signal sent from
-	// workflow code (harvest.SignalExternal).
+	// workflow code (harvest.SignalExternal, or SignalExternalWorkflow to
+	// an order's workflow id).
 	ApproverName = "approver"
 )
 
@@ -32,7 +33,11 @@ type ParentChainInput struct {
 type ApproverInput struct {
 	// Order is the execution id of the order run to approve.
 	Order string `json:"order"`
-	By    string `json:"by"`
+	// OrderWorkflow and OrderWorkflowID, when set instead, name the order
+	// by its workflow (name and id): its running run is approved.
+	OrderWorkflow   string `json:"order_workflow,omitempty"`
+	OrderWorkflowID string `json:"order_workflow_id,omitempty"`
+	By              string `json:"by"`
 }
 
 // parentChain runs the children in parallel and adds their results up.
@@ -58,7 +63,13 @@ func (d *Demo) parentChain(ctx harvest.Context, in ParentChainInput) (int, error
 
 // approver sends the order its approval and returns once it landed.
 func (d *Demo) approver(ctx harvest.Context, in ApproverInput) (string, error) {
-	if _, err := harvest.SignalExternal(ctx, in.Order, Approved, Approval{By: in.By}).Get(ctx); err != nil {
+	var sent harvest.Future[struct{}]
+	if in.OrderWorkflowID != "" {
+		sent = harvest.SignalExternalWorkflow(ctx, in.OrderWorkflow, in.OrderWorkflowID, Approved, Approval{By: in.By})
+	} else {
+		sent = harvest.SignalExternal(ctx, in.Order, Approved, Approval{By: in.By})
+	}
+	if _, err := sent.Get(ctx); err != nil {
 		return "", err
 	}
 	return "approved", nil

@@ -48,7 +48,7 @@ func (b *testBundle) registerCrashWorkflows(t *testing.T) {
 	})))
 	b.registerRefundOnCancel(t)
 	b.registerOutboxWorkflows(t)
-	require.NoError(t, b.reg.Register(outboxCrashWF))
+	require.NoError(t, b.reg.Register(outboxCrashWF, outboxByIDCrashWF))
 }
 
 // outboxCrashWF starts a collect child, signals it "a" and "stop" from
@@ -68,10 +68,29 @@ var outboxCrashWF = harvest.NewWorkflow("outbox_crash", func(ctx harvest.Context
 	return child.Get(ctx)
 })
 
+// outboxByIDCrashWF is outboxCrashWF with its signals sent to the
+// child's workflow id (SignalExternalWorkflow): each is resolved once.
+var outboxByIDCrashWF = harvest.NewWorkflow("outbox_by_id_crash", func(ctx harvest.Context, _ string) ([]string, error) {
+	child := collectWF.Execute(ctx, "", harvest.ChildOptions{WorkflowID: ctx.Info().ExecutionID + "-collect"})
+	started, err := child.Started(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range []string{"a", "stop"} {
+		if _, err := harvest.SignalExternalWorkflow(ctx, collectWF.Name(), started.WorkflowID, itemSig, v).Get(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return child.Get(ctx)
+})
+
 // outboxScenario runs outboxCrashWF: one child, each signal once.
-func outboxScenario() crashScenario {
+func outboxScenario() crashScenario { return outboxScenarioOf("outbox_crash") }
+
+// outboxScenarioOf runs workflow, outboxCrashWF or outboxByIDCrashWF.
+func outboxScenarioOf(workflow string) crashScenario {
 	return crashScenario{
-		req: StartRequest{WorkflowName: "outbox_crash"}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
+		req: StartRequest{WorkflowName: workflow}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
 		state: StateCompleted, output: `["a"]`,
 		check: func(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) {
 			children := childRuns(t, pool, id)
@@ -132,7 +151,8 @@ func crashScenarios(pool *pgxpool.Pool) map[crashPoint]crashScenario {
 			state: StateCancelled,
 		},
 		crashOutboxClaimed: outboxScenario(), crashOutboxPerformed: outboxScenario(), crashOutboxRecord: outboxScenario(),
-		crashChildClose: outboxScenario(),
+		crashOutboxResolved: outboxScenarioOf("outbox_by_id_crash"),
+		crashChildClose:     outboxScenario(),
 		crashActivityOutcome: {
 			req: StartRequest{WorkflowName: "flaky", Input: []byte(`1`)}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
 			state: StateCompleted, output: `2`,

@@ -38,6 +38,8 @@ import "context"
 // And the outbox's (outbox.go):
 //
 //   - crashOutboxClaimed: rows are claimed (committed), nothing performed.
+//   - crashOutboxResolved: a signal to a workflow id resolved it to a run
+//     and recorded that run in its row (committed); the signal is not sent.
 //   - crashOutboxPerformed: the keyed operation was answered, its outcome
 //     not recorded yet.
 //   - crashOutboxRecord: the outcome is written, before its commit.
@@ -57,6 +59,7 @@ const (
 	crashActivityOutcome crashPoint = "activity_outcome.before_commit"
 
 	crashOutboxClaimed   crashPoint = "outbox.claimed"
+	crashOutboxResolved  crashPoint = "outbox.resolved"
 	crashOutboxPerformed crashPoint = "outbox.performed"
 	crashOutboxRecord    crashPoint = "outbox.record_before_commit"
 	crashChildClose      crashPoint = "child_close.before_commit"
@@ -66,7 +69,7 @@ const (
 var crashPoints = []crashPoint{
 	crashLoaded, crashRan, crashBeforeCommit, crashCommitted,
 	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire, crashActivityOutcome,
-	crashOutboxClaimed, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
+	crashOutboxClaimed, crashOutboxResolved, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
 }
 
 // crashHook is called at each crash point (tests only, see above).

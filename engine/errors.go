@@ -31,6 +31,9 @@ var (
 	ErrDuplicate = errors.New("duplicate")
 	// ErrUnavailable: the shard's database cannot be reached right now.
 	ErrUnavailable = errors.New("shard database unavailable")
+	// errOutboxGone: an outbox row was recorded (and deleted) by another
+	// attempt meanwhile; this attempt has nothing left to do.
+	errOutboxGone = errors.New("outbox row already recorded")
 )
 
 // OwnershipLostError reports that another node took the shard lease: the

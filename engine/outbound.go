@@ -16,6 +16,8 @@ import (
 // shard it serves is called directly, any other is reached over the
 // authenticated node-to-node path); without one an engine performs them
 // on itself, which serves a single-shard deployment (and harvesttest).
+// Resolve is the one read: the running run of a workflow id, for a
+// signal sent to a workflow id (harvest.SignalExternalWorkflow).
 //
 // A definite answer ends an outbox row: success, or an error for which
 // IsDefinite is true (not found, closed, refused by policy or
@@ -26,6 +28,10 @@ type Outbound interface {
 	Signal(ctx context.Context, req SignalRequest) (SignalResult, error)
 	Cancel(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error)
 	Terminate(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error)
+	// Resolve returns the run that holds (workflowName, workflowID) and is
+	// running, wherever it is placed; an error wrapping ErrNotFound when
+	// none is.
+	Resolve(ctx context.Context, workflowName, workflowID string) (uuid.UUID, error)
 }
 
 // RefusedError is a definite refusal an Outbound received from another
@@ -83,4 +89,21 @@ func (s selfOutbound) Cancel(ctx context.Context, id uuid.UUID, reason string) (
 
 func (s selfOutbound) Terminate(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
 	return s.e.Terminate(ctx, id, reason)
+}
+
+func (s selfOutbound) Resolve(ctx context.Context, workflowName, workflowID string) (uuid.UUID, error) {
+	h, ok, err := s.e.LookupWorkflowID(ctx, workflowName, workflowID)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return RunningHolder(workflowName, workflowID, h, ok)
+}
+
+// RunningHolder is the execution id of a workflow id's slot holder h
+// (ok: one holds it) when it is running; an ErrNotFound otherwise.
+func RunningHolder(workflowName, workflowID string, h SlotHolder, ok bool) (uuid.UUID, error) {
+	if !ok || h.State != StateRunning {
+		return uuid.Nil, fmt.Errorf("no running run of workflow %s id %q: %w", workflowName, workflowID, ErrNotFound)
+	}
+	return h.ExecutionID, nil
 }

@@ -19,7 +19,9 @@ import (
 //
 //   - outboxSignal: a SignalExternalInitiated command; a keyed signal
 //     (harvest.ExternalSignalKey), answered by ExternalSignalDelivered or
-//     ExternalSignalFailed in the source run.
+//     ExternalSignalFailed in the source run. A workflow id target is
+//     resolved to its running run first, once, and that run recorded in
+//     the row before the signal (outbox_resolve.go).
 //   - outboxStartChild: a ChildWorkflowInitiated command; a keyed start
 //     (harvest.ChildStartKey), answered by ChildWorkflowStarted or
 //     ChildWorkflowStartFailed in the parent.

@@ -69,24 +69,36 @@ func parseTarget(s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// performSignal sends a SignalExternal command's keyed signal.
+// performSignal sends a SignalExternal command's keyed signal, to its
+// run or to the run its workflow id resolved to (outbox_resolve.go).
 func (e *Engine) performSignal(ctx context.Context, r outboxRow) (*harvest.Command, error) {
-	d, err := decodeRequest[harvest.SignalExternalInitiatedData](r)
+	d, err := decodeRequest[signalRow](r)
 	if err != nil {
 		return failedOutcome(harvest.EventExternalSignalFailed, r.CommandID, err), err
 	}
-	target, err := parseTarget(d.ExecutionID)
-	if err == nil {
-		var res SignalResult
-		res, err = e.cfg.Outbound.Signal(ctx, SignalRequest{ExecutionID: target, SignalName: d.SignalName,
-			Payload: d.Payload, IdempotencyKey: d.IdempotencyKey})
-		if err == nil {
-			c := harvest.NewCommand(harvest.EventExternalSignalDelivered, harvest.ExternalSignalDeliveredData{
-				CommandID: d.CommandID, ExecutionID: d.ExecutionID, Delivered: res.Delivered})
-			return &c, nil
-		}
+	target, err := e.signalTarget(ctx, r, d)
+	if err != nil {
+		return failedOutcome(harvest.EventExternalSignalFailed, r.CommandID, err), err
 	}
-	return failedOutcome(harvest.EventExternalSignalFailed, r.CommandID, err), err
+	res, err := e.cfg.Outbound.Signal(ctx, SignalRequest{ExecutionID: target, SignalName: d.SignalName,
+		Payload: d.Payload, IdempotencyKey: d.IdempotencyKey})
+	if err != nil {
+		c := harvest.NewCommand(harvest.EventExternalSignalFailed, harvest.OutboxFailedData{CommandID: r.CommandID,
+			Error: outboxErrorInfo(err), ExecutionID: resolvedID(d, target)})
+		return &c, err
+	}
+	c := harvest.NewCommand(harvest.EventExternalSignalDelivered, harvest.ExternalSignalDeliveredData{
+		CommandID: d.CommandID, ExecutionID: target.String(), Delivered: res.Delivered})
+	return &c, nil
+}
+
+// resolvedID is the run a workflow id target resolved to ("" for an
+// execution id target, which its command names already).
+func resolvedID(d signalRow, target uuid.UUID) string {
+	if d.WorkflowID == "" {
+		return ""
+	}
+	return target.String()
 }
 
 // performStartChild performs a child's keyed start.

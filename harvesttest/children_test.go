@@ -1,6 +1,7 @@
 package harvesttest_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -49,4 +50,31 @@ func TestEnvChildren(t *testing.T) {
 	var heard string
 	env.Output(listener.ExecutionID, &heard)
 	require.Equal(t, "hello ann", heard)
+}
+
+// notifyWF tells the running listen run of a workflow id.
+var notifyWF = harvest.NewWorkflow("notify", func(ctx harvest.Context, workflowID string) (string, error) {
+	_, err := harvest.SignalExternalWorkflow(ctx, listenWF.Name(), workflowID, approved, "by id").Get(ctx)
+	var refused *harvest.ExternalSignalError
+	if errors.As(err, &refused) {
+		return refused.Info.Type, nil
+	}
+	return "sent", err
+})
+
+// SignalExternalWorkflow resolves a workflow id in an Env as on a node.
+func TestEnvSignalExternalWorkflow(t *testing.T) {
+	reg := harvest.NewRegistry().MustRegister(listenWF, notifyWF)
+	env := harvesttest.New(t, reg)
+	listener := env.Start("listen", "", harvesttest.WithWorkflowID("inbox"))
+	sent := env.Start("notify", "inbox")
+	var out, heard string
+	env.Output(sent.ExecutionID, &out)
+	require.Equal(t, "sent", out)
+	env.Output(listener.ExecutionID, &heard)
+	require.Equal(t, "by id", heard)
+
+	missing := env.Start("notify", "no-such-inbox")
+	env.Output(missing.ExecutionID, &out)
+	require.Equal(t, "not_found", out)
 }

@@ -80,9 +80,10 @@
 //
 // # Children and signals to other workflows
 //
-// Child workflows (Workflow.Execute) and harvest.SignalExternal work in an
-// Env as on a node: the engine's outbox performs the keyed starts and
-// signals on the Env's one shard, so a test starts the parent, waits for
+// Child workflows (Workflow.Execute), harvest.SignalExternal and
+// harvest.SignalExternalWorkflow work in an Env as on a node: the engine's
+// outbox resolves workflow ids and performs the keyed starts and signals
+// on the Env's one shard, so a test starts the parent, waits for
 // its children (Describe's Children, with WaitFor) and drives them like
 // any run.
 package harvesttest

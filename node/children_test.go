@@ -58,6 +58,26 @@ func TestChildrenAcrossTheCluster(t *testing.T) {
 		require.Equal(t, "approved", a.Body["result"].(map[string]any)["output"], "%v", a.Body)
 		require.Equal(t, 1, countType(c.eventTypes(t, id), harvest.EventSignalReceived))
 	})
+	// The approver signals an order by its workflow id, placed on a shard
+	// of another node: the id resolves there over the signed probe route.
+	t.Run("SignalExternalWorkflowAcrossNodes", func(t *testing.T) {
+		sender := c.nodes[2]
+		shard := slices.IndexFunc(c.cat.Readable, func(s uint16) bool { return c.owner(s).NodeID() != sender.NodeID() })
+		require.GreaterOrEqual(t, shard, 0, "some shard is on another node")
+		wf := keyOn(t, "approval_race", c.cat, c.cat.Readable[shard], nil, 0)
+		order := call(t, c.nodes[0], "POST", "/workflows/approval_race/start",
+			map[string]any{"workflow_id": wf, "input": map[string]any{"timeout_ms": 600000, "auto_approve_ms": 600000}})
+		require.Equal(t, http.StatusCreated, order.Status, "%v", order.Body)
+		id := fmt.Sprint(order.Body["execution_id"])
+		a := call(t, sender, "POST", "/workflows/"+demo.ApproverName+"/start?wait=30s",
+			map[string]any{"input": map[string]any{"order_workflow": "approval_race", "order_workflow_id": wf, "by": "ops"}})
+		require.Equal(t, http.StatusCreated, a.Status, "%v", a.Body)
+		require.Equal(t, "approved", a.Body["result"].(map[string]any)["output"], "%v", a.Body)
+		approver := fmt.Sprint(a.Body["execution_id"])
+		require.NotEqual(t, c.owner(shardOf(t, approver)).NodeID(), c.owner(shardOf(t, id)).NodeID(), "the order is on another node")
+		require.Equal(t, 1, countType(c.eventTypes(t, id), harvest.EventSignalReceived))
+		require.Equal(t, 1, countType(c.eventTypes(t, approver), harvest.EventExternalSignalDelivered))
+	})
 }
 
 // childIDs lists the runs started under a child key of parent, on every
