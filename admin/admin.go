@@ -92,6 +92,8 @@ type Admin struct {
 	raftLog hclog.Logger
 	fsm     *fsm
 	changed chan struct{} // public nudge, buffered(1)
+	// raftKeys authenticate the raft transport (Rotate replaces them).
+	raftKeys *raftKeys
 
 	node   atomic.Pointer[raftNode] // nil before Start and after Stop
 	done   atomic.Bool              // Stop was called
@@ -114,10 +116,11 @@ func New(cfg Config, peers Peers) (*Admin, error) {
 	}
 	cfg = cfg.withDefaults()
 	a := &Admin{
-		cfg:     cfg,
-		peers:   peers,
-		log:     cfg.Logger.With().Str("component", "admin").Logger(),
-		changed: make(chan struct{}, 1),
+		cfg:      cfg,
+		peers:    peers,
+		log:      cfg.Logger.With().Str("component", "admin").Logger(),
+		changed:  make(chan struct{}, 1),
+		raftKeys: newRaftKeys(cfg.ClusterKey.DeriveAll(clusterkey.LabelRaft)...),
 	}
 	a.raftLog = newRaftLogger(a.log)
 	a.cfg.Raft.Logger = a.raftLog
@@ -229,8 +232,7 @@ func (a *Admin) streamLayer() (*authLayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft transport on %s: %w", a.cfg.BindAddr, err)
 	}
-	l := &authLayer{ln: ln, advertise: advertise, key: a.cfg.ClusterKey.Derive(clusterkey.LabelRaft),
-		timeout: handshakeTimeout, log: a.log}
+	l := &authLayer{ln: ln, advertise: advertise, ring: a.raftKeys, timeout: handshakeTimeout, log: a.log}
 	if addr, ok := l.Addr().(*net.TCPAddr); !ok || addr.IP == nil || addr.IP.IsUnspecified() {
 		_ = ln.Close()
 		return nil, fmt.Errorf("raft transport on %s: the address to advertise is not a specific IP", a.cfg.BindAddr)

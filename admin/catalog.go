@@ -1,10 +1,11 @@
 package admin
 
 import (
-	"github.com/harvestd/harvest/auth"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/harvestd/harvest/auth"
 
 	"github.com/harvestd/harvest/ring"
 )

@@ -7,6 +7,8 @@ import (
 
 // Sentinel errors of the package. Match them with errors.Is.
 var (
+	// ErrNoClusterKey: Rotate was given the zero key.
+	ErrNoClusterKey = errors.New("no cluster key")
 	// ErrNotLeader: the call needs the raft leader and this node is not
 	// it. The concrete error is a *NotLeaderError naming the leader.
 	ErrNotLeader = errors.New("not the raft leader")

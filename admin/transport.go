@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -39,13 +40,31 @@ const (
 // A side that gets a wrong answer closes the connection. The handshake
 // authenticates the peer, it does not encrypt: the raft traffic that
 // follows is plain TCP.
+//
+// During a cluster key rotation the layer holds several raft keys (ring):
+// a dialer answers with the first, an acceptor accepts an answer under
+// any of them and answers under the one that matched.
 type authLayer struct {
 	ln        net.Listener
 	advertise net.Addr
-	key       []byte
+	ring      *raftKeys
 	timeout   time.Duration
 	log       zerolog.Logger
 }
+
+// raftKeys are the raft keys of a rotation, the first the one a dialer
+// uses; Admin.Rotate replaces them while raft runs.
+type raftKeys struct{ p atomic.Pointer[[][]byte] }
+
+func newRaftKeys(keys ...[]byte) *raftKeys {
+	r := &raftKeys{}
+	r.set(keys)
+	return r
+}
+
+func (r *raftKeys) set(keys [][]byte) { r.p.Store(&keys) }
+
+func (r *raftKeys) get() [][]byte { return *r.p.Load() }
 
 var _ raft.StreamLayer = (*authLayer)(nil)
 
@@ -85,10 +104,10 @@ func (l *authLayer) Addr() net.Addr {
 
 // handshake runs one side of the handshake under the deadline and closes
 // conn when it fails.
-func (l *authLayer) handshake(conn net.Conn, side func(rw io.ReadWriter, key []byte) error) error {
+func (l *authLayer) handshake(conn net.Conn, side func(rw io.ReadWriter, keys [][]byte) error) error {
 	err := conn.SetDeadline(time.Now().Add(l.timeout))
 	if err == nil {
-		err = side(conn, l.key)
+		err = side(conn, l.ring.get())
 	}
 	if err == nil {
 		err = conn.SetDeadline(time.Time{})
@@ -135,7 +154,7 @@ func (c *acceptedConn) accept() error {
 }
 
 // acceptHandshake is the acceptor's side: challenge, check, answer.
-func acceptHandshake(rw io.ReadWriter, key []byte) error {
+func acceptHandshake(rw io.ReadWriter, keys [][]byte) error {
 	nonceA, err := nonce()
 	if err != nil {
 		return err
@@ -148,7 +167,8 @@ func acceptHandshake(rw io.ReadWriter, key []byte) error {
 		return fmt.Errorf("read answer: %w", err)
 	}
 	nonceD := msg[sha256.Size:]
-	if !hmac.Equal(msg[:sha256.Size], answer(key, dialLabel, nonceA, nonceD)) {
+	key := matchingKey(keys, msg[:sha256.Size], nonceA, nonceD)
+	if key == nil {
 		return errWrongAnswer
 	}
 	if _, err := rw.Write(answer(key, acceptLabel, nonceA, nonceD)); err != nil {
@@ -158,7 +178,11 @@ func acceptHandshake(rw io.ReadWriter, key []byte) error {
 }
 
 // dialHandshake is the dialer's side: answer and challenge, check.
-func dialHandshake(rw io.ReadWriter, key []byte) error {
+func dialHandshake(rw io.ReadWriter, keys [][]byte) error {
+	if len(keys) == 0 {
+		return errWrongAnswer
+	}
+	key := keys[0]
 	nonceA := make([]byte, nonceSize)
 	if _, err := io.ReadFull(rw, nonceA); err != nil {
 		return fmt.Errorf("read challenge: %w", err)
@@ -178,6 +202,18 @@ func dialHandshake(rw io.ReadWriter, key []byte) error {
 		return errWrongAnswer
 	}
 	return nil
+}
+
+// matchingKey is the key of keys the dialer's answer got is made with,
+// nil when none (each compared in constant time).
+func matchingKey(keys [][]byte, got, nonceA, nonceD []byte) []byte {
+	var match []byte
+	for _, k := range keys {
+		if hmac.Equal(got, answer(k, dialLabel, nonceA, nonceD)) && match == nil {
+			match = k
+		}
+	}
+	return match
 }
 
 // answer is HMAC-SHA256(key, label | nonceA | nonceD).

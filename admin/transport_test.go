@@ -36,8 +36,8 @@ func TestRaftHandshake(t *testing.T) {
 				t.Parallel()
 				accepting, dialing := net.Pipe()
 				t.Cleanup(func() { _ = accepting.Close(); _ = dialing.Close() })
-				acceptor := &authLayer{key: raftKey, timeout: 200 * time.Millisecond, log: zerolog.Nop()}
-				dialer := &authLayer{key: tc.dialKey, timeout: 200 * time.Millisecond, log: zerolog.Nop()}
+				acceptor := &authLayer{ring: newRaftKeys(raftKey), timeout: 200 * time.Millisecond, log: zerolog.Nop()}
+				dialer := &authLayer{ring: newRaftKeys(tc.dialKey), timeout: 200 * time.Millisecond, log: zerolog.Nop()}
 				dialed := make(chan error, 1)
 				go func() {
 					if !tc.dialer {
@@ -107,10 +107,47 @@ func wrongKeyTransport(t *testing.T, key []byte) *raft.NetworkTransport {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &authLayer{ln: ln, key: key, timeout: handshakeTimeout, log: zerolog.Nop()},
+		Stream:  &authLayer{ln: ln, ring: newRaftKeys(key), timeout: handshakeTimeout, log: zerolog.Nop()},
 		MaxPool: 1,
 		Timeout: time.Second,
 	})
 	t.Cleanup(func() { _ = trans.Close() })
 	return trans
+}
+
+// TestHandshakeRotation: during a cluster key rotation a node holding
+// both keys accepts a peer that dials with either, and after Rotate drops
+// the old key a peer still dialing with it is refused.
+func TestHandshakeRotation(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := clusterkeytest.Key(), clusterkeytest.Other()
+	shake := func(t *testing.T, acceptor, dialer *authLayer) (acceptErr, dialErr error) {
+		t.Helper()
+		accepting, dialing := net.Pipe()
+		t.Cleanup(func() { _ = accepting.Close(); _ = dialing.Close() })
+		dialed := make(chan error, 1)
+		go func() { dialed <- dialer.handshake(dialing, dialHandshake) }()
+		acceptErr = acceptor.handshake(accepting, acceptHandshake)
+		return acceptErr, <-dialed
+	}
+	layer := func(k clusterkey.Key) *authLayer {
+		return &authLayer{ring: newRaftKeys(k.DeriveAll(clusterkey.LabelRaft)...), timeout: 200 * time.Millisecond, log: zerolog.Nop()}
+	}
+	both := layer(newKey.Join(oldKey))
+	for name, dialer := range map[string]*authLayer{"OldKey": layer(oldKey), "NewKey": layer(newKey), "BothNewFirst": layer(newKey.Join(oldKey)), "BothOldFirst": layer(oldKey.Join(newKey))} {
+		t.Run("Accepts"+name, func(t *testing.T) {
+			acceptErr, dialErr := shake(t, both, dialer)
+			require.NoError(t, acceptErr)
+			require.NoError(t, dialErr)
+		})
+	}
+	t.Run("OldKeyRefusedAfterRotate", func(t *testing.T) {
+		a := &Admin{raftKeys: newRaftKeys(newKey.Join(oldKey).DeriveAll(clusterkey.LabelRaft)...)}
+		require.NoError(t, a.Rotate(newKey))
+		acceptor := &authLayer{ring: a.raftKeys, timeout: 200 * time.Millisecond, log: zerolog.Nop()}
+		acceptErr, dialErr := shake(t, acceptor, layer(oldKey))
+		require.ErrorIs(t, acceptErr, ErrHandshake)
+		require.ErrorIs(t, dialErr, ErrHandshake)
+		require.ErrorIs(t, a.Rotate(clusterkey.Key{}), ErrNoClusterKey)
+	})
 }

@@ -49,6 +49,10 @@ type Config struct {
 	// cluster key, clusterkey.LabelHTTP). Nil: this node neither forwards
 	// with a credential nor accepts node requests (a standalone node).
 	NodeKey []byte
+	// NodeVerifyKeys are further keys a node request may be signed with:
+	// the other keys of a cluster key rotation (NodeKey always verifies).
+	// Server.SetNodeKeys replaces both while the server runs.
+	NodeVerifyKeys [][]byte
 	// Limits shed load: a per-token rate and in-flight limits (shed.go).
 	Limits Limits
 	// Logger logs server faults (5xx) and, at info level, the audit

@@ -40,7 +40,7 @@ var signedHeaders = []string{ForwardedHeader, ShardHeader, EpochHeader, Identity
 
 // signNode makes req a node request of this node acting for id.
 func (s *Server) signNode(req *http.Request, id auth.Identity) {
-	SignNode(req, s.cfg.NodeKey, s.cfg.NodeID, id, s.now())
+	SignNode(req, s.keys().sign, s.cfg.NodeID, id, s.now())
 }
 
 // SignNode makes req a request of node nodeID acting for id, signed at
@@ -76,7 +76,8 @@ func (s *Server) nodeCaller(r *http.Request) (*auth.Identity, *apiError) {
 }
 
 func (s *Server) verifyNode(r *http.Request, proof string) error {
-	if len(s.cfg.NodeKey) == 0 {
+	keys := s.keys()
+	if len(keys.verify) == 0 {
 		return fmt.Errorf("this node has no cluster key")
 	}
 	f := strings.Fields(proof)
@@ -90,7 +91,7 @@ func (s *Server) verifyNode(r *http.Request, proof string) error {
 	if skew := s.now().Sub(time.UnixMilli(ms)); skew > nodeAuthSkew || skew < -nodeAuthSkew {
 		return fmt.Errorf("signed %s away from this node's clock (at most %s)", skew.Round(time.Second), nodeAuthSkew)
 	}
-	if !hmac.Equal([]byte(f[2]), []byte(nodeMAC(s.cfg.NodeKey, r.Method, r.RequestURI, f[1], r.Header))) {
+	if !keys.matches(f[2], func(key []byte) string { return nodeMAC(key, r.Method, r.RequestURI, f[1], r.Header) }) {
 		return fmt.Errorf("bad signature (is the cluster key the same on every node?)")
 	}
 	return nil

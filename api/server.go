@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -27,7 +28,9 @@ type Server struct {
 	access map[string]access
 	// shedder holds the load shedding limits (shed.go).
 	shedder *shedder
-	now     func() time.Time
+	// nodeKeys, once SetNodeKeys ran, replace the Config's node keys.
+	nodeKeys atomic.Pointer[nodeKeys]
+	now      func() time.Time
 }
 
 // New builds the API over router.

@@ -126,6 +126,9 @@ type Config struct {
 	// The zero Logger discards.
 	Logger zerolog.Logger
 
+	// gossipDerived is set by withDefaults when GossipKey comes from
+	// ClusterKey (so that Rotate rotates it too).
+	gossipDerived bool
 	// tune, when set by tests, adjusts the memberlist configuration right
 	// before the memberlist is created.
 	tune func(*memberlist.Config)
@@ -145,16 +148,30 @@ func (c Config) withDefaults() Config {
 	c.GossipKey = append([]byte(nil), c.GossipKey...)
 	if len(c.GossipKey) == 0 && !c.ClusterKey.IsZero() {
 		c.GossipKey = c.ClusterKey.Derive(clusterkey.LabelGossip)
+		c.gossipDerived = true
 	}
 	return c
 }
 
-// memberKey is the key of member proofs, nil without a ClusterKey.
-func (c Config) memberKey() []byte {
+// memberKeys are the keys of member proofs, the signing one first; nil
+// without a ClusterKey.
+func (c Config) memberKeys() [][]byte { return c.ClusterKey.DeriveAll(clusterkey.LabelMember) }
+
+// signKey is the key this node's member proof is made with.
+func (c Config) signKey() []byte {
 	if c.ClusterKey.IsZero() {
 		return nil
 	}
 	return c.ClusterKey.Derive(clusterkey.LabelMember)
+}
+
+// gossipKeys is the gossip keyring, the primary first: every key of a
+// ClusterKey rotation when GossipKey is derived from it.
+func (c Config) gossipKeys() [][]byte {
+	if c.gossipDerived {
+		return c.ClusterKey.DeriveAll(clusterkey.LabelGossip)
+	}
+	return [][]byte{c.GossipKey}
 }
 
 // Validate reports every invalid field; zero fields other than NodeID are
@@ -196,7 +213,7 @@ func (c Config) checkMeta(m Meta) error {
 		return fmt.Errorf("meta node id %q differs from node id %q", m.NodeID, c.NodeID)
 	}
 	m.NodeID = c.NodeID
-	if _, err := encodeMeta(m, true, c.memberKey()); err != nil {
+	if _, err := encodeMeta(m, true, c.signKey()); err != nil {
 		return fmt.Errorf("meta: %w", err)
 	}
 	return nil
@@ -264,7 +281,8 @@ func (c Config) memberlistConfig() *memberlist.Config {
 	mc.AdvertiseAddr = c.AdvertiseAddr
 	mc.AdvertisePort = c.AdvertisePort
 	if len(c.GossipKey) > 0 {
-		mc.SecretKey = c.GossipKey
+		// Validate checked the keys: NewKeyring cannot fail.
+		mc.Keyring, _ = memberlist.NewKeyring(c.gossipKeys(), c.GossipKey)
 	}
 	return mc
 }

@@ -96,19 +96,26 @@ func TestConfigWithDefaults(t *testing.T) {
 
 	mc := Config{NodeID: "n1", Profile: ProfileLocal, GossipKey: make([]byte, 16)}.withDefaults().memberlistConfig()
 	require.Equal(t, "n1", mc.Name)
-	require.Len(t, mc.SecretKey, 16)
+	require.Len(t, mc.Keyring.GetPrimaryKey(), 16)
 
 	t.Run("GossipKeyFromClusterKey", func(t *testing.T) {
 		t.Parallel()
 		key := clusterkeytest.Key()
 		got := Config{NodeID: "n1", ClusterKey: key}.withDefaults()
 		require.Equal(t, key.Derive(clusterkey.LabelGossip), got.GossipKey)
-		require.Len(t, got.memberlistConfig().SecretKey, 32, "AES-256")
-		require.Equal(t, key.Derive(clusterkey.LabelMember), got.memberKey())
+		require.Len(t, got.memberlistConfig().Keyring.GetPrimaryKey(), 32, "AES-256")
+		require.Equal(t, key.Derive(clusterkey.LabelMember), got.signKey())
 
 		explicit := Config{NodeID: "n1", ClusterKey: key, GossipKey: make([]byte, 16)}.withDefaults()
 		require.Equal(t, make([]byte, 16), explicit.GossipKey, "an explicit gossip key wins")
-		require.Nil(t, Config{NodeID: "n1"}.withDefaults().memberKey())
+		require.Nil(t, Config{NodeID: "n1"}.withDefaults().signKey())
+	})
+	t.Run("EveryKeyOfARotationDecrypts", func(t *testing.T) {
+		t.Parallel()
+		ring := clusterkeytest.Other().Join(clusterkeytest.Key())
+		mc := Config{NodeID: "n1", ClusterKey: ring}.withDefaults().memberlistConfig()
+		require.Equal(t, ring.DeriveAll(clusterkey.LabelGossip), mc.Keyring.GetKeys())
+		require.Equal(t, ring.Derive(clusterkey.LabelGossip), mc.Keyring.GetPrimaryKey())
 	})
 }
 

@@ -22,6 +22,8 @@ var (
 	// ErrInvalidProof means a member's metadata carries no valid member
 	// proof (Config.ClusterKey): memberlist is told to refuse it.
 	ErrInvalidProof = errors.New("member proof missing or invalid")
+	// ErrNoClusterKey: Rotate was given the zero key.
+	ErrNoClusterKey = errors.New("no cluster key")
 )
 
 // MetaTooLargeError reports node metadata whose encoding is Size bytes,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,10 @@ type Membership struct {
 	changed   chan struct{}          // public nudge, buffered(1)
 	internal  chan struct{}          // nudge for the loop's change log, buffered(1)
 	metaBytes atomic.Pointer[[]byte] // encoded metadata for delegate.NodeMeta
-	memberKey []byte                 // key of member proofs; nil: none made or checked
+	// proofKeys are the keys of member proofs, the signing one first;
+	// empty: none made or checked. Rotate replaces them.
+	proofKeys atomic.Pointer[[][]byte]
+	keyring   *memberlist.Keyring // the gossip keyring once started; nil: no encryption
 	rejected  rejections
 
 	mu     sync.Mutex // serialises Start, Stop and UpdateMeta
@@ -52,19 +56,20 @@ func New(cfg Config) (*Membership, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	enc, err := encodeMeta(cfg.Meta, false, cfg.memberKey())
+	enc, err := encodeMeta(cfg.Meta, false, cfg.signKey())
 	if err != nil {
 		return nil, fmt.Errorf("membership config: meta: %w", err)
 	}
 	m := &Membership{
-		cfg:       cfg,
-		log:       cfg.Logger.With().Str("component", "membership").Logger(),
-		table:     newTable(),
-		changed:   make(chan struct{}, 1),
-		internal:  make(chan struct{}, 1),
-		meta:      cfg.Meta,
-		memberKey: cfg.memberKey(),
+		cfg:      cfg,
+		log:      cfg.Logger.With().Str("component", "membership").Logger(),
+		table:    newTable(),
+		changed:  make(chan struct{}, 1),
+		internal: make(chan struct{}, 1),
+		meta:     cfg.Meta,
 	}
+	keys := cfg.memberKeys()
+	m.proofKeys.Store(&keys)
 	m.metaBytes.Store(&enc)
 	return m, nil
 }
@@ -96,7 +101,7 @@ func (m *Membership) Start(ctx context.Context) error {
 	self := list.LocalNode().Address()
 	go m.run(runCtx, list, self)
 	m.log.Info().Str("gossip_addr", self).Strs("join", m.cfg.Join).
-		Bool("encrypted", len(m.cfg.GossipKey) > 0).Bool("member_proof", m.memberKey != nil).
+		Bool("encrypted", len(m.cfg.GossipKey) > 0).Bool("member_proof", m.signKey() != nil).
 		Msg("membership started")
 	return nil
 }
@@ -104,6 +109,7 @@ func (m *Membership) Start(ctx context.Context) error {
 // create binds the transport and creates the memberlist.
 func (m *Membership) create(ctx context.Context) (*memberlist.Memberlist, error) {
 	mc := m.cfg.memberlistConfig()
+	m.keyring = mc.Keyring
 	mc.Logger = log.New(logWriter{m.log}, "", 0)
 	mc.Delegate = delegate{m}
 	mc.Events = eventDelegate{m}
@@ -161,7 +167,7 @@ func (m *Membership) stop(leave bool) {
 // with a peer that saw it leave (mergeDelegate).
 func (m *Membership) leave() {
 	deadline := time.Now().Add(m.cfg.LeaveTimeout)
-	enc, err := encodeMeta(m.meta, true, m.memberKey)
+	enc, err := encodeMeta(m.meta, true, m.signKey())
 	if err == nil {
 		m.metaBytes.Store(&enc)
 		err = m.list.UpdateNode(max(time.Until(deadline), time.Millisecond))
@@ -195,7 +201,7 @@ func (m *Membership) UpdateMeta(ctx context.Context, meta Meta) error {
 		return err
 	}
 	meta.NodeID = m.cfg.NodeID
-	enc, err := encodeMeta(meta, false, m.memberKey)
+	enc, err := encodeMeta(meta, false, m.signKey())
 	if err != nil {
 		return err
 	}
@@ -276,7 +282,11 @@ func (m *Membership) observe(n *memberlist.Node, gone bool) {
 // proven reports whether n's metadata carries a valid member proof, or
 // whether proofs are off (no Config.ClusterKey).
 func (m *Membership) proven(n *memberlist.Node) bool {
-	return m.memberKey == nil || verifyMeta(m.memberKey, n.Name, n.Meta)
+	keys := *m.proofKeys.Load()
+	if len(keys) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(keys, func(k []byte) bool { return verifyMeta(k, n.Name, n.Meta) })
 }
 
 // reject counts a node refused for want of a member proof; the loop logs

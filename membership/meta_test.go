@@ -70,10 +70,10 @@ func TestMemberProof(t *testing.T) {
 		}
 		cfg := Config{NodeID: long.NodeID, Meta: long, ClusterKey: clusterkeytest.Key()}
 		require.NoError(t, cfg.Validate())
-		b, err := encodeMeta(long, true, cfg.memberKey())
+		b, err := encodeMeta(long, true, cfg.signKey())
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(b), MetaMaxSize)
-		require.True(t, verifyMeta(cfg.memberKey(), long.NodeID, b))
+		require.True(t, verifyMeta(cfg.signKey(), long.NodeID, b))
 		got, leaving := decodeMeta(long.NodeID, b)
 		require.Equal(t, long, got)
 		require.True(t, leaving)

@@ -182,5 +182,6 @@ func (n *Node) apiAuth(cfg *api.Config) {
 	}
 	if !n.cfg.ClusterKey.IsZero() {
 		cfg.NodeKey = n.cfg.ClusterKey.Derive(clusterkey.LabelHTTP)
+		cfg.NodeVerifyKeys = n.cfg.ClusterKey.DeriveAll(clusterkey.LabelHTTP)
 	}
 }

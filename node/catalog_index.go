@@ -12,7 +12,6 @@ import (
 	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/auth"
-	"github.com/harvestd/harvest/internal/clusterkey"
 )
 
 // A follower's catalog is current when it has applied every command the
@@ -100,7 +99,7 @@ func (n *Node) askIndex(ctx context.Context, base string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	api.SignNode(req, n.cfg.ClusterKey.Derive(clusterkey.LabelHTTP), n.nodeID, auth.Anonymous, time.Now())
+	api.SignNode(req, n.signKey(), n.nodeID, auth.Anonymous, time.Now())
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err

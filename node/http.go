@@ -49,6 +49,7 @@ func (n *Node) serve() error {
 		return fmt.Errorf("build http api: %w", err)
 	}
 	n.outbound.Bind(handler)
+	n.api.Store(handler)
 	ln := n.ln
 	httpLog := n.logger("http")
 	n.http = &http.Server{

@@ -59,9 +59,13 @@ type Node struct {
 	view       view
 	mgr        *shardmgr.Manager
 	http       *http.Server
-	ln         net.Listener
-	serving    chan struct{} // closed when the serve goroutine returns
-	errc       chan error    // receives a serve failure, at most one
+	// api is the HTTP API once served; httpKey signs this node's own
+	// node requests (both replaced by RotateClusterKey).
+	api     atomic.Pointer[api.Server]
+	httpKey atomic.Pointer[[]byte]
+	ln      net.Listener
+	serving chan struct{} // closed when the serve goroutine returns
+	errc    chan error    // receives a serve failure, at most one
 }
 
 // New checks cfg and returns a stopped node that runs the workflows and

@@ -35,7 +35,7 @@ func authFlags(mode string) []cli.Flag {
 // clusterKeyFlag is the cluster credential flag of agent.
 func clusterKeyFlag() cli.Flag {
 	return &cli.StringFlag{Name: flagClusterKeyFile, EnvVars: []string{"HARVEST_CLUSTER_KEY_FILE"},
-		Usage: "file holding the cluster key, base64 of 32 or more random bytes (openssl rand -base64 32), the same on every node: it authenticates every request and connection between nodes and, without --gossip-key, encrypts gossip (required)"}
+		Usage: "file holding the cluster key, base64 of 32 or more random bytes (openssl rand -base64 32), the same on every node: it authenticates every request and connection between nodes and, without --gossip-key, encrypts gossip (required). During a rotation it holds several keys, one a line: the first signs, all verify; SIGHUP re-reads it"}
 }
 
 // authConfig reads the authentication flags into cfg.

@@ -172,7 +172,7 @@ func (a *app) serve(c *cli.Context, cfg node.Config) error {
 			return err
 		}
 	}
-	return explain(a.run(c.Context, cfg, log), cfg)
+	return explain(a.run(c.Context, cfg, log, c.String(flagClusterKeyFile)), cfg)
 }
 
 // newLogger builds the root logger, writing to stderr.

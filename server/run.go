@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/harvestd/harvest/internal/clusterkey"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -25,7 +26,7 @@ func oneLine(err error) string {
 }
 
 // run starts a node and serves until a signal or a server failure.
-func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger) error {
+func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger, keyFile string) error {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	n, err := node.New(cfg, a.reg)
@@ -45,12 +46,7 @@ func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger) erro
 		ready = ready.Str("gossip_addr", addr)
 	}
 	ready.Msg("node ready")
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info().Msg("shutdown signal received, stopping")
-	case serveErr = <-n.Err():
-	}
+	serveErr := serveUntilStop(ctx, n, log, keyFile)
 	stopSignals() // a second signal kills the process at once
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
@@ -62,6 +58,43 @@ func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger) erro
 	}
 	log.Info().Msg("node stopped")
 	return nil
+}
+
+// serveUntilStop waits for a stop signal or a serve failure (returned);
+// every SIGHUP meanwhile re-reads the cluster key file.
+func serveUntilStop(ctx context.Context, n *node.Node, log zerolog.Logger, keyFile string) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info().Msg("shutdown signal received, stopping")
+			return nil
+		case err := <-n.Err():
+			return err
+		case <-hup:
+			reloadClusterKey(ctx, n, log, keyFile)
+		}
+	}
+}
+
+// reloadClusterKey re-reads the cluster key file and rotates the node to
+// it; a failure is logged and the node keeps its keys.
+func reloadClusterKey(ctx context.Context, n *node.Node, log zerolog.Logger, keyFile string) {
+	if keyFile == "" {
+		log.Info().Msg("SIGHUP: no --" + flagClusterKeyFile + " to reload")
+		return
+	}
+	key, err := clusterkey.Load(keyFile)
+	if err == nil {
+		err = n.RotateClusterKey(ctx, key)
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("SIGHUP: cluster key not reloaded; the node keeps its keys")
+		return
+	}
+	log.Info().Int("keys", key.Len()).Msg("SIGHUP: cluster key reloaded")
 }
 
 // explain turns the start-up failures a user can fix into one clear line.

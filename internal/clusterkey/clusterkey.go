@@ -4,6 +4,9 @@
 // encryption, the proof a member carries in its gossip metadata, the raft
 // transport's handshake and the signature of node-to-node HTTP requests.
 // A key derived for one channel tells nothing about the others.
+//
+// A rotation holds several keys (one a line of the key file): the first
+// signs and proves (Derive), every one verifies (DeriveAll).
 package clusterkey
 
 import (
@@ -14,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 )
 
 // MinSize is the least number of bytes a cluster key has.
@@ -34,20 +39,43 @@ var (
 	ErrNotBase64 = errors.New("cluster key must be base64 (e.g. openssl rand -base64 32)")
 )
 
-// Key is a cluster key. The zero Key is no key (IsZero).
-type Key struct{ b []byte }
+// Key is a cluster key: one secret, or during a rotation several (a
+// keyring). The first (primary) signs and proves; every one verifies.
+// The zero Key is no key (IsZero).
+type Key struct{ all [][]byte }
 
-// Parse reads a key from its text form: standard base64 of at least
-// MinSize bytes, surrounding white space ignored.
+// Parse reads a key from its text form: one key a line, each standard
+// base64 of at least MinSize bytes, the first the primary; blank lines,
+// lines starting with '#' and surrounding white space are ignored.
+// Errors name the line, never its content.
 func Parse(text []byte) (Key, error) {
-	raw, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(text)))
-	if err != nil {
-		return Key{}, ErrNotBase64
+	var k Key
+	for i, line := range strings.Split(string(text), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		raw, err := parseOne(line)
+		if err != nil {
+			return Key{}, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		k.all = append(k.all, raw)
 	}
-	if len(raw) < MinSize {
+	if k.IsZero() {
 		return Key{}, ErrTooShort
 	}
-	return Key{b: raw}, nil
+	return k, nil
+}
+
+func parseOne(line string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(line)
+	if err != nil {
+		return nil, ErrNotBase64
+	}
+	if len(raw) < MinSize {
+		return nil, ErrTooShort
+	}
+	return raw, nil
 }
 
 // Load reads the key file at path (see Parse). Errors name the path,
@@ -64,25 +92,62 @@ func Load(path string) (Key, error) {
 	return k, nil
 }
 
-// FromBytes makes a key of raw (at least MinSize bytes), for tests and
-// embedders that hold the secret themselves.
-func FromBytes(raw []byte) (Key, error) {
-	if len(raw) < MinSize {
+// FromBytes makes a key of raw (each at least MinSize bytes, the first
+// the primary), for tests and embedders that hold the secrets themselves.
+func FromBytes(raw ...[]byte) (Key, error) {
+	var k Key
+	for _, r := range raw {
+		if len(r) < MinSize {
+			return Key{}, ErrTooShort
+		}
+		k.all = append(k.all, bytes.Clone(r))
+	}
+	if k.IsZero() {
 		return Key{}, ErrTooShort
 	}
-	return Key{b: bytes.Clone(raw)}, nil
+	return k, nil
+}
+
+// Len is how many keys k holds.
+func (k Key) Len() int { return len(k.all) }
+
+// Join is a keyring of k's keys followed by other's (duplicates dropped):
+// k's primary stays the primary.
+func (k Key) Join(other Key) Key {
+	out := Key{all: slices.Clone(k.all)}
+	for _, o := range other.all {
+		if !slices.ContainsFunc(out.all, func(b []byte) bool { return bytes.Equal(b, o) }) {
+			out.all = append(out.all, o)
+		}
+	}
+	return out
 }
 
 // IsZero reports whether k is no key.
-func (k Key) IsZero() bool { return len(k.b) == 0 }
+func (k Key) IsZero() bool { return len(k.all) == 0 }
 
-// Derive returns the 32-byte key of one channel: HMAC-SHA256(key, label).
-// It panics on the zero Key: a caller must check IsZero first.
+// Derive returns the primary's 32-byte key of one channel:
+// HMAC-SHA256(primary, label). It panics on the zero Key: a caller must
+// check IsZero first.
 func (k Key) Derive(label string) []byte {
 	if k.IsZero() {
 		panic("clusterkey: Derive on the zero key")
 	}
-	m := hmac.New(sha256.New, k.b)
+	return derive(k.all[0], label)
+}
+
+// DeriveAll returns every key's key of one channel, the primary's first:
+// what a receiver verifies with. Nil for the zero Key.
+func (k Key) DeriveAll(label string) [][]byte {
+	out := make([][]byte, 0, len(k.all))
+	for _, raw := range k.all {
+		out = append(out, derive(raw, label))
+	}
+	return out
+}
+
+func derive(raw []byte, label string) []byte {
+	m := hmac.New(sha256.New, raw)
 	m.Write([]byte(label))
 	return m.Sum(nil)
 }
@@ -92,7 +157,7 @@ func (k Key) String() string {
 	if k.IsZero() {
 		return "clusterkey(none)"
 	}
-	return "clusterkey(set)"
+	return fmt.Sprintf("clusterkey(%d set)", len(k.all))
 }
 
 // GoString never shows the secret either (%#v).

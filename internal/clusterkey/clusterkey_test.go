@@ -66,3 +66,38 @@ func TestLoad(t *testing.T) {
 	_, err = Load(filepath.Join(dir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+func TestKeyring(t *testing.T) {
+	a, b := strings.Repeat("a", 32), strings.Repeat("b", 32)
+	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	t.Run("SeveralLinesFirstIsPrimary", func(t *testing.T) {
+		k, err := Parse([]byte("# rotation: b is new\n" + enc(b) + "\n\n  " + enc(a) + "  \n"))
+		require.NoError(t, err)
+		require.Equal(t, 2, k.Len())
+		only, err := FromBytes([]byte(b))
+		require.NoError(t, err)
+		require.Equal(t, only.Derive(LabelHTTP), k.Derive(LabelHTTP), "the first line signs")
+		old, err := FromBytes([]byte(a))
+		require.NoError(t, err)
+		require.Equal(t, [][]byte{only.Derive(LabelHTTP), old.Derive(LabelHTTP)}, k.DeriveAll(LabelHTTP), "every line verifies")
+	})
+	t.Run("BadLineIsNamedNotShown", func(t *testing.T) {
+		_, err := Parse([]byte(enc(a) + "\nc2VjcmV0\n"))
+		require.ErrorIs(t, err, ErrTooShort)
+		require.ErrorContains(t, err, "line 2")
+		require.NotContains(t, err.Error(), "c2VjcmV0")
+	})
+	t.Run("OnlyCommentsIsNoKey", func(t *testing.T) {
+		_, err := Parse([]byte("# none\n\n"))
+		require.ErrorIs(t, err, ErrTooShort)
+	})
+	t.Run("JoinKeepsThePrimaryAndDropsDuplicates", func(t *testing.T) {
+		ka, err := FromBytes([]byte(a))
+		require.NoError(t, err)
+		kab, err := FromBytes([]byte(b), []byte(a))
+		require.NoError(t, err)
+		j := ka.Join(kab)
+		require.Equal(t, 2, j.Len())
+		require.Equal(t, ka.Derive(LabelRaft), j.Derive(LabelRaft))
+	})
+}

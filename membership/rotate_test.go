@@ -1,0 +1,56 @@
+package membership
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/clusterkey/clusterkeytest"
+)
+
+// TestRotate: a cluster moves from one cluster key to another in the
+// documented steps (add the new key second, make it first, drop the
+// old), every node a member throughout; then only the new key joins.
+func TestRotate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	nodes := b.cluster(t, 3, nil)
+	oldKey, newKey := clusterkeytest.Key(), clusterkeytest.Other()
+	steps := []struct {
+		name string
+		key  clusterkey.Key
+	}{
+		{"AddTheNewKeySecond", oldKey.Join(newKey)},
+		{"MakeItFirst", newKey.Join(oldKey)},
+		{"DropTheOldKey", newKey},
+	}
+	for _, step := range steps {
+		for _, n := range nodes {
+			require.NoError(t, n.Rotate(context.Background(), step.key), step.name)
+		}
+		waitAlive(t, convergeDeadline, nodes, ids(nodes)...)
+		for _, n := range nodes {
+			require.Zero(t, n.Rejected(), "%s: %s refused a member", step.name, n.Local().NodeID)
+		}
+	}
+	t.Run("TheNewKeyJoins", func(t *testing.T) {
+		cfg := b.config("node-4", nodes[2])
+		cfg.ClusterKey = newKey
+		joined := start(t, cfg)
+		waitAlive(t, convergeDeadline, append(nodes, joined), "node-1", "node-2", "node-3", "node-4")
+	})
+	t.Run("TheOldKeyIsRefused", func(t *testing.T) {
+		cfg := b.config("rogue", nodes[0])
+		cfg.ClusterKey = oldKey
+		rogue := start(t, cfg)
+		require.Never(t, func() bool {
+			_, ok := find(nodes[0].Members(), "rogue")
+			return ok || len(rogue.Alive()) > 1
+		}, failureDeadline/5, pollTick)
+	})
+	t.Run("ZeroKeyIsAnError", func(t *testing.T) {
+		require.ErrorIs(t, nodes[0].Rotate(context.Background(), clusterkey.Key{}), ErrNoClusterKey)
+	})
+}
