@@ -74,6 +74,7 @@ type ActivityContext struct {
 	info      ActivityInfo
 	heartbeat HeartbeatFunc
 	logger    zerolog.Logger
+	outbound  OutboundHTTP // set by the engine (WithOutbound); HTTP activities need it
 }
 
 // NewActivityContext builds an activity context; engines (and unit tests of

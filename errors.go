@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors of the SDK.
@@ -44,6 +45,9 @@ type ErrorInfo struct {
 	Type         string          `json:"type,omitempty"`
 	NonRetryable bool            `json:"non_retryable,omitempty"`
 	Details      json.RawMessage `json:"details,omitempty"`
+	// NextRetryDelayMS, when positive, replaces the retry policy's backoff
+	// before the next attempt (ApplicationError.NextRetryDelay).
+	NextRetryDelayMS int64 `json:"next_retry_delay_ms,omitempty"`
 }
 
 // ApplicationError is an error raised by user code with a type that retry
@@ -53,6 +57,10 @@ type ApplicationError struct {
 	Message      string
 	NonRetryable bool
 	Details      json.RawMessage
+	// NextRetryDelay, when positive, is the pause before the next attempt
+	// instead of the retry policy's backoff (an HTTP answer's Retry-After,
+	// say). The policy's attempts and schedule-to-close still bound it.
+	NextRetryDelay time.Duration
 }
 
 // NewApplicationError returns a retryable error of the given type.
@@ -124,7 +132,8 @@ func (e *PanicError) Is(target error) bool { return target == ErrWorkflowPanic }
 func ToErrorInfo(err error) ErrorInfo {
 	var app *ApplicationError
 	if errors.As(err, &app) {
-		return ErrorInfo{Message: app.Message, Type: app.Type, NonRetryable: app.NonRetryable, Details: app.Details}
+		return ErrorInfo{Message: app.Message, Type: app.Type, NonRetryable: app.NonRetryable, Details: app.Details,
+			NextRetryDelayMS: app.NextRetryDelay.Milliseconds()}
 	}
 	if errors.Is(err, ErrCanceled) {
 		return ErrorInfo{Message: err.Error(), Type: "canceled"}
@@ -142,5 +151,6 @@ func ToErrorInfo(err error) ErrorInfo {
 
 // FromErrorInfo turns a recorded failure back into an *ApplicationError.
 func FromErrorInfo(info ErrorInfo) *ApplicationError {
-	return &ApplicationError{Type: info.Type, Message: info.Message, NonRetryable: info.NonRetryable, Details: info.Details}
+	return &ApplicationError{Type: info.Type, Message: info.Message, NonRetryable: info.NonRetryable, Details: info.Details,
+		NextRetryDelay: time.Duration(info.NextRetryDelayMS) * time.Millisecond}
 }

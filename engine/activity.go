@@ -254,7 +254,7 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 		IdempotencyKey: harvest.IdempotencyKey(t.Key), HeartbeatDetails: t.Heartbeat,
 	}
 	info.Deadline, _ = actx.Deadline()
-	out, err := e.callActivity(harvest.NewActivityContext(actx, info, hb, log), t)
+	out, err := e.callActivity(harvest.NewActivityContext(actx, info, hb, log).WithOutbound(e.actHTTP), t)
 	free()
 	if ctx.Err() != nil {
 		return
@@ -481,6 +481,9 @@ func (e *Engine) maybeRetry(ctx context.Context, tx *fencedTx, t claimedTask, in
 		return false, 0, nil
 	}
 	delay := policy.Backoff(t.Attempt).Truncate(time.Microsecond)
+	if info.NextRetryDelayMS > 0 {
+		delay = time.Duration(info.NextRetryDelayMS) * time.Millisecond
+	}
 	lastErr, err := json.Marshal(info)
 	if err != nil {
 		return false, 0, fmt.Errorf("encode activity error: %w", err)

@@ -47,7 +47,9 @@ type Engine struct {
 	// obWake wakes the outbox loop (outbox.go).
 	obWake chan struct{}
 	cbHTTP *http.Client
-	starts atomic.Pointer[batcher[*startCall]] // nil: group commit off
+	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
+	actHTTP *activityOutbound
+	starts  atomic.Pointer[batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
 	probes atomic.Pointer[batcher[*probeCall]]
 	// completions is the activity completion batcher (nil before Start).
@@ -96,6 +98,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		cbWake:   make(chan struct{}, 1),
 		obWake:   make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
+		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
 	}
 	e.retryWake = newWakeup(e.wakeActivities)
 	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)

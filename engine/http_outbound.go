@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/harvestd/harvest"
+)
+
+// activityOutbound is the outbound HTTP of HTTP activities
+// (harvest.NewHTTPActivity): the completion callbacks' address rules
+// (CallbackPolicy, --callback-allow-cidr) checked on the URL before the
+// request and on every address dialled, and no redirect followed. The
+// attempt's deadline bounds each request.
+type activityOutbound struct {
+	policy CallbackPolicy
+	client *http.Client
+}
+
+var _ harvest.OutboundHTTP = (*activityOutbound)(nil)
+
+func newActivityOutbound(p CallbackPolicy) *activityOutbound {
+	dialer := &net.Dialer{Timeout: callbackTimeout, Control: p.dialControl}
+	t := &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
+		TLSHandshakeTimeout: callbackTimeout}
+	return &activityOutbound{policy: p, client: &http.Client{Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// CheckURL refuses a URL the address rules refuse.
+func (o *activityOutbound) CheckURL(ctx context.Context, raw string) error {
+	err := o.policy.CheckURL(ctx, raw)
+	var refused *CallbackError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("URL %q refused: %s", refused.URL, refused.Reason)
+	}
+	return err
+}
+
+// Do sends req.
+func (o *activityOutbound) Do(req *http.Request) (*http.Response, error) { return o.client.Do(req) }
