@@ -219,23 +219,24 @@ func TestLiveRunStepIsBounded(t *testing.T) {
 func TestLiveRunStopEndsCoroutines(t *testing.T) {
 	reg := harvest.NewRegistry().MustRegister(echo, longWF)
 	runs := make([]*harvest.Run, 50)
-	before := runtime.NumGoroutine()
+	busy := harvest.ParkedCoroutines
+	before := busy()
 	for i := range runs {
 		h := newHistory(t, reg, "long", 5)
 		run, _, err := reg.StartRun(context.Background(), harvest.WorkflowTask{Info: h.info, History: h.events}, zerolog.Nop())
 		require.NoError(t, err)
 		runs[i] = run
 	}
-	require.GreaterOrEqual(t, runtime.NumGoroutine(), before+2*len(runs), "each live run parks two coroutines")
+	require.GreaterOrEqual(t, busy(), before+2*len(runs), "each live run parks two coroutines")
 	for _, run := range runs {
 		run.Stop()
 		run.Stop()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+	for busy() > before && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
-	require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left after Stop")
+	require.LessOrEqual(t, busy(), before, "goroutines left after Stop")
 }
 
 // commandsOf is the commands' types and data, as comparable values.
