@@ -19,6 +19,8 @@ import (
 type listResponse struct {
 	Workflows  []engine.Execution `json:"workflows"`
 	NextCursor string             `json:"next_cursor,omitempty"`
+	// Counts (with ?counts=true) sums the readable shards' counts by state.
+	Counts map[string]int64 `json:"counts,omitempty"`
 	// Status is "partial" when some shards could not be read.
 	Status            string   `json:"status,omitempty"`
 	UnavailableShards []uint16 `json:"unavailable_shards,omitempty"`
@@ -62,6 +64,9 @@ func (s *Server) list(c *gin.Context) {
 		out.UnavailableShards = append(out.UnavailableShards, shards[i])
 	}
 	out.Workflows, out.NextCursor = mergePages(pages, q)
+	if q.Counts {
+		out.Counts = sumCounts(pages, errs)
+	}
 	c.JSON(http.StatusOK, out)
 }
 
@@ -81,6 +86,9 @@ func listQuery(c *gin.Context) (engine.ListQuery, error) {
 	}
 	if q.PageSize == 0 {
 		q.PageSize = engine.ListPageDefault
+	}
+	if err := listFilters(c, &q); err != nil {
+		return q, err
 	}
 	switch c.Query("order") {
 	case "", "desc":

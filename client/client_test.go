@@ -378,6 +378,19 @@ func TestReadQueries(t *testing.T) {
 		require.Equal(t, map[string][]string{"state": {"RUNNING", "FAILED"}, "workflow_name": {"order"}, "workflow_id": {"w"},
 			"page_size": {"5"}, "cursor": {"c0"}, "order": {"asc"}}, r.query)
 	})
+
+	t.Run("ListStartedRangeAndCounts", func(t *testing.T) {
+		t.Parallel()
+		c, b := fake(t, http.StatusOK, `{"workflows":[],"counts":{"RUNNING":3,"FAILED":0},"status":"partial","unavailable_shards":[2]}`)
+		after := time.Date(2026, 1, 2, 15, 4, 5, 123_000_000, time.FixedZone("", 3600))
+		page, err := c.List(ctxT(t), client.ListQuery{StartedAfter: after, StartedBefore: after.Add(time.Hour), Counts: true})
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"RUNNING": 3, "FAILED": 0}, page.Counts)
+		require.Equal(t, "partial", page.Status)
+		require.Equal(t, []uint16{2}, page.UnavailableShards)
+		require.Equal(t, map[string][]string{"started_after": {"2026-01-02T15:04:05.123+01:00"},
+			"started_before": {"2026-01-02T16:04:05.123+01:00"}, "counts": {"true"}}, b.next(t).query)
+	})
 }
 
 func TestCloseRequests(t *testing.T) {

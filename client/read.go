@@ -226,6 +226,11 @@ type ListQuery struct {
 	// Order is OrderAsc or OrderDesc; empty is the server's default,
 	// newest first.
 	Order string
+	// StartedAfter and StartedBefore (zero: unbounded) keep runs created
+	// in [StartedAfter, StartedBefore).
+	StartedAfter, StartedBefore time.Time
+	// Counts asks for ListPage.Counts.
+	Counts bool
 }
 
 // ListPage is one page of runs.
@@ -233,6 +238,12 @@ type ListPage struct {
 	Workflows []Execution `json:"workflows"`
 	// NextCursor is the Cursor of the next page; empty on the last page.
 	NextCursor string `json:"next_cursor"`
+	// Counts (when asked) are the runs by state under the query's name, id
+	// and started filters.
+	Counts map[string]int64 `json:"counts,omitempty"`
+	// Status is "partial" when UnavailableShards could not be read.
+	Status            string   `json:"status,omitempty"`
+	UnavailableShards []uint16 `json:"unavailable_shards,omitempty"`
 	// Raw is the server's JSON body.
 	Raw json.RawMessage `json:"-"`
 }
@@ -250,6 +261,11 @@ func (c *Client) List(ctx context.Context, lq ListQuery) (*ListPage, error) {
 	}
 	setNonEmpty(q, "cursor", lq.Cursor)
 	setNonEmpty(q, "order", lq.Order)
+	setTime(q, "started_after", lq.StartedAfter)
+	setTime(q, "started_before", lq.StartedBefore)
+	if lq.Counts {
+		q.Set("counts", "true")
+	}
 	var p ListPage
 	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows", query: q}, &p)
 	if err != nil {
@@ -257,6 +273,12 @@ func (c *Client) List(ctx context.Context, lq ListQuery) (*ListPage, error) {
 	}
 	p.Raw = rep.body
 	return &p, nil
+}
+
+func setTime(q url.Values, key string, t time.Time) {
+	if !t.IsZero() {
+		q.Set(key, t.Format(time.RFC3339Nano))
+	}
 }
 
 func setNonEmpty(q url.Values, key, value string) {

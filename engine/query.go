@@ -383,12 +383,20 @@ type ListQuery struct {
 	Cursor string
 	// Ascending lists oldest first (default newest first).
 	Ascending bool
+	// StartedAfter and StartedBefore (zero: unbounded) keep runs created
+	// in [StartedAfter, StartedBefore).
+	StartedAfter, StartedBefore time.Time
+	// Counts asks for the page's Counts.
+	Counts bool
 }
 
 // ListPage is one page of runs.
 type ListPage struct {
 	Workflows  []Execution `json:"workflows"`
 	NextCursor string      `json:"next_cursor,omitempty"`
+	// Counts, when asked, counts the runs by state under the query's
+	// other filters (its States and Cursor aside).
+	Counts map[string]int64 `json:"counts,omitempty"`
 }
 
 // List pages runs by (created_at, execution_id) keyset.
@@ -403,10 +411,14 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
 			return ListPage{}, fmt.Errorf("state %q: %w", s, ErrInvalidArgument)
 		}
 	}
+	if err := checkStarted(q); err != nil {
+		return ListPage{}, err
+	}
 	cmpOp, order := "<", "DESC"
 	if q.Ascending {
 		cmpOp, order = ">", "ASC"
 	}
+	after, before := startedBounds(q)
 	// The simple protocol plans the query for these arguments: which
 	// filters are set decides which index serves it (see internal/pgpool).
 	rows, err := e.pool.Query(ctx, `
@@ -415,8 +427,10 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
 		   AND ($2 = '' OR workflow_name = $2)
 		   AND ($3 = '' OR workflow_id = $3)
 		   AND ($4::timestamptz IS NULL OR (created_at, execution_id) `+cmpOp+` ($4, $5::uuid))
+		   AND ($7::timestamptz IS NULL OR created_at >= $7)
+		   AND ($8::timestamptz IS NULL OR created_at < $8)
 		 ORDER BY created_at `+order+`, execution_id `+order+`
-		 LIMIT $6`, pgx.QueryExecModeSimpleProtocol, q.States, q.WorkflowName, q.WorkflowID, curT, curID, size+1)
+		 LIMIT $6`, pgx.QueryExecModeSimpleProtocol, q.States, q.WorkflowName, q.WorkflowID, curT, curID, size+1, after, before)
 	if err != nil {
 		return ListPage{}, fmt.Errorf("list executions: %w", err)
 	}
@@ -430,7 +444,10 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
 		last := page.Workflows[size-1]
 		page.NextCursor = encodeCursor(last.CreatedAt, last.ExecutionID)
 	}
-	return page, nil
+	if q.Counts {
+		page.Counts, err = e.countByState(ctx, q)
+	}
+	return page, err
 }
 
 func validState(s string) bool {

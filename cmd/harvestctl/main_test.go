@@ -265,6 +265,17 @@ func TestWorkflowLifecycle(t *testing.T) {
 
 		none := b.okJSON(t, "workflow", "list", "--state", "RUNNING")
 		require.Empty(t, none["workflows"])
+
+		created := wfs[0].(map[string]any)["created_at"].(string)
+		after := b.okJSON(t, "workflow", "list", "--started-after", created, "--counts")
+		require.Len(t, after["workflows"], 1)
+		require.Equal(t, float64(1), after["counts"].(map[string]any)["COMPLETED"])
+		before := b.okJSON(t, "workflow", "list", "--started-before", created)
+		require.Empty(t, before["workflows"], "before is exclusive")
+		require.Contains(t, b.ok(t, "workflow", "list", "--counts"), "counts: CANCELLED 0, COMPLETED 1,")
+		bad := b.ctl(t, "workflow", "list", "--started-after", "yesterday")
+		require.NotZero(t, bad.code)
+		require.Contains(t, bad.stderr, "--started-after \"yesterday\" is not an RFC 3339 time")
 	})
 
 	t.Run("ClosedRunRefusesNewSignalAndCancel", func(t *testing.T) {

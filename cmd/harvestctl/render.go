@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -165,6 +166,22 @@ func listTable(tw *tabwriter.Writer, p *client.ListPage) {
 	}
 	if p.NextCursor != "" {
 		fmt.Fprintf(tw, "\nnext page: --cursor %s\n", p.NextCursor)
+	}
+	listFooter(tw, p)
+}
+
+// listFooter shows the counts by state (when asked) and which shards a
+// partial answer is missing.
+func listFooter(tw *tabwriter.Writer, p *client.ListPage) {
+	if len(p.Counts) > 0 {
+		var parts []string
+		for _, st := range slices.Sorted(maps.Keys(p.Counts)) {
+			parts = append(parts, fmt.Sprintf("%s %d", st, p.Counts[st]))
+		}
+		fmt.Fprintf(tw, "\ncounts: %s\n", strings.Join(parts, ", "))
+	}
+	if p.Status == "partial" {
+		fmt.Fprintf(tw, "\npartial: shards %s could not be read\n", shardList(p.UnavailableShards))
 	}
 }
 

@@ -402,6 +402,9 @@ func listCommand() *cli.Command {
 			&cli.IntFlag{Name: "page-size", Usage: "page size, 1-200 (server default 50)"},
 			&cli.StringFlag{Name: "cursor", Usage: "next_cursor of the previous page"},
 			&cli.StringFlag{Name: "order", Usage: "asc or desc (server default desc)"},
+			&cli.StringFlag{Name: "started-after", Usage: "keep runs started at or after this RFC 3339 time"},
+			&cli.StringFlag{Name: "started-before", Usage: "keep runs started before this RFC 3339 time"},
+			&cli.BoolFlag{Name: "counts", Usage: "also count the runs by state (state filter and cursor aside)"},
 		},
 		Action: listAction,
 	}
@@ -412,14 +415,34 @@ func listAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.api.List(c.Context, client.ListQuery{
+	q := client.ListQuery{
 		States: c.StringSlice("state"), WorkflowName: c.String("workflow-name"), WorkflowID: c.String("workflow-id"),
-		PageSize: c.Int("page-size"), Cursor: c.String("cursor"), Order: c.String("order"),
-	})
+		PageSize: c.Int("page-size"), Cursor: c.String("cursor"), Order: c.String("order"), Counts: c.Bool("counts"),
+	}
+	if q.StartedAfter, err = timeFlag(c, "started-after"); err != nil {
+		return err
+	}
+	if q.StartedBefore, err = timeFlag(c, "started-before"); err != nil {
+		return err
+	}
+	p, err := s.api.List(c.Context, q)
 	if err != nil {
 		return failed(err)
 	}
 	return s.emit(p.Raw, func(tw *tabwriter.Writer) { listTable(tw, p) })
+}
+
+// timeFlag reads an optional RFC 3339 flag (zero when unset).
+func timeFlag(c *cli.Context, name string) (time.Time, error) {
+	v := c.String(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, usagef("--%s %q is not an RFC 3339 time (2026-01-02T15:04:05Z)", name, v)
+	}
+	return t, nil
 }
 
 func reasonFlag() cli.Flag {
