@@ -168,11 +168,46 @@ func TestUIOnANode(t *testing.T) {
 		u.WaitFor("the list", `document.querySelectorAll('tbody tr a').length === 20`)
 		u.checkPage("runs")
 	})
+	t.Run("RunsStartedRangeAndCounts", func(t *testing.T) {
+		u.in(t)
+		l := authed(t, n, read, "GET", "/workflows?workflow_id=ui-noop-00", nil)
+		require.Len(t, l.Body["workflows"], 1, "%v", l.Body)
+		pivot := l.Body["workflows"].([]any)[0].(map[string]any)["created_at"].(string)
+		countOf := func(state string) string {
+			return fmt.Sprintf(`(document.querySelector('#counts [data-state=%s] .n') || {}).textContent`, state)
+		}
+		u.open("#/runs?started_before=" + pivot)
+		u.WaitFor("the orders, started before the first noop run", `document.querySelectorAll('tbody tr a').length === 3 && !!document.querySelector('#counts [data-state=ALL]')`)
+		require.NotContains(t, u.text(), "ui-noop-")
+		require.Equal(t, "3", browsertest.Eval[string](u.Browser, countOf("ALL")))
+		require.Equal(t, "3", browsertest.Eval[string](u.Browser, countOf("RUNNING")))
+		require.Zero(t, u.count(`#counts [data-state=COMPLETED]`), "states without runs are left out")
+		require.NotEmpty(t, browsertest.Eval[string](u.Browser, `document.querySelector('input[name=started_before]').value`), "the filter is shown")
+
+		u.open("#/runs?state=COMPLETED&started_after=" + pivot)
+		u.WaitFor("the noop runs, from the first one on", `document.querySelectorAll('tbody tr a').length === 20 && document.body.innerText.includes('ui-noop-00') === false`)
+		require.Equal(t, "21", browsertest.Eval[string](u.Browser, countOf("COMPLETED")), "counts set the state filter aside")
+		require.Equal(t, "21", browsertest.Eval[string](u.Browser, countOf("ALL")), "the orders started before the range")
+		u.click("Next page")
+		u.WaitFor("the 21st, ui-noop-00 (after is inclusive)", `document.body.innerText.includes('Page 2') && document.querySelectorAll('tbody tr a').length === 1 &&
+			document.body.innerText.includes('ui-noop-00')`)
+		require.Equal(t, "21", browsertest.Eval[string](u.Browser, countOf("COMPLETED")), "the counts stay while paging")
+
+		u.open("#/runs")
+		u.WaitFor("the filter form", `!!document.querySelector('input[name=started_after]')`)
+		u.Do(chromedp.SetValue(chromedp.CSS(`input[name=started_after]`), "2099-01-02T03:04:05"), chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)))
+		u.WaitFor("no run started after 2099", `location.hash.includes('started_after=2099-01-0') && document.querySelector('tbody td.muted') !== null &&
+			(document.querySelector('#counts [data-state=ALL] .n') || {}).textContent === '0'`)
+		require.Regexp(t, `started_after=2099-01-0[12]T\d\d%3A04%3A05\.000Z`, browsertest.Eval[string](u.Browser, `location.hash`), "an RFC 3339 instant in the address")
+
+		u.open("#/runs?started_after=yesterday")
+		u.WaitFor("the page's refusal", `!!document.querySelector('[role=alert]') && document.querySelector('[role=alert]').innerText.includes('started_after "yesterday" is not a date')`)
+	})
 	t.Run("RunTimelineIsLive", func(t *testing.T) {
 		u.in(t)
 		id := orders[0]
 		u.open("#/runs/" + id)
-		u.WaitFor("the charge activity with its key", `!!document.querySelector('li.group[data-activity-id]') &&
+		u.WaitFor("the summary and the charge activity with its key", `!!document.querySelector('#run-title') && !!document.querySelector('li.group[data-activity-id]') &&
 			document.querySelector('li.group').innerText.includes('charge_card') && document.querySelector('li.group').innerText.includes('key')`)
 		require.Contains(t, u.text(), id, "the page shows the execution id")
 		require.Contains(t, u.text(), "ui-order-0")
@@ -286,6 +321,23 @@ func TestUIOnACluster(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, r.Status, "%v", r.Body)
 		u.WaitFor("the close, live through the forwarded stream", `!!document.querySelector('li[data-type=WorkflowCompleted]')`)
 	})
+	t.Run("ParentAndChildren", func(t *testing.T) {
+		u.in(t)
+		parent := startRun(t, c.nodes[0], admin, demo.ParentChainName, "ui-parent", demo.ParentChainInput{Children: 2, Activities: 1})
+		u.open("#/runs/" + parent)
+		u.WaitFor("both children, closed, with links", `document.querySelectorAll('#children tr[data-child]').length === 2 &&
+			[...document.querySelectorAll('#children tr[data-child]')].every(r => r.innerText.includes('COMPLETED') && !!r.querySelector('a'))`)
+		first := fmt.Sprintf(`#children tr[data-child=%q] a`, parent+"-1")
+		require.Equal(t, 1, u.count(first), "the children's workflow ids are the parent's execution id and the command")
+		child := browsertest.Eval[string](u.Browser, fmt.Sprintf(`document.querySelector(%q).getAttribute('href')`, first))
+		u.Do(chromedp.Click(chromedp.CSS(first)))
+		u.WaitFor("the child's page links to its parent", fmt.Sprintf(`location.hash === %q && !!document.querySelector('#parent a') &&
+			document.querySelector('#parent a').textContent === %q`, child, parent))
+		require.Zero(t, u.count(`#children tr`), "the child has no children")
+		u.Do(chromedp.Click(chromedp.CSS(`#parent a`)))
+		u.WaitFor("back on the parent", fmt.Sprintf(`location.hash === %q && document.querySelectorAll('#children tr[data-child]').length === 2`, "#/runs/"+parent))
+		require.Zero(t, u.count(`#parent`), "a run started by a client has no parent")
+	})
 	t.Run("ClusterPage", func(t *testing.T) {
 		u.in(t)
 		u.open("#/cluster")
@@ -309,6 +361,32 @@ func TestUIOnACluster(t *testing.T) {
 		u.click("Undrain shard 1")
 		u.WaitFor("undrained", `!!document.querySelector('[data-outcome=undrained]')`)
 		eventually(t, "shard 1 writable again", 5*time.Second, func() bool { return shardState(t, c.nodes[0], admin, 1) == "writable" })
+	})
+	t.Run("ForcedDrainOfTheLastWritableShard", func(t *testing.T) {
+		u.in(t)
+		r := authed(t, c.nodes[0], admin, "POST", "/admin/shards/1/drain", map[string]any{})
+		require.Equal(t, http.StatusAccepted, r.Status, "%v", r.Body)
+		u.WaitFor("shard 1 draining on the page", `!!document.querySelector('[data-shard="1"] progress')`)
+		u.click("Drain shard 0")
+		u.WaitFor("the unsafe check with its force box", `document.getElementById('confirm').open && document.getElementById('confirm').innerText.includes('last writable shard') &&
+			!!document.querySelector('#confirm input[name=force]')`)
+		require.True(t, browsertest.Eval[bool](u.Browser, `document.getElementById('confirm-ok').disabled`), "no confirm before the force box is ticked")
+		require.Equal(t, "Force drain shard 0", browsertest.Eval[string](u.Browser, `document.getElementById('confirm-ok').textContent`))
+		u.RequireAccessibleNames("forced drain dialog")
+		u.Do(chromedp.Click(chromedp.CSS(`#confirm input[name=force]`)))
+		require.False(t, browsertest.Eval[bool](u.Browser, `document.getElementById('confirm-ok').disabled`))
+		u.Do(chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		u.WaitFor("forced, with the risk said", `!!document.querySelector('[data-outcome=forced]')`)
+		require.Contains(t, browsertest.Eval[string](u.Browser, `document.querySelector('[data-outcome=forced]').innerText`), "forced")
+		require.Equal(t, "draining", shardState(t, c.nodes[0], admin, 0))
+		for _, shard := range []string{"0", "1"} {
+			r := authed(t, c.nodes[0], admin, "POST", "/admin/shards/"+shard+"/undrain", map[string]any{})
+			require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+		}
+		eventually(t, "both shards writable again", 5*time.Second, func() bool {
+			return shardState(t, c.nodes[0], admin, 0) == "writable" && shardState(t, c.nodes[0], admin, 1) == "writable"
+		})
+		u.WaitFor("the page shows them writable", `[...document.querySelectorAll('button')].filter(b => b.textContent.startsWith('Drain shard ')).length === 2`)
 	})
 	t.Run("Gates", func(t *testing.T) {
 		u.in(t)

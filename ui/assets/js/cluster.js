@@ -1,7 +1,8 @@
 // The cluster page: gossip members and routing for every reader; with an
 // admin token also raft peers, the shard catalog with drain (its safety
-// check shown before confirming, a progress bar while it drains) and
-// undrain, and admission gates (list, close, open).
+// check shown before confirming, a force box when it finds the drain
+// unsafe, a progress bar while it drains) and undrain, and admission
+// gates (list, close, open).
 import { call } from './api.js';
 import { h, fill, field, badge, when, table, notice, confirm } from './dom.js';
 import { may } from './session.js';
@@ -124,8 +125,9 @@ function shardAction(el, s, writable, reload) {
   return '—';
 }
 
-// drain shows the shard's fresh safety facts, then drains without force:
-// the server refuses an unsafe drain itself.
+// drain shows the shard's fresh safety facts, then drains. A drain the
+// safety check finds unsafe is sent only forced, and only once the
+// operator ticked the force box under the risks shown.
 async function drain(el, id, writable, reload) {
   let s;
   try {
@@ -134,27 +136,51 @@ async function drain(el, id, writable, reload) {
     say(el, 'Could not read shard ' + id + ': ' + err.message, 'error');
     return;
   }
-  const st = s.status || {};
+  const risks = drainRisks(s, writable);
+  const force = h('input', { type: 'checkbox', name: 'force', id: 'force-drain' });
+  const body = [drainFacts(s.status || {}),
+    h('p', {}, 'Existing runs keep running; the shard keeps answering dedup probes until the window passes, then becomes read-only.'),
+    risks.length ? [notice('Unsafe: ' + risks.join('; ') + '. The server refuses this drain unless it is forced.', 'warn'),
+      h('div', { class: 'row' }, force, h('label', { for: 'force-drain' }, 'Force the drain despite these risks'))]
+      : notice('Safety check passed.', 'ok'),
+  ];
+  const asked = confirm('Drain shard ' + id + '?', body, risks.length ? 'Force drain shard ' + id : 'Drain shard ' + id);
+  if (risks.length) guard(force);
+  if (!(await asked)) return;
+  await sendDrain(el, id, risks.length > 0 && force.checked);
+  reload();
+}
+
+function drainRisks(s, writable) {
   const risks = [];
   if (writable <= 1) risks.push('it is the last writable shard: new runs would have nowhere to go');
   if (!s.reachable) risks.push('it cannot be reached: its claims cannot be checked');
-  const body = [
-    h('dl', { class: 'facts' },
-      h('dt', {}, 'Start claims inside the window'), h('dd', {}, String(st.claims_in_window ?? '?')),
-      h('dt', {}, 'Runs inside the window'), h('dd', {}, String(st.runs_in_window ?? '?')),
-      h('dt', {}, 'Running executions'), h('dd', {}, String(st.running_executions ?? '?')),
-      h('dt', {}, 'Window passes'), h('dd', {}, st.window_passes_at ? when(st.window_passes_at) : 'already passed')),
-    h('p', {}, 'Existing runs keep running; the shard keeps answering dedup probes until the window passes, then becomes read-only.'),
-    risks.length ? notice('Unsafe: ' + risks.join('; ') + '. The server will refuse this drain.', 'warn') : notice('Safety check passed.', 'ok'),
-  ];
-  if (!(await confirm('Drain shard ' + id + '?', body, 'Drain shard ' + id))) return;
+  return risks;
+}
+
+function drainFacts(st) {
+  return h('dl', { class: 'facts' },
+    h('dt', {}, 'Start claims inside the window'), h('dd', {}, String(st.claims_in_window ?? '?')),
+    h('dt', {}, 'Runs inside the window'), h('dd', {}, String(st.runs_in_window ?? '?')),
+    h('dt', {}, 'Running executions'), h('dd', {}, String(st.running_executions ?? '?')),
+    h('dt', {}, 'Window passes'), h('dd', {}, st.window_passes_at ? when(st.window_passes_at) : 'already passed'));
+}
+
+// guard keeps the dialog's confirm button off until the box is ticked.
+function guard(box) {
+  const ok = document.getElementById('confirm-ok');
+  ok.disabled = true;
+  box.addEventListener('change', () => { ok.disabled = !box.checked; });
+}
+
+async function sendDrain(el, id, force) {
   try {
-    await call('POST', '/admin/shards/' + id + '/drain', { body: { force: false } });
-    say(el, 'Shard ' + id + ' is draining.', 'ok', 'drained');
+    const r = await call('POST', '/admin/shards/' + id + '/drain', { body: { force } });
+    if (r.forced) say(el, 'Shard ' + id + ' is draining, forced: ' + (r.risk || 'a safety check was overridden') + '.', 'warn', 'forced');
+    else say(el, 'Shard ' + id + ' is draining.', 'ok', 'drained');
   } catch (err) {
     say(el, 'Drain refused: ' + err.message, 'error');
   }
-  reload();
 }
 
 async function undrain(el, id, reload) {

@@ -73,7 +73,9 @@ export function confirm(title, body, okLabel) {
   const dlg = document.getElementById('confirm');
   fill(document.getElementById('confirm-title'), title);
   fill(document.getElementById('confirm-body'), body);
-  fill(document.getElementById('confirm-ok'), okLabel);
+  const ok = document.getElementById('confirm-ok');
+  fill(ok, okLabel);
+  ok.disabled = false;
   dlg.returnValue = '';
   dlg.showModal();
   return new Promise((resolve) => {

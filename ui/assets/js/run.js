@@ -13,13 +13,14 @@ export function runPage(root, id, session) {
   const el = {
     summary: h('section', { 'aria-labelledby': 'run-title', class: 'card' }),
     live: h('p', { class: 'live', role: 'status', id: 'live' }, 'Connecting to the event stream…'),
+    children: h('section', { 'aria-label': 'Child workflows', id: 'children' }),
     pending: h('section', { 'aria-label': 'Pending work' }),
     signals: h('section', { 'aria-label': 'Signals' }),
     timeline: h('section', { 'aria-labelledby': 'timeline-title' }),
   };
   run.refresh = debounce(() => describe(run, el), 250);
   fill(root, h('p', {}, h('a', { href: '#/runs' }, '← All runs')), el.summary, el.live,
-    may(session, 'write') ? actions(run, session) : null, el.pending, el.signals, el.timeline);
+    may(session, 'write') ? actions(run, session) : null, el.children, el.pending, el.signals, el.timeline);
   describe(run, el);
   follow(run, el);
   return () => ctl.abort();
@@ -40,6 +41,7 @@ async function describe(run, el) {
   }
   run.state = d.execution.state;
   summary(el.summary, d);
+  children(el.children, d.children || []);
   pending(el.pending, d);
 }
 
@@ -56,6 +58,8 @@ function summary(root, d) {
     if (x[k]) rows.push([label, runLink(x[k])]);
   }
   if (x.chain_id && x.chain_id !== x.execution_id) rows.push(['Chain (first run)', runLink(x.chain_id)]);
+  const parent = parentOf(x.idempotency_key);
+  if (parent) rows.push(['Parent', h('span', { id: 'parent' }, runLink(parent.id), ' ', h('span', { class: 'muted' }, '(child command ' + parent.command + ')'))]);
   if (d.cancel_requested_at) rows.push(['Cancel requested', when(d.cancel_requested_at)]);
   if (x.last_error) rows.push(['Workflow task failing', h('span', { class: 'fail' }, x.last_error + ' (attempt ' + x.task_attempt + ')')]);
   fill(root, h('h1', { id: 'run-title' }, x.workflow_name, ' · ', h('span', { class: 'mono' }, x.workflow_id)),
@@ -68,6 +72,27 @@ function summary(root, d) {
 function mono(s) { return h('span', { class: 'mono' }, s); }
 
 function runLink(id) { return h('a', { href: '#/runs/' + id, class: 'mono' }, id); }
+
+// parentOf reads a child's parent from its start key, the system key
+// hv:child:<parent execution id>:<command id> its parent started it with.
+function parentOf(key) {
+  const m = /^hv:child:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(.+)$/.exec(key || '');
+  if (!m) return null;
+  return { id: m[1], command: m[2] };
+}
+
+// children lists the child workflows the run started, as the run knows
+// them (a child's own page has its own state).
+function children(root, list) {
+  if (!list.length) { fill(root); return; }
+  const rows = list.map((c) => h('tr', { 'data-child': c.workflow_id },
+    h('td', {}, mono(c.command_id)), h('td', {}, c.workflow_name),
+    h('td', {}, c.execution_id ? h('a', { href: '#/runs/' + c.execution_id, class: 'mono' }, c.workflow_id) : mono(c.workflow_id)),
+    h('td', {}, badge(c.state), c.start_error ? h('div', { class: 'fail' }, c.start_error) : null),
+    h('td', {}, c.parent_close_policy), h('td', {}, when(c.initiated_at))));
+  fill(root, h('h2', {}, 'Children'),
+    table('Child workflows (states as this run knows them)', ['Command', 'Workflow', 'Workflow id', 'State', 'On parent close', 'Initiated'], rows));
+}
 
 function pending(root, d) {
   const acts = d.pending_activities.map((a) => h('tr', {},
