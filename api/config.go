@@ -17,6 +17,8 @@ const (
 	ResultWaitMaxDefault = 30 * time.Second
 	// BodyReadTimeoutDefault bounds reading a request body.
 	BodyReadTimeoutDefault = 30 * time.Second
+	// StreamHeartbeatDefault is the event stream's longest silence.
+	StreamHeartbeatDefault = 15 * time.Second
 )
 
 // Config configures the HTTP API. Zero fields take the defaults above.
@@ -31,6 +33,12 @@ type Config struct {
 	// headers: a body not fully read by then is answered 408 and its
 	// connection closed. Responses are not bounded (long-polls hold them).
 	BodyReadTimeout time.Duration
+	// StreamHeartbeat is the longest silence of an event stream: a
+	// comment line (": keep-alive") then keeps proxies and the forwarding
+	// node from timing it out. A forwarding node takes an owner silent
+	// for twice this plus 5 s for lost, so every node of a cluster uses
+	// the same value (node sets none: the default).
+	StreamHeartbeat time.Duration
 	// NodeID names this node in the forwarding header.
 	NodeID string
 	// Cluster answers GET /cluster/members; nil lists no members.
@@ -66,12 +74,13 @@ func (c Config) withDefaults() Config {
 	c.ResultWaitMax = cmp.Or(c.ResultWaitMax, ResultWaitMaxDefault)
 	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, BodyReadTimeoutDefault)
 	c.Limits = c.Limits.withDefaults()
+	c.StreamHeartbeat = cmp.Or(c.StreamHeartbeat, StreamHeartbeatDefault)
 	return c
 }
 
 // Validate reports invalid fields.
 func (c Config) Validate() error {
-	if c.MaxBodyBytes < 0 || c.ResultWaitMax < 0 || c.BodyReadTimeout < 0 {
+	if c.MaxBodyBytes < 0 || c.ResultWaitMax < 0 || c.BodyReadTimeout < 0 || c.StreamHeartbeat < 0 {
 		return errors.New("api config: limits must not be negative")
 	}
 	if err := c.Limits.Validate(); err != nil {

@@ -21,9 +21,6 @@ const (
 	// streamPoll is how long the stream waits for the run to close
 	// before it reads new events again.
 	streamPoll = 250 * time.Millisecond
-	// streamHeartbeat is the longest silence: a comment line then keeps
-	// proxies and the forwarding node from timing the stream out.
-	streamHeartbeat = 15 * time.Second
 	// streamResumeWithin bounds how long a stream looks for its run's
 	// shard again after losing it (an ownership change) before it ends
 	// with an "error" event; the client may resume with Last-Event-ID.
@@ -60,7 +57,7 @@ func (s *Server) eventsStream(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	w := newSSEWriter(c, after)
+	w := newSSEWriter(c, after, s.cfg.StreamHeartbeat)
 	s.pump(c.Request.Context(), w, id, src)
 }
 

@@ -17,9 +17,9 @@ import (
 )
 
 // streamIdle is how long a forwarded stream may stay silent (the owner
-// sends a heartbeat every streamHeartbeat) before the owner is taken
-// for lost and the stream resumed elsewhere.
-const streamIdle = 2*streamHeartbeat + 5*time.Second
+// sends a keep-alive after heartbeat of silence) before the owner is
+// taken for lost and the stream resumed elsewhere.
+func streamIdle(heartbeat time.Duration) time.Duration { return 2*heartbeat + 5*time.Second }
 
 // streamClient forwards event streams. Unlike the forwarding client it
 // has no overall timeout (a stream lasts as long as its run): only the
@@ -37,6 +37,8 @@ type ownerSource struct {
 	body   io.ReadCloser
 	cancel context.CancelFunc
 	idle   *time.Timer
+	// silence is how long the owner may stay silent (streamIdle).
+	silence time.Duration
 }
 
 // dialOwner opens the owner's stream from after (its Last-Event-ID). An
@@ -66,7 +68,8 @@ func (s *Server) dialOwner(c *gin.Context, t Target, after int64) (source, error
 		defer res.Body.Close()
 		return nil, ownerError(res)
 	}
-	return &ownerSource{body: res.Body, cancel: cancel, idle: time.AfterFunc(streamIdle, cancel)}, nil
+	silence := streamIdle(s.cfg.StreamHeartbeat)
+	return &ownerSource{body: res.Body, cancel: cancel, idle: time.AfterFunc(silence, cancel), silence: silence}, nil
 }
 
 // ownerError is the owner's JSON error answer, passed on unchanged.
@@ -99,7 +102,7 @@ func (o *ownerSource) run(_ context.Context, w *sseWriter) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		o.idle.Reset(streamIdle)
+		o.idle.Reset(o.silence)
 		if f.event == sseError {
 			return false, errors.New("the owner lost the run's shard")
 		}

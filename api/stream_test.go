@@ -291,3 +291,51 @@ func TestEventsStreamForwarded(t *testing.T) {
 		require.Zero(t, streamClient.Timeout, "a stream outlives the forwarding client's timeout")
 	})
 }
+
+// keepAlive reads frames up to the first comment frame, which it returns;
+// it fails on the end of the stream or a closed event first.
+func (s *stream) keepAlive() string {
+	s.t.Helper()
+	for {
+		f, err := readFrame(s.rd)
+		require.NoError(s.t, err)
+		if f.event == "" {
+			return string(f.raw)
+		}
+		require.NotEqual(s.t, sseClosed, f.event, "the run closed before a keep-alive")
+	}
+}
+
+// TestEventsStreamKeepAlive: a silent stream gets a keep-alive comment
+// after Config.StreamHeartbeat of silence, here and through a forwarding
+// node, and goes on to its close.
+func TestEventsStreamKeepAlive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const beat = 20 * time.Millisecond
+	srv, err := New(Config{NodeKey: testNodeKey, NodeID: "owner", StreamHeartbeat: beat}, SingleShard(b.engine))
+	require.NoError(t, err)
+	owner := httptest.NewServer(srv)
+	t.Cleanup(owner.Close)
+	proxySrv, err := New(Config{NodeKey: testNodeKey, NodeID: "proxy", StreamHeartbeat: beat}, &movingRouter{single: single{b.engine}, url: owner.URL})
+	require.NoError(t, err)
+	proxy := httptest.NewServer(proxySrv)
+	t.Cleanup(proxy.Close)
+
+	for _, tc := range []struct{ name, base string }{{"Owner", owner.URL}, {"Forwarded", proxy.URL}} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := startBlock(t, b, "ka-"+tc.name)
+			s := openStream(t, tc.base+BasePath, id, "")
+			require.Equal(t, ": keep-alive\n\n", s.keepAlive())
+			require.Equal(t, ": keep-alive\n\n", s.keepAlive(), "again while the run stays silent")
+			require.Equal(t, http.StatusAccepted, b.do(t, "POST", "/workflows/"+id+"/signal/go", `"x"`).Status)
+			ids, state := s.end()
+			require.Equal(t, engine.StateCompleted, state)
+			require.Equal(t, b.eventCount(t, id)-1, ids[len(ids)-1], "every event after the keep-alives")
+		})
+	}
+	t.Run("DefaultIsFifteenSeconds", func(t *testing.T) {
+		require.Equal(t, 15*time.Second, Config{}.withDefaults().StreamHeartbeat)
+		require.Equal(t, 35*time.Second, streamIdle(StreamHeartbeatDefault), "a forwarding node waits two beats and 5 s")
+	})
+}

@@ -16,18 +16,20 @@ type sseWriter struct {
 	last int64
 	// forwarded: another node forwarded this stream and resumes it.
 	forwarded bool
-	wrote     time.Time
-	moved     bool
+	// every is the longest silence before a keep-alive comment.
+	every time.Duration
+	wrote time.Time
+	moved bool
 }
 
 // newSSEWriter commits the answer to an event stream.
-func newSSEWriter(c *gin.Context, after int64) *sseWriter {
+func newSSEWriter(c *gin.Context, after int64, every time.Duration) *sseWriter {
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
-	w := &sseWriter{c: c, last: after, forwarded: c.GetHeader(ForwardedHeader) != "", wrote: time.Now()}
+	w := &sseWriter{c: c, last: after, forwarded: c.GetHeader(ForwardedHeader) != "", every: every, wrote: time.Now()}
 	w.flush()
 	return w
 }
@@ -56,9 +58,9 @@ func (w *sseWriter) frame(raw []byte, id string) {
 	}
 }
 
-// heartbeat writes a comment line after streamHeartbeat of silence.
+// heartbeat writes a comment line after w.every of silence.
 func (w *sseWriter) heartbeat() {
-	if time.Since(w.wrote) < streamHeartbeat {
+	if time.Since(w.wrote) < w.every {
 		return
 	}
 	w.frame([]byte(": keep-alive\n\n"), "")
