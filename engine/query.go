@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -450,13 +451,7 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
 	return page, err
 }
 
-func validState(s string) bool {
-	switch s {
-	case StateRunning, StateCompleted, StateFailed, StateCancelled, StateTimedOut, StateTerminated, StateContinuedAsNew:
-		return true
-	}
-	return false
-}
+func validState(s string) bool { return slices.Contains(listStates, s) }
 
 // ListCursor is the List cursor that continues after x.
 func ListCursor(x Execution) string { return encodeCursor(x.CreatedAt, x.ExecutionID) }
