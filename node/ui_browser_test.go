@@ -68,6 +68,13 @@ func (u *uiTab) click(label string) {
 	u.Do(chromedp.Click(chromedp.JSPath(fmt.Sprintf(`[...document.querySelectorAll('button')].find(b => b.textContent.trim() === %q)`, label))))
 }
 
+// follow clicks the link sel finds, in one step in the page (a refresh
+// of the section may replace the element between a lookup and a click).
+func (u *uiTab) follow(sel string) {
+	u.t.Helper()
+	browsertest.Eval[bool](u.Browser, fmt.Sprintf(`(document.querySelector(%q).click(), true)`, sel))
+}
+
 // text is the page's visible text.
 func (u *uiTab) text() string {
 	u.t.Helper()
@@ -330,11 +337,11 @@ func TestUIOnACluster(t *testing.T) {
 		first := fmt.Sprintf(`#children tr[data-child=%q] a`, parent+"-1")
 		require.Equal(t, 1, u.count(first), "the children's workflow ids are the parent's execution id and the command")
 		child := browsertest.Eval[string](u.Browser, fmt.Sprintf(`document.querySelector(%q).getAttribute('href')`, first))
-		u.Do(chromedp.Click(chromedp.CSS(first)))
+		u.follow(first)
 		u.WaitFor("the child's page links to its parent", fmt.Sprintf(`location.hash === %q && !!document.querySelector('#parent a') &&
 			document.querySelector('#parent a').textContent === %q`, child, parent))
 		require.Zero(t, u.count(`#children tr`), "the child has no children")
-		u.Do(chromedp.Click(chromedp.CSS(`#parent a`)))
+		u.follow(`#parent a`)
 		u.WaitFor("back on the parent", fmt.Sprintf(`location.hash === %q && document.querySelectorAll('#children tr[data-child]').length === 2`, "#/runs/"+parent))
 		require.Zero(t, u.count(`#parent`), "a run started by a client has no parent")
 	})

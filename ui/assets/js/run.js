@@ -83,7 +83,12 @@ function parentOf(key) {
 
 // children lists the child workflows the run started, as the run knows
 // them (a child's own page has its own state).
+const shownChildren = new WeakMap();
+
 function children(root, list) {
+  const key = JSON.stringify(list);
+  if (shownChildren.get(root) === key) return; // a refresh that reads the same keeps the focus
+  shownChildren.set(root, key);
   if (!list.length) { fill(root); return; }
   const rows = list.map((c) => h('tr', { 'data-child': c.workflow_id },
     h('td', {}, mono(c.command_id)), h('td', {}, c.workflow_name),
