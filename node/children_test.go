@@ -61,16 +61,19 @@ func TestChildrenAcrossTheCluster(t *testing.T) {
 	// The approver signals an order by its workflow id, placed on a shard
 	// of another node: the id resolves there over the signed probe route.
 	t.Run("SignalExternalWorkflowAcrossNodes", func(t *testing.T) {
-		sender := c.nodes[2]
-		shard := slices.IndexFunc(c.cat.Readable, func(s uint16) bool { return c.owner(s).NodeID() != sender.NodeID() })
-		require.GreaterOrEqual(t, shard, 0, "some shard is on another node")
-		wf := keyOn(t, "approval_race", c.cat, c.cat.Readable[shard], nil, 0)
+		// The approver and the order on shards of two different nodes.
+		first := c.cat.Readable[0]
+		other := slices.IndexFunc(c.cat.Readable, func(s uint16) bool { return c.owner(s).NodeID() != c.owner(first).NodeID() })
+		require.GreaterOrEqual(t, other, 0, "some shard is on another node")
+		sender := c.owner(first)
+		wf := keyOn(t, "approval_race", c.cat, c.cat.Readable[other], nil, 0)
+		approverID := keyOn(t, demo.ApproverName, c.cat, first, nil, 0)
 		order := call(t, c.nodes[0], "POST", "/workflows/approval_race/start",
 			map[string]any{"workflow_id": wf, "input": map[string]any{"timeout_ms": 600000, "auto_approve_ms": 600000}})
 		require.Equal(t, http.StatusCreated, order.Status, "%v", order.Body)
 		id := fmt.Sprint(order.Body["execution_id"])
 		a := call(t, sender, "POST", "/workflows/"+demo.ApproverName+"/start?wait=30s",
-			map[string]any{"input": map[string]any{"order_workflow": "approval_race", "order_workflow_id": wf, "by": "ops"}})
+			map[string]any{"workflow_id": approverID, "input": map[string]any{"order_workflow": "approval_race", "order_workflow_id": wf, "by": "ops"}})
 		require.Equal(t, http.StatusCreated, a.Status, "%v", a.Body)
 		require.Equal(t, "approved", a.Body["result"].(map[string]any)["output"], "%v", a.Body)
 		approver := fmt.Sprint(a.Body["execution_id"])
