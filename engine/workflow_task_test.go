@@ -23,7 +23,7 @@ func TestWorkflowTaskBatches(t *testing.T) {
 	// One worker taking up to 8 tasks per transaction; the runs are made
 	// due at the same moment, so that batches hold several of them.
 	e := b.engine(t, func(c *Config) { c.WorkflowWorkers, c.WorkflowTaskBatch = 1, 8 })
-	due := time.Now().Add(500 * time.Millisecond)
+	due := time.Now().Add(3 * time.Second) // after the 21 starts, even on a loaded machine
 	var runs []uuid.UUID
 	for i := range 20 {
 		res := start(t, e, StartRequest{WorkflowName: "two_calls", IdempotencyKey: fmt.Sprint("batch-", i), StartAt: &due})
