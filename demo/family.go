@@ -27,6 +27,9 @@ type ParentChainInput struct {
 	Activities int `json:"activities"`
 	// Policy is the children's parent close policy (default terminate).
 	Policy string `json:"policy,omitempty"`
+	// ChildWorkflowID, when set, names child i "<ChildWorkflowID>-<i>"
+	// (default: "<parent execution id>-<command id>").
+	ChildWorkflowID string `json:"child_workflow_id,omitempty"`
 }
 
 // ApproverInput is the approver workflow's input.
@@ -48,6 +51,9 @@ func (d *Demo) parentChain(ctx harvest.Context, in ParentChainInput) (int, error
 	opts := harvest.ChildOptions{ParentClosePolicy: harvest.ParentClosePolicy(in.Policy)}
 	futures := make([]harvest.ChildFuture[int], in.Children)
 	for i := range futures {
+		if in.ChildWorkflowID != "" {
+			opts.WorkflowID = fmt.Sprintf("%s-%d", in.ChildWorkflowID, i)
+		}
 		futures[i] = d.NoopChain.Execute(ctx, NoopChainInput{Activities: in.Activities}, opts)
 	}
 	sum := 0

@@ -132,6 +132,11 @@ type Config struct {
 	// it. The zero Logger (the field left unset) is DefaultLogger: JSON
 	// lines on stderr at info. Pass zerolog.Nop() to discard.
 	Logger zerolog.Logger
+
+	// wrapOutbound, when set (tests of this package only), wraps the
+	// node's Outbound for its shard engines: a test can lose an answer or
+	// hold an attempt of the outbox.
+	wrapOutbound func(engine.Outbound) engine.Outbound
 }
 
 func (c Config) withDefaults() Config {

@@ -219,7 +219,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			StateCacheEntries: n.cfg.StateCacheEntries,
 			StateCacheBytes:   n.cfg.StateCacheBytes,
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
-			Outbound:          &n.outbound,
+			Outbound:          n.engineOutbound(),
 		},
 		Window: n.engineWindow(),
 		Logger: n.root,
@@ -229,6 +229,15 @@ func (n *Node) startShards(ctx context.Context) error {
 	}
 	n.mgr = mgr
 	return mgr.Start(ctx)
+}
+
+// engineOutbound is the Outbound the shard engines perform their outbox
+// through: the node's own API.
+func (n *Node) engineOutbound() engine.Outbound {
+	if n.cfg.wrapOutbound != nil {
+		return n.cfg.wrapOutbound(&n.outbound)
+	}
+	return &n.outbound
 }
 
 // Owned lists the shards this node serves right now.
