@@ -36,7 +36,9 @@ func TestClusterTokens(t *testing.T) {
 	created := authed(t, c.nodes[0], admin, "POST", "/admin/tokens", map[string]any{"scope": "write", "name": "ci"})
 	require.Equal(t, http.StatusCreated, created.Status, "%v", created.Body)
 	token, id := created.Body["token"].(string), created.Body["id"].(string)
-	for _, n := range c.nodes[1:] {
+	// Every node learns the token when it applies the raft entry: the
+	// node that forwarded the creation to the leader too, a moment later.
+	for _, n := range c.nodes {
 		eventually(t, "the new token on "+n.NodeID(), 10*time.Second, func() bool {
 			return authed(t, n, token, "GET", "/workflows", nil).Status == http.StatusOK
 		})
