@@ -232,7 +232,7 @@ func (a *Admin) streamLayer() (*authLayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft transport on %s: %w", a.cfg.BindAddr, err)
 	}
-	l := &authLayer{ln: ln, advertise: advertise, ring: a.raftKeys, timeout: handshakeTimeout, log: a.log}
+	l := &authLayer{ln: ln, advertise: advertise, ring: a.raftKeys, tls: a.cfg.TLS, timeout: handshakeTimeout, log: a.log}
 	if addr, ok := l.Addr().(*net.TCPAddr); !ok || addr.IP == nil || addr.IP.IsUnspecified() {
 		_ = ln.Close()
 		return nil, fmt.Errorf("raft transport on %s: the address to advertise is not a specific IP", a.cfg.BindAddr)

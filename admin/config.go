@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/tlsconf"
 )
 
 // Defaults of Config.
@@ -86,6 +87,9 @@ type Config struct {
 	// without the key can neither send raft RPCs to this node nor receive
 	// its. Required.
 	ClusterKey clusterkey.Key
+	// TLS, when set, runs the raft transport over mutual TLS (the node's
+	// certificate, peers verified against its CA) under the handshake.
+	TLS *tlsconf.Material
 	// Logger receives the admin's lines (component=admin) and raft's at
 	// debug level. It should carry node_id. The zero Logger discards.
 	Logger zerolog.Logger

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
+
+	"github.com/harvestd/harvest/internal/tlsconf"
 )
 
 // Handshake of the raft transport.
@@ -48,8 +51,12 @@ type authLayer struct {
 	ln        net.Listener
 	advertise net.Addr
 	ring      *raftKeys
-	timeout   time.Duration
-	log       zerolog.Logger
+	// tls, when set, runs every connection over mutual TLS before the
+	// handshake: the dialer verifies the acceptor's certificate against
+	// the CA, the acceptor requires the dialer's.
+	tls     *tlsconf.Material
+	timeout time.Duration
+	log     zerolog.Logger
 }
 
 // raftKeys are the raft keys of a rotation, the first the one a dialer
@@ -74,6 +81,9 @@ func (l *authLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	if err != nil {
 		return nil, err
 	}
+	if l.tls != nil {
+		conn = tls.Client(conn, l.clientTLS(string(address)))
+	}
 	if err := l.handshake(conn, dialHandshake); err != nil {
 		l.log.Warn().Err(err).Str("raft_addr", string(address)).Msg("raft handshake failed")
 		return nil, err
@@ -89,7 +99,20 @@ func (l *authLayer) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if l.tls != nil {
+		conn = tls.Server(conn, l.tls.Server(tls.RequireAndVerifyClientCert))
+	}
 	return &acceptedConn{Conn: conn, l: l}, nil
+}
+
+// clientTLS verifies the peer at address (its host is the name its
+// certificate must carry).
+func (l *authLayer) clientTLS(address string) *tls.Config {
+	c := l.tls.Client()
+	if host, _, err := net.SplitHostPort(address); err == nil {
+		c.ServerName = host
+	}
+	return c
 }
 
 func (l *authLayer) Close() error { return l.ln.Close() }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -61,6 +62,10 @@ type Config struct {
 	// the other keys of a cluster key rotation (NodeKey always verifies).
 	// Server.SetNodeKeys replaces both while the server runs.
 	NodeVerifyKeys [][]byte
+	// ForwardTLS, when set, is the TLS configuration of requests to other
+	// nodes (their URLs are https): the CA that verifies them and this
+	// node's certificate.
+	ForwardTLS *tls.Config
 	// Limits shed load: a per-token rate and in-flight limits (shed.go).
 	Limits Limits
 	// Logger logs server faults (5xx) and, at info level, the audit

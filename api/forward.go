@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,8 +34,9 @@ var (
 	forwardResponseHeaders = []string{"Content-Type", "Retry-After"}
 )
 
-func newForwardClient() *http.Client {
+func newForwardClient(tlsCfg *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = tlsCfg
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second

@@ -40,7 +40,7 @@ func New(cfg Config, router Router) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	gin.SetMode(gin.ReleaseMode)
-	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(),
+	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(cfg.ForwardTLS),
 		access: map[string]access{}, shedder: newShedder(cfg.Limits), now: time.Now}
 	s.gin.HandleMethodNotAllowed = true
 	// No redirects: a path with a trailing or empty segment, or in the

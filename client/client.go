@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,6 +43,17 @@ func WithHTTPClient(hc *http.Client) Option {
 		if hc != nil {
 			c.http = hc
 		}
+	}
+}
+
+// WithTLSConfig sends requests over a transport with cfg (an https
+// baseURL): e.g. RootCAs holding the cluster's CA (harvestctl --ca-cert).
+// It replaces the http.Client WithHTTPClient set.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *Client) {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg
+		c.http = &http.Client{Transport: t}
 	}
 }
 

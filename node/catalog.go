@@ -87,7 +87,7 @@ func (n *Node) startAdmin() error {
 		NodeID: n.nodeID, DataDir: n.cfg.DataDir, BindAddr: rc.BindAddr, AdvertiseAddr: rc.AdvertiseAddr,
 		BootstrapExpect: rc.BootstrapExpect, MaxVoters: rc.MaxVoters, InitialShards: n.cfg.Shards,
 		Settings: admin.Settings{IdempotencyWindow: n.cfg.IdempotencyWindow}, Raft: rc.Raft,
-		ClusterKey: n.cfg.ClusterKey, Logger: n.root,
+		ClusterKey: n.cfg.ClusterKey, TLS: n.tls, Logger: n.root,
 	}, lazyPeers{v: &n.gossipRef, changed: n.adminNudge})
 	if err != nil {
 		return err
@@ -230,7 +230,7 @@ var _ api.Admin = catalogAdmin{}
 func (c catalogAdmin) leaderErr(err error) error {
 	var nl *admin.NotLeaderError
 	if errors.As(err, &nl) {
-		return leaderError(nl)
+		return leaderError(nl, c.n.tls != nil)
 	}
 	switch {
 	case errors.Is(err, admin.ErrUnknownShard):
@@ -248,10 +248,10 @@ func (c catalogAdmin) leaderErr(err error) error {
 }
 
 // leaderError sends a write refused by a follower to the leader's API.
-func leaderError(nl *admin.NotLeaderError) *api.LeaderError {
+func leaderError(nl *admin.NotLeaderError, secure bool) *api.LeaderError {
 	le := &api.LeaderError{LeaderID: nl.LeaderID}
 	if nl.LeaderAPIAddr != "" {
-		le.URL = "http://" + nl.LeaderAPIAddr
+		le.URL = apiURL(secure, nl.LeaderAPIAddr)
 	}
 	return le
 }
@@ -264,7 +264,7 @@ func (c catalogAdmin) requireLeader() error {
 	}
 	le := &api.LeaderError{LeaderID: id}
 	if addr != "" {
-		le.URL = "http://" + addr
+		le.URL = apiURL(c.n.tls != nil, addr)
 	}
 	return le
 }

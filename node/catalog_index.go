@@ -84,7 +84,7 @@ func (n *Node) learnLeaderIndex(ctx context.Context, li *leaderIndex) error {
 	if addr == "" {
 		return fmt.Errorf("no leader known (%q)", id)
 	}
-	index, err := n.askIndex(ctx, "http://"+addr)
+	index, err := n.askIndex(ctx, apiURL(n.tls != nil, addr))
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (n *Node) askIndex(ctx context.Context, base string) (uint64, error) {
 		return 0, err
 	}
 	api.SignNode(req, n.signKey(), n.nodeID, auth.Anonymous, time.Now())
-	res, err := http.DefaultClient.Do(req)
+	res, err := n.nodeClient().Do(req)
 	if err != nil {
 		return 0, err
 	}

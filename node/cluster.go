@@ -115,10 +115,12 @@ type router struct {
 	tokensReady func() error
 	// lagging: the catalog is replicated (raft) and may trail the leader.
 	lagging bool
-	self    string
-	src     placement
-	mgr     *shardmgr.Manager
-	view    view
+	// secure: the nodes serve their APIs over TLS (https).
+	secure bool
+	self   string
+	src    placement
+	mgr    *shardmgr.Manager
+	view   view
 }
 
 // Place places (name, routingKey) by the current epoch and lists the
@@ -201,7 +203,7 @@ func (r *router) ForShard(shard uint16) (api.Target, error) {
 	}
 	for _, m := range alive {
 		if m.NodeID == owner && m.APIAddr != "" {
-			t.URL = "http://" + m.APIAddr
+			t.URL = apiURL(r.secure, m.APIAddr)
 		}
 	}
 	return t, nil

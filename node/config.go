@@ -18,6 +18,7 @@ import (
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/tlsconf"
 	"github.com/harvestd/harvest/membership"
 )
 
@@ -108,6 +109,11 @@ type Config struct {
 	ClusterKey clusterkey.Key
 	// Auth configures how clients authenticate (default: off).
 	Auth AuthConfig
+	// TLS, when set, serves the HTTP API over TLS, forwards to other
+	// nodes over HTTPS and runs the raft transport over mutual TLS, all
+	// with these files (harvestd --tls-cert, --tls-key, --tls-ca). Every
+	// node of a cluster must set it or none.
+	TLS *tlsconf.Files
 	// Limits shed the HTTP API's load: a per-token request rate and
 	// in-flight limits (default: no rate limit, api.MaxInFlightDefault and
 	// api.MaxLongLivedDefault).

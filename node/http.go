@@ -35,6 +35,7 @@ func (n *Node) serve() error {
 	cfg := api.Config{
 		MaxBodyBytes: n.cfg.MaxBodyBytes,
 		Limits:       n.cfg.Limits,
+		ForwardTLS:   n.forwardTLS(),
 		NodeID:       n.nodeID,
 		Cluster:      clusterInfo{r},
 		Gates:        nodeGates{n},
@@ -50,7 +51,7 @@ func (n *Node) serve() error {
 	}
 	n.outbound.Bind(handler)
 	n.api.Store(handler)
-	ln := n.ln
+	ln := n.tlsListener(n.ln)
 	httpLog := n.logger("http")
 	n.http = &http.Server{
 		Handler:           handler,

@@ -19,6 +19,7 @@ import (
 	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/pgserver"
 	"github.com/harvestd/harvest/internal/shardmgr"
+	"github.com/harvestd/harvest/internal/tlsconf"
 	"github.com/harvestd/harvest/membership"
 )
 
@@ -59,6 +60,8 @@ type Node struct {
 	view       view
 	mgr        *shardmgr.Manager
 	http       *http.Server
+	tls        *tlsconf.Material // nil: plain HTTP and raft
+	client     *http.Client      // this node's own requests to others over TLS; nil: http.DefaultClient
 	// api is the HTTP API once served; httpKey signs this node's own
 	// node requests (both replaced by RotateClusterKey).
 	api     atomic.Pointer[api.Server]
@@ -78,8 +81,16 @@ func New(cfg Config, reg *harvest.Registry) (*Node, error) {
 		return nil, errors.New("node: registry is required")
 	}
 	cfg = cfg.withDefaults()
-	return &Node{cfg: cfg, reg: reg, root: cfg.Logger, errc: make(chan error, 1),
-		adminNudge: make(chan struct{}, 1), shardNudge: make(chan struct{}, 1)}, nil
+	n := &Node{cfg: cfg, reg: reg, root: cfg.Logger, errc: make(chan error, 1),
+		adminNudge: make(chan struct{}, 1), shardNudge: make(chan struct{}, 1)}
+	if cfg.TLS != nil {
+		m, err := tlsconf.Load(*cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		n.tls, n.client = m, newNodeClient(m.Client())
+	}
+	return n, nil
 }
 
 // Start brings the node up (see the package doc for the order) and returns
@@ -135,7 +146,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startShards(ctx); err != nil {
 		return err
 	}
-	n.router = &router{self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view, tokensReady: n.tokensReady()}
+	n.router = &router{secure: n.tls != nil, self: n.nodeID, src: staticPlacement{n.catalog()}, mgr: n.mgr, view: n.view, tokensReady: n.tokensReady()}
 	if n.admin != nil {
 		n.router.src, n.router.lagging = raftPlacement{n.admin}, true
 		syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -19,6 +19,7 @@ import (
 // node applies it; a follower whose catalog is not known to be current
 // (see leaderIndex) refuses tokens (auth.ErrStale).
 type raftTokens struct {
+	secure  bool // leader URLs are https
 	a       *admin.Admin
 	leader  *leaderIndex
 	cfg     AuthConfig
@@ -66,7 +67,7 @@ func (r *raftTokens) apply(ctx context.Context, cmd admin.Command) error {
 	var nl *admin.NotLeaderError
 	switch {
 	case errors.As(err, &nl):
-		return leaderError(nl)
+		return leaderError(nl, r.secure)
 	case errors.Is(err, admin.ErrUnknownToken):
 		return fmt.Errorf("%w: %v", api.ErrUnknownToken, err)
 	case errors.Is(err, admin.ErrOutcomeUnknown):

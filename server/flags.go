@@ -13,6 +13,7 @@ import (
 
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/tlsconf"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -33,6 +34,9 @@ const (
 	flagRateBurst         = "rate-burst"
 	flagMaxInFlight       = "max-in-flight"
 	flagMaxLongPolls      = "max-long-polls"
+	flagTLSCert           = "tls-cert"
+	flagTLSKey            = "tls-key"
+	flagTLSCA             = "tls-ca"
 )
 
 // Defaults of the logging flags.
@@ -68,6 +72,12 @@ func nodeFlags() []cli.Flag {
 			Usage: "most ordinary requests this node serves at once (one more: 503 overloaded with Retry-After)"},
 		&cli.IntFlag{Name: flagMaxLongPolls, Value: api.MaxLongLivedDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS"},
 			Usage: "most long polls (?wait=) and event streams this node holds at once, apart from --max-in-flight"},
+		&cli.StringFlag{Name: flagTLSCert, EnvVars: []string{"HARVEST_TLS_CERT"},
+			Usage: "PEM certificate of this node: the HTTP API serves TLS, forwarding uses https and raft runs over TLS (with --tls-key; every node or none)"},
+		&cli.StringFlag{Name: flagTLSKey, EnvVars: []string{"HARVEST_TLS_KEY"},
+			Usage: "PEM key of --tls-cert"},
+		&cli.StringFlag{Name: flagTLSCA, EnvVars: []string{"HARVEST_TLS_CA"},
+			Usage: "PEM CA that signs the nodes' certificates: peers are verified against it (mutual TLS for raft; the API verifies a client certificate when given)"},
 		&cli.IntFlag{Name: flagActivityWorkers, Value: engine.ActivityWorkersDefault, EnvVars: []string{"HARVEST_ACTIVITY_WORKERS"},
 			Usage: "most activities each shard runs at once"},
 		&cli.IntFlag{Name: flagStateCacheEntries, Value: engine.StateCacheEntriesDefault, EnvVars: []string{"HARVEST_STATE_CACHE_ENTRIES"},
@@ -116,6 +126,9 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return node.Config{}, fmt.Errorf("--%s, --%s: %w", flagRateLimit, flagRateBurst, err)
+	}
+	if cfg.TLS, err = tlsFiles(c); err != nil {
+		return node.Config{}, err
 	}
 	if cfg.CallbackAllowCIDRs, err = parseCIDRs(c.StringSlice(flagCallbackAllowCIDR)); err != nil {
 		return node.Config{}, err
@@ -191,4 +204,16 @@ func newLogger(format, level string) (zerolog.Logger, error) {
 		return zerolog.Logger{}, fmt.Errorf("--%s %q: want json or console", flagLogFormat, format)
 	}
 	return log.Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// tlsFiles reads --tls-cert, --tls-key and --tls-ca (nil: no TLS).
+func tlsFiles(c *cli.Context) (*tlsconf.Files, error) {
+	f := tlsconf.Files{CertFile: c.String(flagTLSCert), KeyFile: c.String(flagTLSKey), CAFile: c.String(flagTLSCA)}
+	switch {
+	case f == tlsconf.Files{}:
+		return nil, nil
+	case f.CertFile == "" || f.KeyFile == "":
+		return nil, fmt.Errorf("--%s and --%s go together (and --%s needs them)", flagTLSCert, flagTLSKey, flagTLSCA)
+	}
+	return &f, nil
 }

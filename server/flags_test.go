@@ -15,6 +15,7 @@ import (
 
 	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/tlsconf"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -202,4 +203,26 @@ func TestLimitFlags(t *testing.T) {
 			require.Error(t, err)
 		})
 	}
+}
+
+func TestTLSFlags(t *testing.T) {
+	// Not parallel: urfave/cli's help flag is a shared global.
+	parse := func(args ...string) (node.Config, error) {
+		var cfg node.Config
+		var err error
+		app := &cli.App{Flags: devFlags(), Action: func(c *cli.Context) error {
+			cfg, err = nodeConfig(c)
+			return nil
+		}}
+		require.NoError(t, app.Run(append([]string{"harvestd"}, args...)))
+		return cfg, err
+	}
+	cfg, err := parse()
+	require.NoError(t, err)
+	require.Nil(t, cfg.TLS, "no TLS by default")
+	cfg, err = parse("--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem")
+	require.NoError(t, err)
+	require.Equal(t, &tlsconf.Files{CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem"}, cfg.TLS)
+	_, err = parse("--tls-ca", "ca.pem")
+	require.ErrorContains(t, err, "--tls-cert and --tls-key go together")
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -43,9 +46,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Usage: "base URL of any harvestd node"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"HARVEST_TOKEN"},
 				Usage: "bearer token sent as Authorization: Bearer"},
+			&cli.StringFlag{Name: "ca-cert", EnvVars: []string{"HARVEST_CA_CERT"},
+				Usage: "PEM file of the CA that signed the nodes' certificates (an https --addr; default: the system roots)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outputDefault,
 				Usage: "output format: table or json (the server's JSON, pretty-printed)"},
 		},
+		Before:   loadCACert,
 		Commands: []*cli.Command{workflowCommand(), clusterCommand(), shardCommand(), gateCommand(), tokenCommand(), benchCommand()},
 	}
 	for _, cmd := range app.Commands {
@@ -76,7 +82,35 @@ func prepare(cmd *cli.Command, path string) {
 
 // newClient builds the API client from the global flags.
 func newClient(c *cli.Context) *client.Client {
-	return client.New(c.String("addr"), client.WithToken(c.String("token")), client.WithUserAgent(userAgent))
+	opts := []client.Option{client.WithToken(c.String("token")), client.WithUserAgent(userAgent)}
+	if cfg, ok := c.App.Metadata[tlsMetadata].(*tls.Config); ok {
+		opts = append(opts, client.WithTLSConfig(cfg))
+	}
+	return client.New(c.String("addr"), opts...)
+}
+
+// tlsMetadata is the app metadata key of the --ca-cert TLS configuration.
+const tlsMetadata = "tls"
+
+// loadCACert reads --ca-cert into the TLS configuration of newClient.
+func loadCACert(c *cli.Context) error {
+	path := c.String("ca-cert")
+	if path == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return usagef("--ca-cert: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return usagef("--ca-cert %s: no PEM certificate", path)
+	}
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	c.App.Metadata[tlsMetadata] = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	return nil
 }
 
 // outputMode reads --output.
