@@ -227,10 +227,13 @@ type catalogAdmin struct{ n *Node }
 
 var _ api.Admin = catalogAdmin{}
 
+// secure reports whether the nodes' APIs are https.
+func (c catalogAdmin) secure() bool { return c.n != nil && c.n.tls != nil }
+
 func (c catalogAdmin) leaderErr(err error) error {
 	var nl *admin.NotLeaderError
 	if errors.As(err, &nl) {
-		return leaderError(nl, c.n.tls != nil)
+		return leaderError(nl, c.secure())
 	}
 	switch {
 	case errors.Is(err, admin.ErrUnknownShard):
@@ -264,7 +267,7 @@ func (c catalogAdmin) requireLeader() error {
 	}
 	le := &api.LeaderError{LeaderID: id}
 	if addr != "" {
-		le.URL = apiURL(c.n.tls != nil, addr)
+		le.URL = apiURL(c.secure(), addr)
 	}
 	return le
 }
