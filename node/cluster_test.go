@@ -160,9 +160,10 @@ type reply struct {
 	Body   map[string]any
 }
 
-// A 503 that says no raft leader is reachable is retried until
-// leaderRetryWithin, as the answer asks: it comes before any work, while
-// an election runs (a loaded machine's raft can lose its leader for a
+// A 503 that says no raft leader is reachable, or that the node's token
+// table may be out of date, is retried until leaderRetryWithin, as the
+// answer asks: it comes before any work, while an election runs or a
+// follower catches up (a loaded machine's raft can lose its leader for a
 // moment), and tests are about what the leader answers.
 func call(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
 	t.Helper()
@@ -176,13 +177,15 @@ func call(t *testing.T, n *Node, method, path string, body any, headers ...strin
 	}
 }
 
-// leaderRetryWithin bounds how long call retries a "no raft leader" 503.
+// leaderRetryWithin bounds how long call retries those 503s.
 const leaderRetryWithin = 15 * time.Second
 
-// noLeader reports whether r is the API's "no raft leader reachable" 503.
+// noLeader reports whether r is the API's "no raft leader reachable" or
+// "token table may be out of date" 503.
 func noLeader(r reply) bool {
 	msg, _ := r.Body["error"].(string)
-	return r.Status == http.StatusServiceUnavailable && strings.HasPrefix(msg, "no raft leader reachable")
+	return r.Status == http.StatusServiceUnavailable &&
+		(strings.HasPrefix(msg, "no raft leader reachable") || strings.Contains(msg, "token table may be out of date"))
 }
 
 // request is a request to n's API: body JSON-encoded (none when nil),
