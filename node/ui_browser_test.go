@@ -363,7 +363,8 @@ func TestUIOnACluster(t *testing.T) {
 		require.Contains(t, browsertest.Eval[string](u.Browser, `document.getElementById('confirm').innerText`), "Start claims inside the window")
 		u.Do(chromedp.Click(chromedp.CSS(`#confirm-ok`)))
 		u.WaitFor("draining, with its progress", `!!document.querySelector('[data-outcome=drained]') && !!document.querySelector('[data-shard="1"] progress')`)
-		require.Equal(t, "draining", shardState(t, c.nodes[0], admin, 1))
+		// The page's node answered; node 0 applies the catalog entry a moment later.
+		eventually(t, "shard 1 draining", 5*time.Second, func() bool { return shardState(t, c.nodes[0], admin, 1) == "draining" })
 		u.WaitFor("the undrain button", `[...document.querySelectorAll('button')].some(b => b.textContent.trim() === 'Undrain shard 1')`)
 		u.click("Undrain shard 1")
 		u.WaitFor("undrained", `!!document.querySelector('[data-outcome=undrained]')`)
@@ -385,7 +386,7 @@ func TestUIOnACluster(t *testing.T) {
 		u.Do(chromedp.Click(chromedp.CSS(`#confirm-ok`)))
 		u.WaitFor("forced, with the risk said", `!!document.querySelector('[data-outcome=forced]')`)
 		require.Contains(t, browsertest.Eval[string](u.Browser, `document.querySelector('[data-outcome=forced]').innerText`), "forced")
-		require.Equal(t, "draining", shardState(t, c.nodes[0], admin, 0))
+		eventually(t, "shard 0 draining", 5*time.Second, func() bool { return shardState(t, c.nodes[0], admin, 0) == "draining" })
 		for _, shard := range []string{"0", "1"} {
 			r := authed(t, c.nodes[0], admin, "POST", "/admin/shards/"+shard+"/undrain", map[string]any{})
 			require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
