@@ -50,6 +50,9 @@ var errUnbound = errors.New("outbound: the node's API is not built yet")
 
 func (o *Outbound) Start(ctx context.Context, req engine.StartRequest) (engine.StartResult, error) {
 	body := map[string]any{"workflow_id": req.WorkflowID, "input": json.RawMessage(orNull(req.Input))}
+	if req.ReusePolicy != "" {
+		body["reuse_policy"] = string(req.ReusePolicy)
+	}
 	if req.ConflictPolicy != "" {
 		body["conflict_policy"] = string(req.ConflictPolicy)
 	}

@@ -80,6 +80,7 @@ func (e *Engine) clockLoop(ctx context.Context) {
 		e.actPending.Store(true)
 		e.nudge(e.actWake)
 		e.nudge(e.wfWake)
+		e.nudge(e.schWake)
 	}
 }
 

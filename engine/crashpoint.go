@@ -45,6 +45,13 @@ import "context"
 //   - crashOutboxRecord: the outcome is written, before its commit.
 //   - crashChildClose: a workflow task closes a child run (its report to
 //     the parent is queued with the close), nothing is sent yet.
+//
+// And the schedules' (schedule_loop.go; a fire's start then meets the
+// outbox's points):
+//
+//   - crashScheduleBeforeCommit: a schedule's fires and its new cursor
+//     are written, before the commit.
+//   - crashScheduleCommitted: they are committed, the outbox not woken.
 type crashPoint string
 
 const (
@@ -63,6 +70,9 @@ const (
 	crashOutboxPerformed crashPoint = "outbox.performed"
 	crashOutboxRecord    crashPoint = "outbox.record_before_commit"
 	crashChildClose      crashPoint = "child_close.before_commit"
+
+	crashScheduleBeforeCommit crashPoint = "schedule.before_commit"
+	crashScheduleCommitted    crashPoint = "schedule.committed"
 )
 
 // crashPoints lists every crash point; crash tests iterate over it.
@@ -70,6 +80,7 @@ var crashPoints = []crashPoint{
 	crashLoaded, crashRan, crashBeforeCommit, crashCommitted,
 	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire, crashActivityOutcome,
 	crashOutboxClaimed, crashOutboxResolved, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
+	crashScheduleBeforeCommit, crashScheduleCommitted,
 }
 
 // crashHook is called at each crash point (tests only, see above).

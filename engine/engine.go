@@ -46,7 +46,9 @@ type Engine struct {
 	cbWake chan struct{}
 	// obWake wakes the outbox loop (outbox.go).
 	obWake chan struct{}
-	cbHTTP *http.Client
+	// schWake wakes the schedule fire loop (schedule_loop.go).
+	schWake chan struct{}
+	cbHTTP  *http.Client
 	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
 	actHTTP *activityOutbound
 	starts  atomic.Pointer[batcher[*startCall]] // nil: group commit off
@@ -97,6 +99,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		claims:   newClaimCache(claimGeneration, cfg.PollInterval),
 		cbWake:   make(chan struct{}, 1),
 		obWake:   make(chan struct{}, 1),
+		schWake:  make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
 	}
@@ -153,6 +156,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.sweepLoop)
 	e.spawn(loopCtx, e.callbackLoop)
 	e.spawn(loopCtx, e.outboxLoop)
+	e.spawn(loopCtx, e.scheduleLoop)
 	e.spawn(loopCtx, e.analyzeLoop)
 	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)
@@ -163,6 +167,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)
 	e.nudge(e.obWake)
+	e.nudge(e.schWake)
 	e.log.Info().Int64("epoch", epoch).Msg("shard lease acquired")
 	return nil
 }

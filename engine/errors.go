@@ -34,6 +34,8 @@ var (
 	// errOutboxGone: an outbox row was recorded (and deleted) by another
 	// attempt meanwhile; this attempt has nothing left to do.
 	errOutboxGone = errors.New("outbox row already recorded")
+	// ErrScheduleExists: a live schedule already has the id.
+	ErrScheduleExists = errors.New("schedule exists")
 )
 
 // OwnershipLostError reports that another node took the shard lease: the

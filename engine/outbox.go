@@ -30,6 +30,9 @@ import (
 //     to the parent. Nothing is recorded back (the child is closed).
 //   - outboxCloseChild: the parent close policy of one open child,
 //     inserted with the parent's close; a terminate or a cancel request.
+//   - outboxScheduleStart: a schedule's fire, inserted with the schedule's
+//     cursor (schedule_outbox.go); a keyed start, answered in the fire's
+//     row.
 //
 // The loop claims due rows (their due_at moves ahead by outboxLease: a
 // crash retries after it, or at once when the lease changed hands: a claim
@@ -136,6 +139,8 @@ type outboxAnswer struct {
 	outcome *harvest.Command
 	answer  error
 	retry   error
+	// fire is a schedule fire's answer (outboxScheduleStart only).
+	fire *fireAnswer
 }
 
 // settleOutbox records the definite answers in one transaction (one at a
@@ -195,6 +200,9 @@ func (e *Engine) claimOutbox(ctx context.Context) ([]outboxRow, error) {
 func (e *Engine) performOutbox(ctx context.Context, r outboxRow) outboxAnswer {
 	callCtx, cancel := context.WithTimeout(ctx, outboxCallTimeout)
 	defer cancel()
+	if r.Kind == outboxScheduleStart {
+		return e.performScheduleStart(callCtx, r)
+	}
 	outcome, err := e.performKind(callCtx, r)
 	if err != nil && !IsDefinite(err) {
 		e.log.Debug().Err(err).Str("execution_id", r.ExecutionID.String()).Str("kind", r.Kind).
@@ -287,10 +295,13 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 
 // queueOutboxRecord queues what a kind records beside its outcome event.
 func queueOutboxRecord(b *pgx.Batch, ex *execRow, a outboxAnswer) error {
-	if a.row.Kind != outboxStartChild {
-		return nil
+	switch a.row.Kind {
+	case outboxStartChild:
+		return queueChildStart(b, ex, a.row, a.outcome, a.answer)
+	case outboxScheduleStart:
+		queueFireRecord(b, a)
 	}
-	return queueChildStart(b, ex, a.row, a.outcome, a.answer)
+	return nil
 }
 
 // failedOutcome is the failure event of a command refused for good.

@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The fire loop: the shard's owner fires its due schedules. One fenced
+// transaction per schedule locks its row, plans the fires from its
+// cursor to now (workflow time, so a test clock drives it), records each
+// (a fires row, and for a fire to start an outbox row whose keyed start
+// the outbox performs) and advances the cursor past them. A crash before
+// the commit leaves the cursor where it was, so the same fires are
+// planned again; after it, the outbox rows are durable and the cursor
+// never plans them twice. The key dedups a start performed twice.
+
+const (
+	// scheduleBatch is how many due schedules one pass fires, and how
+	// many fires one schedule's transaction plans.
+	scheduleBatch = 32
+	// maxMissed bounds the missed nominal times one transaction passes.
+	maxMissed = 100_000
+	// keptFires is how many fires of a schedule stay recorded.
+	keptFires = 100
+)
+
+// scheduleLoop fires due schedules until ctx ends.
+func (e *Engine) scheduleLoop(ctx context.Context) {
+	e.drainLoop(ctx, e.schWake, e.fireDueSchedules)
+}
+
+// fireDueSchedules fires up to scheduleBatch due schedules.
+func (e *Engine) fireDueSchedules(ctx context.Context) (bool, error) {
+	now := e.now()
+	rows, err := e.pool.Query(ctx, `
+		SELECT schedule_id FROM harvest_schedules
+		 WHERE deleted_at IS NULL AND NOT paused AND next_at <= $1 ORDER BY next_at LIMIT $2`, now, scheduleBatch)
+	if err != nil {
+		return false, fmt.Errorf("find due schedules: %w", err)
+	}
+	due, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return false, fmt.Errorf("find due schedules: %w", err)
+	}
+	more := len(due) == scheduleBatch
+	for _, id := range due {
+		again, err := e.fireSchedule(ctx, id, now)
+		if err != nil {
+			return false, err
+		}
+		more = more || again
+	}
+	e.armNextSchedule(ctx)
+	return more, nil
+}
+
+// fireSchedule plans and records the due fires of one schedule; more
+// says some are left for the next transaction.
+func (e *Engine) fireSchedule(ctx context.Context, id string, now time.Time) (more bool, err error) {
+	started := false
+	err = e.withTx(ctx, func(tx *fencedTx) error {
+		s, ok, err := lockSchedule(ctx, tx, id)
+		if err != nil || !ok || s.Paused {
+			return err
+		}
+		clock, err := newScheduleClock(s.Spec)
+		if err != nil {
+			return err
+		}
+		pending, err := pendingFires(ctx, tx, s)
+		if err != nil {
+			return err
+		}
+		p := planFires(s, clock, pending, now)
+		more, started = p.more, p.starts() > 0
+		return e.recordPlan(ctx, tx, s, p)
+	})
+	if err != nil {
+		return false, err
+	}
+	if err := e.crashAt(ctx, crashScheduleCommitted); err != nil {
+		return false, err
+	}
+	if started {
+		e.nudge(e.obWake)
+	}
+	return more, nil
+}
+
+// lockSchedule locks a live schedule's row; false if there is none.
+func lockSchedule(ctx context.Context, tx *fencedTx, id string) (Schedule, bool, error) {
+	s, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM harvest_schedules
+		 WHERE schedule_id = $1 AND deleted_at IS NULL FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, fmt.Errorf("lock schedule %s: %w", id, err)
+	}
+	return s, true, nil
+}
+
+// pendingFires counts the generation's fires whose start is in progress.
+func pendingFires(ctx context.Context, tx *fencedTx, s Schedule) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM harvest_schedule_fires
+		 WHERE schedule_id = $1 AND generation = $2 AND outcome = 'pending'`, s.ID, s.Generation).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count pending fires of %s: %w", s.ID, err)
+	}
+	return n, nil
+}
+
+// plannedFire is one fire a transaction records.
+type plannedFire struct {
+	nominal time.Time
+	outcome string // firePending (to start) or fireSkipped
+	reason  string
+}
+
+// firePlan is what one transaction does to a schedule.
+type firePlan struct {
+	fires  []plannedFire
+	cursor time.Time
+	next   *time.Time // when the next fire is due; nil: never
+	more   bool
+}
+
+func (p firePlan) starts() int {
+	n := 0
+	for _, f := range p.fires {
+		if f.outcome == firePending {
+			n++
+		}
+	}
+	return n
+}
+
+// planFires plans the fires of s due by now: the nominal times after its
+// cursor whose due time (nominal time plus jitter) has come, those older
+// than the catch-up window skipped as one, each other one started unless
+// the overlap policy skips it. pending is how many of its fires are in
+// progress.
+func planFires(s Schedule, clock *scheduleClock, pending int, now time.Time) firePlan {
+	p := firePlan{cursor: s.Cursor}
+	if p.skipMissed(clock, now.Add(-s.Spec.CatchUpWindow)) {
+		p.more, p.next = true, &now
+		return p
+	}
+	for len(p.fires) < scheduleBatch {
+		n, ok := clock.next(p.cursor)
+		if !ok {
+			return p
+		}
+		due := n.Add(fireJitter(s.ID, s.Generation, n, s.Spec.Jitter))
+		if due.After(now) {
+			p.next = &due
+			return p
+		}
+		p.cursor = n
+		f := overlapFire(s.Spec.Overlap, n, pending)
+		if f.outcome == firePending {
+			pending++
+		}
+		p.fires = append(p.fires, f)
+	}
+	p.more, p.next = true, &now
+	return p
+}
+
+// overlapFire is the fire at nominal under an overlap policy while
+// pending fires are in progress.
+func overlapFire(policy string, nominal time.Time, pending int) plannedFire {
+	if policy != OverlapAllowAll && pending > 0 {
+		return plannedFire{nominal: nominal, outcome: fireSkipped,
+			reason: "overlap (" + policy + "): the previous fire is still in progress"}
+	}
+	return plannedFire{nominal: nominal, outcome: firePending}
+}
+
+// skipMissed passes the nominal times before horizon, recorded as one
+// skipped fire at the last of them; true if more are left to pass.
+func (p *firePlan) skipMissed(clock *scheduleClock, horizon time.Time) bool {
+	var first, last time.Time
+	missed := 0
+	for ; missed < maxMissed; missed++ {
+		n, ok := clock.next(p.cursor)
+		if !ok || !n.Before(horizon) {
+			break
+		}
+		if missed == 0 {
+			first = n
+		}
+		last, p.cursor = n, n
+	}
+	if missed > 0 {
+		p.fires = append(p.fires, plannedFire{nominal: last, outcome: fireSkipped,
+			reason: fmt.Sprintf("missed: %d fire(s) from %s, older than the catch-up window", missed, first.Format(time.RFC3339))})
+	}
+	return missed == maxMissed
+}
+
+// recordPlan writes a plan in the schedule's transaction: the fires, the
+// outbox rows of those to start, the cursor and the next due time.
+func (e *Engine) recordPlan(ctx context.Context, tx *fencedTx, s Schedule, p firePlan) error {
+	b := &pgx.Batch{}
+	var fr fireRows
+	for _, f := range p.fires {
+		if err := fr.add(s, f, false); err != nil {
+			return err
+		}
+	}
+	fr.queue(b)
+	b.Queue(`UPDATE harvest_schedules SET cursor_at = $2, next_at = $3, updated_at = now() WHERE schedule_id = $1`,
+		s.ID, p.cursor, p.next)
+	if len(p.fires) > 0 {
+		b.Queue(pruneFires, s.ID, keptFires)
+	}
+	if err := e.crashAt(ctx, crashScheduleBeforeCommit); err != nil {
+		return err
+	}
+	return sendBatch(ctx, tx, b)
+}
+
+// pruneFires deletes the recorded fires of schedule $1 past the newest $2
+// (never a pending one: its outbox row records into it).
+const pruneFires = `
+	DELETE FROM harvest_schedule_fires WHERE fire_key IN (
+		SELECT fire_key FROM harvest_schedule_fires WHERE schedule_id = $1 AND outcome <> 'pending'
+		 ORDER BY nominal_at DESC OFFSET $2)`
+
+// fireRows are the fires rows, and the outbox rows of the fires to
+// start, that one transaction inserts.
+type fireRows struct {
+	keys, ids, outcomes, reasons, workflowIDs []string
+	generations                               []int64
+	nominals                                  []time.Time
+	triggered                                 []bool
+	outbox                                    outboxRows
+}
+
+func (r *fireRows) add(s Schedule, f plannedFire, triggered bool) error {
+	key := ScheduleFireKey(s.ID, s.Generation, f.nominal)
+	wid := fireWorkflowID(s, f.nominal)
+	r.keys, r.ids, r.outcomes = append(r.keys, key), append(r.ids, s.ID), append(r.outcomes, f.outcome)
+	r.reasons, r.workflowIDs = append(r.reasons, f.reason), append(r.workflowIDs, wid)
+	r.generations, r.nominals, r.triggered = append(r.generations, s.Generation), append(r.nominals, f.nominal), append(r.triggered, triggered)
+	if f.outcome != firePending {
+		return nil
+	}
+	return r.outbox.add(uuid.Nil, key, outboxScheduleStart, scheduleStartRequest{ScheduleID: s.ID, Generation: s.Generation,
+		Nominal: f.nominal, WorkflowName: s.Spec.WorkflowName, WorkflowID: wid, Input: s.Spec.Input, Overlap: s.Spec.Overlap})
+}
+
+func (r *fireRows) queue(b *pgx.Batch) {
+	if len(r.keys) == 0 {
+		return
+	}
+	b.Queue(`
+		INSERT INTO harvest_schedule_fires (fire_key, schedule_id, generation, nominal_at, outcome, reason, triggered, workflow_id)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[], $8::text[])
+		ON CONFLICT DO NOTHING`, r.keys, r.ids, r.generations, r.nominals, r.outcomes, r.reasons, r.triggered, r.workflowIDs)
+	r.outbox.queue(b)
+}
+
+// fireWorkflowID is the workflow id of a fire's run: the schedule's (its
+// id by default), with the nominal time added under allow_all, whose runs
+// overlap.
+func fireWorkflowID(s Schedule, nominal time.Time) string {
+	base := s.Spec.WorkflowID
+	if base == "" {
+		base = s.ID
+	}
+	if s.Spec.Overlap == OverlapAllowAll {
+		return base + "-" + nominal.UTC().Format(nominalFormat)
+	}
+	return base
+}
+
+// armNextSchedule nudges the loop when the earliest schedule is due
+// sooner than the next poll tick.
+func (e *Engine) armNextSchedule(ctx context.Context) {
+	var next *time.Time
+	err := e.pool.QueryRow(ctx, `SELECT min(next_at) FROM harvest_schedules WHERE deleted_at IS NULL AND NOT paused`).Scan(&next)
+	if err != nil || next == nil {
+		return
+	}
+	wait := next.Sub(e.now())
+	if wait <= 0 || wait >= e.cfg.PollInterval {
+		return
+	}
+	time.AfterFunc(wait, func() { e.nudge(e.schWake) })
+}
+
+// TriggerSchedule fires a schedule now, beside its nominal times (its
+// cursor does not move), under its overlap policy; a paused schedule
+// fires too.
+func (e *Engine) TriggerSchedule(ctx context.Context, id string) (ScheduleFire, error) {
+	nominal := e.now().UTC().Truncate(time.Millisecond)
+	var fire ScheduleFire
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		s, ok, err := lockSchedule(ctx, tx, id)
+		if err != nil || !ok {
+			return cmpErr(err, fmt.Errorf("schedule %q: %w", id, ErrNotFound))
+		}
+		pending, err := pendingFires(ctx, tx, s)
+		if err != nil {
+			return err
+		}
+		f := overlapFire(s.Spec.Overlap, nominal, pending)
+		var fr fireRows
+		if err := fr.add(s, f, true); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		fr.queue(b)
+		fire = ScheduleFire{Key: fr.keys[0], NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
+			WorkflowID: fr.workflowIDs[0]}
+		return sendBatch(ctx, tx, b)
+	})
+	if err == nil && fire.Outcome == firePending {
+		e.nudge(e.obWake)
+	}
+	return fire, err
+}
+
+// cmpErr is err, or other when err is nil.
+func cmpErr(err, other error) error {
+	if err != nil {
+		return err
+	}
+	return other
+}

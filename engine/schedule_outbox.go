@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// outboxScheduleStart is a schedule's fire (schedule_loop.go): a keyed
+// start (ScheduleFireKey) of the schedule's workflow. Its row belongs to
+// no run (execution id zero, command id the fire's key); its answer is
+// recorded in the fire's harvest_schedule_fires row. The overlap policy
+// decides what a refusal means: under skip, a workflow id still held by
+// the previous run, or an admission gate, skips the fire for good; under
+// buffer_one and allow_all the start is retried until the slot is free
+// and the gate open.
+const outboxScheduleStart = "schedule_start"
+
+// scheduleStartRequest is the request of an outboxScheduleStart row.
+type scheduleStartRequest struct {
+	ScheduleID   string          `json:"schedule_id"`
+	Generation   int64           `json:"generation"`
+	Nominal      time.Time       `json:"nominal_time"`
+	WorkflowName string          `json:"workflow_name"`
+	WorkflowID   string          `json:"workflow_id"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	Overlap      string          `json:"overlap"`
+}
+
+// fireAnswer is how a fire's start ended.
+type fireAnswer struct {
+	outcome     string // fireStarted, fireSkipped or fireFailed
+	reason      string
+	executionID string
+}
+
+// performScheduleStart performs a fire's keyed start.
+func (e *Engine) performScheduleStart(ctx context.Context, r outboxRow) outboxAnswer {
+	d, err := decodeRequest[scheduleStartRequest](r)
+	if err != nil {
+		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: fireFailed, reason: err.Error()}}
+	}
+	// A closed run of the workflow id gives way to a fresh one (this
+	// reuse policy starts fresh after any close); a running one refuses
+	// the start under the fail conflict policy, it is never terminated.
+	res, err := e.cfg.Outbound.Start(ctx, StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID,
+		Input: d.Input, IdempotencyKey: r.CommandID, ReusePolicy: ReuseTerminateIfRunning, ConflictPolicy: ConflictFail})
+	if err == nil {
+		return outboxAnswer{row: r, fire: &fireAnswer{outcome: fireStarted, executionID: res.ExecutionID.String()}}
+	}
+	if f := refusedFire(d.Overlap, err); f != nil {
+		return outboxAnswer{row: r, answer: err, fire: f}
+	}
+	return outboxAnswer{row: r, retry: err}
+}
+
+// refusedFire is the final answer of a refused start, nil when it is to
+// be retried: a gate or a held workflow id end a fire only under skip
+// (under allow_all the id is the fire's own, so another run holding it
+// fails the fire); any other definite refusal fails it.
+func refusedFire(policy string, err error) *fireAnswer {
+	var (
+		gate     *GateError
+		conflict *ConflictError
+	)
+	switch {
+	case errors.As(err, &gate):
+		if policy == OverlapSkip {
+			return &fireAnswer{outcome: fireSkipped, reason: "gated: admission gate " + gate.GateID + ": " + gate.Reason}
+		}
+		return nil
+	case errors.As(err, &conflict) && policy == OverlapBufferOne:
+		return nil
+	case errors.As(err, &conflict) && policy == OverlapSkip:
+		return &fireAnswer{outcome: fireSkipped, reason: "overlap (skip): run " + conflict.ExistingExecutionID + " is still running"}
+	case IsDefinite(err):
+		return &fireAnswer{outcome: fireFailed, reason: err.Error()}
+	}
+	return nil
+}
+
+// queueFireRecord records a fire's answer in its fires row (gone if the
+// schedule was deleted meanwhile: then nothing is recorded).
+func queueFireRecord(b *pgx.Batch, a outboxAnswer) {
+	f := a.fire
+	if f == nil {
+		return
+	}
+	b.Queue(`
+		UPDATE harvest_schedule_fires SET outcome = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
+		 WHERE fire_key = $1`, a.row.CommandID, f.outcome, f.reason, f.executionID)
+}

@@ -1,0 +1,2 @@
+DROP TABLE harvest_schedule_fires;
+DROP TABLE harvest_schedules;
