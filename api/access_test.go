@@ -74,7 +74,7 @@ func (b *authBundle) as(t *testing.T, cred, method, path string, body any, heade
 func concrete(route string) string {
 	r := strings.NewReplacer(":id/start", "noop_chain/start", ":id/signal-with-start", "noop_chain/signal-with-start",
 		":id", "0003e886-0000-4000-8000-000000000001", ":signal", "go", ":shard", "3", ":gate", "g1",
-		":peer", "p1", ":token", "0123456789abcdef")
+		":peer", "p1", ":schedule", "nightly", ":token", "0123456789abcdef")
 	return r.Replace(route)
 }
 
@@ -124,17 +124,26 @@ var documented = map[string]access{
 	"POST /api/harvest/workflows/:id/signal/:signal":    needWrite,
 	"POST /api/harvest/workflows/:id/cancel":            needWrite,
 
-	"POST /api/harvest/workflows/:id/terminate":      needAdmin,
-	"GET /api/harvest/admin/shards":                  needAdmin,
-	"POST /api/harvest/admin/shards":                 needAdmin,
-	"GET /api/harvest/admin/shards/:shard":           needAdmin,
-	"POST /api/harvest/admin/shards/:shard/drain":    needAdmin,
-	"POST /api/harvest/admin/shards/:shard/undrain":  needAdmin,
-	"GET /api/harvest/admin/raft/peers":              needAdmin,
-	"DELETE /api/harvest/admin/raft/peers/:peer":     needAdmin,
-	"GET /api/harvest/admin/gates":                   needAdmin,
-	"POST /api/harvest/admin/gates":                  needAdmin,
-	"DELETE /api/harvest/admin/gates/:gate":          needAdmin,
+	"POST /api/harvest/workflows/:id/terminate":     needAdmin,
+	"GET /api/harvest/admin/shards":                 needAdmin,
+	"POST /api/harvest/admin/shards":                needAdmin,
+	"GET /api/harvest/admin/shards/:shard":          needAdmin,
+	"POST /api/harvest/admin/shards/:shard/drain":   needAdmin,
+	"POST /api/harvest/admin/shards/:shard/undrain": needAdmin,
+	"GET /api/harvest/admin/raft/peers":             needAdmin,
+	"DELETE /api/harvest/admin/raft/peers/:peer":    needAdmin,
+	"GET /api/harvest/admin/gates":                  needAdmin,
+	"POST /api/harvest/admin/gates":                 needAdmin,
+	"DELETE /api/harvest/admin/gates/:gate":         needAdmin,
+
+	"GET /api/harvest/schedules":                    needRead,
+	"GET /api/harvest/schedules/:schedule":          needRead,
+	"POST /api/harvest/schedules/:schedule/trigger": needWrite,
+	"POST /api/harvest/schedules":                   needAdmin,
+	"DELETE /api/harvest/schedules/:schedule":       needAdmin,
+	"POST /api/harvest/schedules/:schedule/pause":   needAdmin,
+	"POST /api/harvest/schedules/:schedule/resume":  needAdmin,
+
 	"GET /api/harvest/admin/tokens":                  needAdmin,
 	"POST /api/harvest/admin/tokens":                 needAdmin,
 	"DELETE /api/harvest/admin/tokens/:token":        needAdmin,

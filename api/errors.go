@@ -14,26 +14,27 @@ import (
 
 // Machine-readable error codes of the JSON error body.
 const (
-	codeInvalidJSON     = "invalid_json"
-	codeInvalidArgument = "invalid_argument"
-	codeUnknownWorkflow = "unknown_workflow"
-	codeUnknownSignal   = "unknown_signal"
-	codeInvalidPayload  = "invalid_payload"
-	codeNotFound        = "not_found"
-	codeNoRoute         = "no_route"
-	codeMethod          = "method_not_allowed"
-	codeConflict        = "conflict"
-	codeTerminal        = "execution_terminal"
-	codeForbidden       = "forbidden"
-	codeUnauthenticated = "unauthenticated"
-	codeForgedHeader    = "forged_header"
-	codeTooLarge        = "payload_too_large"
-	codeBodyTimeout     = "request_timeout"
-	codeUnavailable     = "unavailable"
-	codeInternal        = "internal"
-	codeUnknownQuery    = "unknown_query"
-	codeQueryCommand    = "query_command"
-	codeQueryTimeout    = "query_timeout"
+	codeInvalidJSON      = "invalid_json"
+	codeInvalidArgument  = "invalid_argument"
+	codeUnknownWorkflow  = "unknown_workflow"
+	codeUnknownSignal    = "unknown_signal"
+	codeInvalidPayload   = "invalid_payload"
+	codeNotFound         = "not_found"
+	codeNoRoute          = "no_route"
+	codeMethod           = "method_not_allowed"
+	codeConflict         = "conflict"
+	codeTerminal         = "execution_terminal"
+	codeForbidden        = "forbidden"
+	codeUnauthenticated  = "unauthenticated"
+	codeForgedHeader     = "forged_header"
+	codeTooLarge         = "payload_too_large"
+	codeBodyTimeout      = "request_timeout"
+	codeUnavailable      = "unavailable"
+	codeInternal         = "internal"
+	codeUnknownQuery     = "unknown_query"
+	codeQueryCommand     = "query_command"
+	codeQueryTimeout     = "query_timeout"
+	codeAdmissionBlocked = "admission_blocked"
 )
 
 // apiError is a client-facing failure: status, code, message and extra
@@ -97,7 +98,7 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		return &apiError{status: http.StatusUnprocessableEntity, code: "callback_refused", msg: callback.Error(),
 			extra: gin.H{"url": callback.URL}}
 	case errors.As(err, &gate):
-		return &apiError{status: http.StatusServiceUnavailable, code: "admission_blocked", msg: "admission blocked",
+		return &apiError{status: http.StatusServiceUnavailable, code: codeAdmissionBlocked, msg: "admission blocked",
 			extra: gin.H{"gate_id": gate.GateID, "reason": gate.Reason}}
 	case errors.As(err, &conflict):
 		return &apiError{status: http.StatusConflict, code: codeConflict, msg: conflict.Error(),

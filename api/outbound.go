@@ -159,6 +159,13 @@ func outboundError(status int, body []byte) error {
 		return fmt.Errorf("%s: %w", e.Error, engine.ErrUnknownWorkflow)
 	case e.Code == codeTerminal:
 		return &engine.TerminalError{ExecutionID: e.ExecutionID, State: e.State}
+	case e.Code == codeAdmissionBlocked:
+		var gate struct {
+			GateID string `json:"gate_id"`
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(body, &gate)
+		return &engine.GateError{GateID: gate.GateID, Reason: gate.Reason}
 	case e.Code == codeConflict:
 		return &engine.ConflictError{ExistingExecutionID: e.Existing, ExistingState: e.ExistingSt}
 	case status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests:

@@ -74,6 +74,7 @@ func (s *Server) routes() {
 	s.handle(g, http.MethodPost, "/internal/shards/:shard/claim", nodeOnly, s.internalClaim)
 	s.adminRoutes(g)
 	s.gateRoutes(g)
+	s.scheduleRoutes(g)
 	s.tokenRoutes(g)
 	s.uiRoutes(top, g)
 	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)

@@ -43,6 +43,8 @@ func TestScheduleNominalTimes(t *testing.T) {
 		// its own nominal time, named apart in UTC.
 		{"cron across fall back", ScheduleSpec{Cron: "30 1 * * *", TimeZone: "America/New_York"}, "2026-11-01T00:00:00Z",
 			[]string{"2026-11-01T05:30:00Z", "2026-11-01T06:30:00Z", "2026-11-02T06:30:00Z"}},
+		{"hourly across fall back", ScheduleSpec{Cron: "30 * * * *", TimeZone: "America/New_York"}, "2026-11-01T04:00:00Z",
+			[]string{"2026-11-01T04:30:00Z", "2026-11-01T05:30:00Z", "2026-11-01T06:30:00Z", "2026-11-01T07:30:00Z"}},
 		{"interval from the epoch", ScheduleSpec{Interval: 10 * time.Minute}, "2026-01-01T00:07:00Z",
 			[]string{"2026-01-01T00:10:00Z", "2026-01-01T00:20:00Z"}},
 		{"interval with an offset", ScheduleSpec{Interval: time.Hour, Offset: 5 * time.Minute}, "2026-01-01T00:05:00Z",
