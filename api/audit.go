@@ -38,6 +38,10 @@ var auditActions = map[string]string{
 	"GET " + BasePath + "/admin/tokens":                 "token.list",
 	"POST " + BasePath + "/admin/tokens":                "token.create",
 	"DELETE " + BasePath + "/admin/tokens/:token":       "token.revoke",
+	"POST " + BasePath + "/schedules":                   "schedule.create",
+	"DELETE " + BasePath + "/schedules/:schedule":       "schedule.delete",
+	"POST " + BasePath + "/schedules/:schedule/pause":   "schedule.pause",
+	"POST " + BasePath + "/schedules/:schedule/resume":  "schedule.resume",
 }
 
 // Audit results.

@@ -156,6 +156,7 @@ func (s *Server) createSchedule(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	setAuditTarget(c, "schedule="+b.ScheduleID)
 	sch := s.scheduleShard(c, raw)
 	if sch == nil {
 		return
