@@ -150,11 +150,15 @@ func (m *Manager) Abandon() {
 		<-m.done
 		m.cancel = nil
 	}
+	// As in Stop, the engines halt outside the lock: a loop that is
+	// routing a request of its own (an outbox row served in process)
+	// asks Engine for a shard, and halting waits for that loop.
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for s, e := range m.engines {
+	engines := m.engines
+	m.engines = map[uint16]*engine.Engine{}
+	m.mu.Unlock()
+	for _, e := range engines {
 		e.Abandon()
-		delete(m.engines, s)
 	}
 }
 
