@@ -42,7 +42,7 @@ func TestSecurityFlagErrors(t *testing.T) {
 		{"AgentClusterKeyFileMissing", append([]string{"agent", "--cluster-key-file", filepath.Join(dir, "none.key")}, raft...), nil,
 			"read cluster key: open " + filepath.Join(dir, "none.key")},
 		{"AgentClusterKeyFromEnvTooShort", append([]string{"agent"}, raft...), []string{"HARVEST_CLUSTER_KEY_FILE=" + shortKeyFile},
-			"cluster key file " + shortKeyFile + ": cluster key must be at least 32 bytes"},
+			"cluster key file " + shortKeyFile + ": line 1: cluster key must be at least 32 bytes"},
 		{"AgentTokensWithStaticShards", []string{"agent", "--cluster-key-file", key, "--shard", shard}, nil,
 			"--auth tokens keeps tokens in the raft catalog, and this agent has static --shard lists: start a raft catalog (--bootstrap-expect) or, on a private network only, use --auth off"},
 		{"AgentExplicitTokensWithStaticShards", []string{"agent", "--cluster-key-file", key, "--shard", shard, "--auth", "tokens"}, nil,
