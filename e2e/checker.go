@@ -42,7 +42,7 @@ const (
 // AllChecks lists the checks in report order.
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
-	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal}
+	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -70,6 +70,7 @@ type DBState struct {
 	childInits  map[string]int64
 	extTerminal map[string]int64 // ExternalSignalFailed execution_terminal events per execution
 	outbox      map[uint16]int64
+	fires       []*fireRow // the schedules' recorded fires (checker_schedule.go)
 }
 
 // ReadDB reads every shard database.
@@ -165,6 +166,9 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 	if err := st.readFamily(ctx, shard, conn); err != nil {
 		return err
 	}
+	if err := st.readFires(ctx, shard, conn); err != nil {
+		return err
+	}
 	return st.readCancels(ctx, conn)
 }
 
@@ -213,6 +217,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 			if st.execs[parentOfKey(x.ik)] == nil {
 				add(CheckPhantom, "child %s (%s) has start key %q of a parent no shard holds", x.id, x.name, x.ik)
 			}
+		case strings.HasPrefix(x.ik, schedKeyPrefix):
+			// A schedule's fire: checkSchedules counts them.
 		case x.ik != "":
 			k := [2]string{x.name, x.ik}
 			byKey[k] = append(byKey[k], x.id)
@@ -258,10 +264,14 @@ func Check(ops []*Op, st *DBState) []Violation {
 		if op.Chain != "" {
 			req = op.Kind + " " + op.Workflow + " " + op.Key + " chain " + op.Chain
 		}
-		if op.Kind == KindCancel {
-			// checkCancels checks the answers; here only whether one came.
+		if op.Kind == KindCancel || isScheduleOp(op) {
+			// checkCancels and checkSchedules check what the answers
+			// did; here only whether one came.
 			if op.Answered() || op.Status/100 == 4 && op.Status != 429 {
 				answeredIDs[req] = true
+				if isScheduleOp(op) && !op.Answered() {
+					add(CheckRefusal, "op %d %s %q answered %d: %s", op.ID, op.Kind, op.Key, op.Status, op.Err)
+				}
 			} else {
 				unanswered[req] = op
 			}
@@ -332,6 +342,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	checkCancels(ops, st, add)
 	checkChains(ops, st, add)
 	checkFamily(ops, st, add)
+	checkSchedules(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).

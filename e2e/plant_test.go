@@ -105,6 +105,14 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 		want = append(want, CheckChainSignals, CheckChainLinks)
 		plants = append(plants, plant{shardOf(counter.ExecID), func(c *pgx.Conn) error { return plantChainFaults(ctx, c, counter.ExecID) }})
 	}
+	if hasSchedules(ops) {
+		shard, err := scheduledShard(ctx, dsns)
+		if err != nil {
+			return err
+		}
+		want = append(want, CheckScheduleOnce)
+		plants = append(plants, plant{shard, func(c *pgx.Conn) error { return plantScheduleDup(ctx, c, shard) }})
+	}
 	for _, p := range plants {
 		conn, err := pgx.Connect(ctx, dsns[p.shard])
 		if err != nil {
@@ -133,6 +141,47 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 		}
 	}
 	return nil
+}
+
+// hasSchedules reports whether the workload created a schedule.
+func hasSchedules(ops []*Op) bool {
+	for _, op := range ops {
+		if op.Kind == KindSchedule {
+			return true
+		}
+	}
+	return false
+}
+
+// scheduledShard is a shard holding a schedule's run.
+func scheduledShard(ctx context.Context, dsns map[uint16]string) (uint16, error) {
+	for shard, dsn := range dsns {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return 0, err
+		}
+		var n int
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM harvest_executions WHERE idempotency_key LIKE 'hv:sched:%'`).Scan(&n)
+		conn.Close(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			return shard, nil
+		}
+	}
+	return 0, fmt.Errorf("the workload created schedules, and no shard holds a run of one")
+}
+
+// plantScheduleDup plants a second run of a schedule fire's key, as a
+// fire performed twice without its key would leave it.
+func plantScheduleDup(ctx context.Context, conn *pgx.Conn, shard uint16) error {
+	var key, name, wfID string
+	if err := conn.QueryRow(ctx, `SELECT idempotency_key, workflow_name, workflow_id FROM harvest_executions
+		 WHERE idempotency_key LIKE 'hv:sched:%' LIMIT 1`).Scan(&key, &name, &wfID); err != nil {
+		return fmt.Errorf("find a schedule's run: %w", err)
+	}
+	return plantExecution(ctx, conn, newExecID(shard), name, wfID, key, "COMPLETED")
 }
 
 // plantChainFaults doubles an add in the output of chain's last run and

@@ -49,6 +49,8 @@ type Op struct {
 	Every      int       `json:"every,omitempty"`       // counter start: signals per run
 	Until      int       `json:"until,omitempty"`       // counter start: signals of the chain
 	Children   int       `json:"children,omitempty"`    // parent start: its children
+	IntervalMS int64     `json:"interval_ms,omitempty"` // schedule create: its interval
+	Overlap    string    `json:"overlap,omitempty"`     // schedule create: its overlap policy
 	Probe      bool      `json:"probe,omitempty"`       // sent by the nemesis to time recovery
 	Redelivery bool      `json:"redelivery,omitempty"`  // sent after the heal for an unanswered op
 	Begin      time.Time `json:"begin"`
@@ -78,11 +80,17 @@ type Op struct {
 // codeTerminal is the error code of a signal or cancel to a closed run.
 const codeTerminal = "execution_terminal"
 
+// codeConflict is the error code of a schedule create that finds the
+// schedule (its own earlier attempt) there.
+const codeConflict = "conflict"
+
 // Answered reports whether op got a definite answer that is not a
 // refusal: a 2xx, or for a cancel a 409 execution_terminal (the run was
-// closed already, which a cancel racing the run's end may find).
+// closed already, which a cancel racing the run's end may find), or for
+// a schedule create a 409 conflict (an earlier attempt created it).
 func (op *Op) Answered() bool {
-	return op.OK || op.Kind == KindCancel && op.Status == http.StatusConflict && op.Code == codeTerminal
+	return op.OK || op.Kind == KindCancel && op.Status == http.StatusConflict && op.Code == codeTerminal ||
+		op.Kind == KindSchedule && op.Status == http.StatusConflict && op.Code == codeConflict
 }
 
 // Attempt is one HTTP request of an Op.
@@ -181,6 +189,8 @@ func (c *Client) requestOf(op *Op) request {
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/signal-with-start", op.Key,
 			map[string]any{"workflow_id": op.WorkflowID, "signal_name": sigApproved, "signal_payload": map[string]any{"by": "sws"},
 				"input": orderInput(op.WorkflowID), "idempotency_key": op.Key}}
+	case KindSchedule, KindSchedulePause:
+		return scheduleRequest(op)
 	case KindCancel:
 		// The cancel route takes no idempotency key (the header is ignored):
 		// a repeat finds the recorded request.
@@ -272,7 +282,7 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 		}
 		_ = json.Unmarshal(b, &e) // best effort: the raw body is in a.Err
 		op.Code, op.State = e.Code, e.State
-		if op.Kind == KindCancel && op.Answered() {
+		if (op.Kind == KindCancel || op.Kind == KindSchedule) && op.Answered() {
 			op.ExecID, op.Err = e.ExecutionID, ""
 			return a, false
 		}
@@ -324,6 +334,11 @@ type Workload struct {
 	// parent with children and an order with an approver
 	// (workload_family.go; 0: none).
 	ParentShare, ApproverShare float64
+	// Schedules is how many schedules the workload creates, one every
+	// ScheduleEvery, each paused after ScheduleLife
+	// (workload_schedule.go; 0: none).
+	Schedules                   int
+	ScheduleEvery, ScheduleLife time.Duration
 
 	mu     sync.Mutex
 	parked []chain
@@ -345,6 +360,20 @@ type chain struct {
 	// runs is a counter chain's first and latest known run (nil for
 	// other chains), shared by the chain's parked remainder.
 	runs *chainRuns
+	// pauseAfter is a schedule's life: the pause before its pause op
+	// (its first sending only, as cancelAfter).
+	pauseAfter time.Duration
+}
+
+// waitBefore is how long the first sending of op waits in ch.
+func (ch chain) waitBefore(op *Op) time.Duration {
+	switch op.Kind {
+	case KindCancel:
+		return ch.cancelAfter
+	case KindSchedulePause:
+		return ch.pauseAfter
+	}
+	return 0
 }
 
 // tail is the rest of ch from op i, to park.
@@ -415,6 +444,7 @@ func cancelChain(n int64) chain {
 // Run blocks until ctx ends.
 func (w *Workload) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	wg.Go(func() { w.runSchedules(ctx) })
 	for range w.Workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -448,8 +478,8 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			w.bug("chain %q: %s %q has no execution id (its start was not answered in this chain)", ch.ops[0].Key, tmpl.Kind, tmpl.Key)
 			return
 		}
-		if tmpl.Kind == KindCancel && !redelivery && ch.cancelAfter > 0 {
-			t := time.NewTimer(ch.cancelAfter)
+		if wait := ch.waitBefore(tmpl); wait > 0 && !redelivery {
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
