@@ -5,7 +5,8 @@
 // of orders, and continue-as-new chains (the demo counter, its keyed adds
 // sent to the chain's first or latest known run), parents with children
 // (the demo parent_chain) and approvers of orders (the demo approver, a
-// signal sent from workflow code) through random nodes with retries (the
+// signal sent from workflow code), and create, then pause, interval
+// schedules (the demo noop_chain every 1-2 s) through random nodes with retries (the
 // same key on every retry and on deliberate re-deliveries) while a nemesis kills, pauses, partitions and isolates
 // nodes, kills the raft leader, restarts PostgreSQL and drains and adds
 // shards. Every client operation is recorded; after the faults are healed a
@@ -42,6 +43,11 @@
 //     started) one SignalReceived keyed hv:sig:<approver>:1 in the order
 //     when it completed, none when it failed execution_terminal (the
 //     order had closed); every shard's outbox empty after the heal.
+//   - per schedule (checker_schedule.go) at most one run per fire key
+//     hv:sched:<id>:<generation>:<nominal time> and per nominal time, and
+//     every nominal time of its interval grid between its first and last
+//     fire has a run or a fire recorded skipped by the overlap policy or
+//     a gate (none missed, failed or pending after the heal).
 //
 // The nodes run as a deployment does: each run writes a fresh cluster key
 // and admin token into its work directory, every node gets both
