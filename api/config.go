@@ -66,6 +66,11 @@ type Config struct {
 	// nodes (their URLs are https): the CA that verifies them and this
 	// node's certificate.
 	ForwardTLS *tls.Config
+	// NodeCertRequired refuses (401) a node request that did not come
+	// over TLS with a client certificate verified against the listener's
+	// CA: with mutual TLS between nodes, the cluster key alone is not
+	// enough (the node sets it when it has a CA, --tls-ca).
+	NodeCertRequired bool
 	// Limits shed load: a per-token rate and in-flight limits (shed.go).
 	Limits Limits
 	// Logger logs server faults (5xx) and, at info level, the audit

@@ -76,6 +76,9 @@ func (s *Server) nodeCaller(r *http.Request) (*auth.Identity, *apiError) {
 }
 
 func (s *Server) verifyNode(r *http.Request, proof string) error {
+	if s.cfg.NodeCertRequired && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+		return fmt.Errorf("no client certificate of the cluster's CA (nodes use mutual TLS)")
+	}
 	keys := s.keys()
 	if len(keys.verify) == 0 {
 		return fmt.Errorf("this node has no cluster key")

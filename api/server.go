@@ -24,6 +24,8 @@ type Server struct {
 	log    zerolog.Logger
 	gin    *gin.Engine
 	client *http.Client
+	// streams forwards event streams (newStreamClient).
+	streams *http.Client
 	// access is what each "METHOD /path" route demands (see handle).
 	access map[string]access
 	// shedder holds the load shedding limits (shed.go).
@@ -41,7 +43,8 @@ func New(cfg Config, router Router) (*Server, error) {
 	cfg = cfg.withDefaults()
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(cfg.ForwardTLS),
-		access: map[string]access{}, shedder: newShedder(cfg.Limits), now: time.Now}
+		streams: newStreamClient(cfg.ForwardTLS),
+		access:  map[string]access{}, shedder: newShedder(cfg.Limits), now: time.Now}
 	s.gin.HandleMethodNotAllowed = true
 	// No redirects: a path with a trailing or empty segment, or in the
 	// wrong case, gets the JSON error shape (404 no_route, or 400 naming

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,13 +22,14 @@ import (
 // taken for lost and the stream resumed elsewhere.
 func streamIdle(heartbeat time.Duration) time.Duration { return 2*heartbeat + 5*time.Second }
 
-// streamClient forwards event streams. Unlike the forwarding client it
-// has no overall timeout (a stream lasts as long as its run): only the
-// owner's answer headers are bounded, and silence by streamIdle.
-var streamClient = newStreamClient()
-
-func newStreamClient() *http.Client {
+// newStreamClient is the client that forwards event streams, over the
+// forwarding client's TLS (tlsCfg, nil: plain HTTP). Unlike the
+// forwarding client it has no overall timeout (a stream lasts as long as
+// its run): only the owner's answer headers are bounded, and silence by
+// streamIdle.
+func newStreamClient(tlsCfg *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = tlsCfg
 	t.ResponseHeaderTimeout = 10 * time.Second
 	return &http.Client{Transport: t}
 }
@@ -56,7 +58,7 @@ func (s *Server) dialOwner(c *gin.Context, t Target, after int64) (source, error
 	}
 	req.Header.Set(ShardHeader, strconv.Itoa(int(t.ShardID)))
 	s.signNode(req, identity(c))
-	res, err := streamClient.Do(req)
+	res, err := s.streams.Do(req)
 	if err != nil {
 		cancel()
 		return nil, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,

@@ -288,7 +288,7 @@ func TestEventsStreamForwarded(t *testing.T) {
 		require.Equal(t, dense(0, b.eventCount(t, id)-1), all, "no event lost or repeated across the move")
 	})
 	t.Run("NoOverallTimeout", func(t *testing.T) {
-		require.Zero(t, streamClient.Timeout, "a stream outlives the forwarding client's timeout")
+		require.Zero(t, newStreamClient(nil).Timeout, "a stream outlives the forwarding client's timeout")
 	})
 }
 

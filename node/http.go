@@ -33,13 +33,14 @@ func (n *Node) listen() error {
 func (n *Node) serve() error {
 	r := n.router
 	cfg := api.Config{
-		MaxBodyBytes: n.cfg.MaxBodyBytes,
-		Limits:       n.cfg.Limits,
-		ForwardTLS:   n.forwardTLS(),
-		NodeID:       n.nodeID,
-		Cluster:      clusterInfo{r},
-		Gates:        nodeGates{n},
-		Logger:       n.root, // api adds its component field
+		MaxBodyBytes:     n.cfg.MaxBodyBytes,
+		Limits:           n.cfg.Limits,
+		ForwardTLS:       n.forwardTLS(),
+		NodeCertRequired: n.tls != nil && n.cfg.TLS.CAFile != "",
+		NodeID:           n.nodeID,
+		Cluster:          clusterInfo{r},
+		Gates:            nodeGates{n},
+		Logger:           n.root, // api adds its component field
 	}
 	if n.admin != nil {
 		cfg.Admin = catalogAdmin{n}

@@ -47,3 +47,20 @@ func newNodeClient(cfg *tls.Config) *http.Client {
 	t.TLSClientConfig = cfg
 	return &http.Client{Transport: t}
 }
+
+// ReloadTLS re-reads the node's certificate, key and CA files (harvestd
+// does on SIGHUP): from the next connection on, the API serves the new
+// certificate, forwarding and raft present it, and peers are verified
+// against the new CA; open connections stay up. On an error the node
+// keeps the material in use. Without TLS it does nothing.
+func (n *Node) ReloadTLS() error {
+	if n.tls == nil {
+		return nil
+	}
+	if err := n.tls.Reload(); err != nil {
+		return err
+	}
+	leaf := n.tls.Leaf()
+	n.log.Info().Str("serial", leaf.SerialNumber.String()).Time("not_after", leaf.NotAfter).Msg("TLS certificate reloaded")
+	return nil
+}

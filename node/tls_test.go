@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"testing"
@@ -14,16 +15,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/internal/tlsconf"
 	"github.com/harvestd/harvest/internal/tlsconf/tlstest"
 )
 
-// TestClusterOverTLS: three nodes whose raft transport runs over mutual
-// TLS (the cluster forms and commits), whose API serves only TLS and
-// whose forwarded requests travel over HTTPS.
+// TestClusterOverTLS: three nodes, each with its own certificate of one
+// CA, whose raft transport runs over mutual TLS (the cluster forms and
+// commits), whose API serves only TLS and whose forwarded requests travel
+// over HTTPS; a peer with another CA, an expired certificate or another
+// cluster key is refused at each hop; a certificate replaced and reloaded
+// is served on each hop while the cluster keeps serving.
 func TestClusterOverTLS(t *testing.T) {
 	ca := tlstest.NewCA(t, "cluster")
-	files := ca.Node(t, "node", time.Now().Add(time.Hour))
-	c := newRaftClusterWindows(t, 2, []time.Duration{time.Hour, time.Hour, time.Hour}, func(cfg *Config) { cfg.TLS = &files })
+	files := map[string]*tlsconf.Files{}
+	for i := range 3 {
+		f := ca.Node(t, fmt.Sprintf("n%d", i), time.Now().Add(time.Hour))
+		files[fmt.Sprintf("n%d", i)] = &f
+	}
+	c := newRaftClusterWindows(t, 2, []time.Duration{time.Hour, time.Hour, time.Hour}, func(cfg *Config) { cfg.TLS = files[cfg.NodeID] })
 	https := httpsClient(t, ca.File)
 	post := func(hc *http.Client, url, body string) (int, error) {
 		res, err := hc.Post(url, "application/json", bytes.NewBufferString(body))
@@ -51,6 +60,28 @@ func TestClusterOverTLS(t *testing.T) {
 		require.Positive(t, forwarded, "some starts were forwarded to their owner over HTTPS")
 		require.Equal(t, 12, c.runsCount(t, "workflow_id LIKE 'tls-%'"))
 	})
+	t.Run("EventStreamThroughANonOwner", func(t *testing.T) {
+		res, err := https.Post("https://"+c.nodes[0].Addr()+api.BasePath+"/workflows/noop_chain/start?wait=20s", "application/json",
+			bytes.NewBufferString(`{"workflow_id":"tls-stream","input":{"activities":0}}`))
+		require.NoError(t, err)
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
+		res.Body.Close()
+		var other *Node
+		for _, n := range c.nodes {
+			if n != c.owner(shardOf(t, body["execution_id"])) {
+				other = n
+			}
+		}
+		res, err = https.Get("https://" + other.Addr() + api.BasePath + "/workflows/" + fmt.Sprint(body["execution_id"]) + "/events/stream")
+		require.NoError(t, err)
+		raw, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode, "forwarded to the owner over HTTPS: %s", raw)
+		require.Contains(t, string(raw), "WorkflowCompleted", "the whole history")
+		require.Contains(t, string(raw), "event: closed", "then the close")
+	})
 	t.Run("CatalogWriteThroughAFollower", func(t *testing.T) {
 		var follower *Node
 		for _, n := range c.nodes {
@@ -72,6 +103,8 @@ func TestClusterOverTLS(t *testing.T) {
 		var unknown x509.UnknownAuthorityError
 		require.ErrorAs(t, err, &unknown)
 	})
+	t.Run("RefusedAtEachHop", func(t *testing.T) { testRefusedAtEachHop(t, c, ca) })
+	t.Run("CertificateReplacedAndReloaded", func(t *testing.T) { testCertificateReload(t, c, ca, files["n1"]) })
 }
 
 // httpsClient trusts the CA in caFile.

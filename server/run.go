@@ -61,7 +61,7 @@ func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger, keyF
 }
 
 // serveUntilStop waits for a stop signal or a serve failure (returned);
-// every SIGHUP meanwhile re-reads the cluster key file.
+// every SIGHUP meanwhile re-reads the cluster key file and the TLS files.
 func serveUntilStop(ctx context.Context, n *node.Node, log zerolog.Logger, keyFile string) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -75,6 +75,7 @@ func serveUntilStop(ctx context.Context, n *node.Node, log zerolog.Logger, keyFi
 			return err
 		case <-hup:
 			reloadClusterKey(ctx, n, log, keyFile)
+			reloadTLS(n, log)
 		}
 	}
 }
@@ -95,6 +96,14 @@ func reloadClusterKey(ctx context.Context, n *node.Node, log zerolog.Logger, key
 		return
 	}
 	log.Info().Int("keys", key.Len()).Msg("SIGHUP: cluster key reloaded")
+}
+
+// reloadTLS re-reads the TLS files; a failure is logged and the node
+// keeps its certificate.
+func reloadTLS(n *node.Node, log zerolog.Logger) {
+	if err := n.ReloadTLS(); err != nil {
+		log.Error().Err(err).Msg("SIGHUP: TLS files not reloaded; the node keeps its certificate")
+	}
 }
 
 // explain turns the start-up failures a user can fix into one clear line.
