@@ -23,7 +23,8 @@ import (
 // concurrently (batchWorkers at a time), so the items of one shard share
 // the shard's group commit. A batch holds at most maxBatchItems items and
 // batchBodyFactor × MaxBodyBytes of JSON; each item's own body is limited
-// as a single start's is.
+// as a single start's is. Under a rate limit every item counts as one
+// request of the caller's token (chargeItems), before any item runs.
 
 const (
 	// maxBatchItems is the most items one batch holds; more answer 413.
@@ -54,6 +55,10 @@ func (s *Server) batchStart(c *gin.Context) {
 	body, err := s.readBatch(c)
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	if e := s.chargeItems(c, len(body.Items)); e != nil {
+		abort(c, e)
 		return
 	}
 	caller := c.Copy() // its keys: the verified identity and scopes

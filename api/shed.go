@@ -87,6 +87,31 @@ func (s *Server) limitRate(c *gin.Context) *apiError {
 		extra: gin.H{"retry_after_s": secs}}
 }
 
+// chargeItems charges a batch's further items to the caller's bucket
+// (the request itself paid one at limitRate), after parsing and before
+// any item runs: a batch over the bucket's room is refused whole with
+// 429 and Retry-After, one larger than the bucket can ever hold with 413.
+func (s *Server) chargeItems(c *gin.Context, items int) *apiError {
+	r := s.shedder.rates
+	if r == nil || fromNode(c) || items <= 1 {
+		return nil
+	}
+	if items > r.burst {
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+			msg:   fmt.Sprintf("a batch of %d starts is more than this token's rate limit lets through at once (burst %d): split it", items, r.burst),
+			extra: gin.H{"max_items": r.burst}}
+	}
+	d := r.delayN(rateKey(c), s.now(), items-1)
+	if d <= 0 {
+		return nil
+	}
+	secs := int(math.Ceil(d.Seconds()))
+	c.Header("Retry-After", strconv.Itoa(secs))
+	return &apiError{status: http.StatusTooManyRequests, code: codeRateLimited,
+		msg:   fmt.Sprintf("a batch of %d starts is over this token's rate of %g starts per second; retry in %d s", items, float64(r.limit), secs),
+		extra: gin.H{"retry_after_s": secs}}
+}
+
 // admit takes an in-flight slot of its kind, or refuses at once.
 func (s *Server) admit(long bool) (release func(), err *apiError) {
 	slots, kind := s.shedder.ordinary, "requests"
@@ -134,8 +159,13 @@ type tokenRates struct {
 
 // delay takes a request from key's bucket at now: 0, or how long until
 // it would have room (the request is then not charged).
-func (r *tokenRates) delay(key string, now time.Time) time.Duration {
-	res := r.bucket(key, now).ReserveN(now, 1)
+func (r *tokenRates) delay(key string, now time.Time) time.Duration { return r.delayN(key, now, 1) }
+
+// delayN takes n requests (at most the burst) at once from key's
+// bucket: 0, or how long until it would have room for them (they are
+// then not charged).
+func (r *tokenRates) delayN(key string, now time.Time, n int) time.Duration {
+	res := r.bucket(key, now).ReserveN(now, n)
 	d := res.DelayFrom(now)
 	if d > 0 {
 		res.CancelAt(now)

@@ -61,6 +61,29 @@ func TestRateLimit(t *testing.T) {
 		}
 		require.Equal(t, http.StatusOK, b.as(t, "write", "GET", "/workflows", nil).Status, "the token's own bucket is untouched")
 	})
+	t.Run("ABatchIsChargedPerItemBeforeAnyWork", func(t *testing.T) {
+		b := setupAuth(t, withLimits(Limits{Rate: slowRefill, Burst: 5}))
+		batch := func(n int) map[string]any {
+			items := make([]any, n)
+			for i := range items {
+				items[i] = map[string]any{"workflow_name": "noop_chain", "input": map[string]any{"activities": 0}}
+			}
+			return map[string]any{"items": items}
+		}
+		r := b.as(t, "write", "POST", "/workflows/batch_start", batch(3))
+		require.Equal(t, http.StatusOK, r.Status, "body %s", r.Raw)
+		before := b.counts(t)
+		r = b.as(t, "write", "POST", "/workflows/batch_start", batch(3))
+		requireError(t, r, http.StatusTooManyRequests, codeRateLimited)
+		require.NotEmpty(t, r.Header.Get("Retry-After"))
+		require.Equal(t, before, b.counts(t), "refused whole, before any item ran")
+		r = b.as(t, "write", "POST", "/workflows/batch_start", batch(1))
+		require.Equal(t, http.StatusOK, r.Status, "the refused batch cost one request, as any refused request does: %s", r.Raw)
+		requireError(t, b.as(t, "write", "GET", "/workflows", nil), http.StatusTooManyRequests, codeRateLimited)
+		before = b.counts(t)
+		requireError(t, b.as(t, "admin", "POST", "/workflows/batch_start", batch(6)), http.StatusRequestEntityTooLarge, codeTooLarge)
+		require.Equal(t, before, b.counts(t), "a batch larger than the bucket never runs")
+	})
 	t.Run("OpenRoutesAreNotLimited", func(t *testing.T) {
 		b := setupAuth(t, withLimits(Limits{Rate: slowRefill, Burst: 1}))
 		for range 3 {
