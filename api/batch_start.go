@@ -38,8 +38,9 @@ const (
 // batchBody is the body of POST /workflows/batch_start.
 type batchBody struct {
 	Items []json.RawMessage `json:"items"`
-	// Atomic asks for all-or-nothing on one shard: not supported yet.
-	Atomic bool `json:"atomic"`
+	// Atomic asks for all or nothing on one shard (batch_atomic.go).
+	Atomic bool   `json:"atomic"`
+	raw    []byte // the body as sent, forwarded whole when atomic
 }
 
 // batchItem is one item: the start route's name and body fields.
@@ -59,6 +60,10 @@ func (s *Server) batchStart(c *gin.Context) {
 	}
 	if e := s.chargeItems(c, len(body.Items)); e != nil {
 		abort(c, e)
+		return
+	}
+	if body.Atomic {
+		s.batchAtomic(c, body)
 		return
 	}
 	caller := c.Copy() // its keys: the verified identity and scopes
@@ -92,9 +97,8 @@ func (s *Server) readBatch(c *gin.Context) (*batchBody, error) {
 	if err := decodeObject(raw, &body); err != nil {
 		return nil, err
 	}
+	body.raw = raw
 	switch {
-	case body.Atomic:
-		return nil, badRequest(codeInvalidArgument, "atomic batches are not supported by this server yet")
 	case len(body.Items) == 0:
 		return nil, badRequest(codeInvalidArgument, "items is empty")
 	case len(body.Items) > maxBatchItems:

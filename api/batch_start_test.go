@@ -102,8 +102,6 @@ func TestBatchStart(t *testing.T) {
 		requireError(t, b.do(t, "POST", "/workflows/batch_start", `{}`), http.StatusBadRequest, codeInvalidArgument)
 		requireError(t, b.do(t, "POST", "/workflows/batch_start", "{\"items\": [{\"workflow_name\": \"a\x00\"}]}"),
 			http.StatusBadRequest, codeInvalidJSON)
-		atomic := map[string]any{"atomic": true, "items": []any{map[string]any{"workflow_name": "onboarding"}}}
-		requireError(t, b.do(t, "POST", "/workflows/batch_start", atomic), http.StatusBadRequest, codeInvalidArgument)
 		many := make([]any, maxBatchItems+1)
 		for i := range many {
 			many[i] = map[string]any{"workflow_name": "onboarding"}

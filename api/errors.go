@@ -114,6 +114,8 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		return badRequest(codeInvalidArgument, err.Error())
 	case errors.Is(err, engine.ErrQueryTimeout):
 		return &apiError{status: http.StatusRequestTimeout, code: codeQueryTimeout, msg: err.Error()}
+	case errors.Is(err, engine.ErrWorkflowIDBusy):
+		return &apiError{status: http.StatusConflict, code: codeConflict, msg: err.Error()}
 	case errors.Is(err, engine.ErrInvalidArgument):
 		return badRequest(codeInvalidArgument, err.Error())
 	case errors.Is(err, engine.ErrUnknownWorkflow):

@@ -16,6 +16,7 @@ type Shard interface {
 	LookupStartKey(ctx context.Context, name, key string) (engine.StartResult, bool, error)
 	KnownStartKey(name, key string) bool
 	StartWorkflow(ctx context.Context, req engine.StartRequest) (engine.StartResult, error)
+	StartAtomic(ctx context.Context, reqs []engine.StartRequest) ([]engine.StartResult, error)
 	Signal(ctx context.Context, req engine.SignalRequest) (engine.SignalResult, error)
 	SignalWithStart(ctx context.Context, req engine.SignalWithStartRequest) (engine.SignalWithStartResult, error)
 	Cancel(ctx context.Context, id uuid.UUID, reason string) (engine.CloseResult, error)

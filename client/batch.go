@@ -43,9 +43,24 @@ type batchItemBody struct {
 // carry a key is retried after a lost answer like a keyed start (nothing
 // is created twice); any other is sent once.
 func (c *Client) BatchStart(ctx context.Context, items []BatchItem) ([]BatchResult, error) {
+	return c.batchStart(ctx, items, false)
+}
+
+// BatchStartAtomic starts every item or none, in one transaction on one
+// shard ("atomic": true): items whose workflow ids or keys belong to
+// different shards are refused (a *Error with Code "spans_shards"), and so
+// is the whole batch when one item fails (its index is Body["item"]). On
+// success each item's result is 201 created or 200 deduplicated. It is
+// retried after a lost answer as BatchStart is.
+func (c *Client) BatchStartAtomic(ctx context.Context, items []BatchItem) ([]BatchResult, error) {
+	return c.batchStart(ctx, items, true)
+}
+
+func (c *Client) batchStart(ctx context.Context, items []BatchItem, atomic bool) ([]BatchResult, error) {
 	body := struct {
-		Items []batchItemBody `json:"items"`
-	}{Items: make([]batchItemBody, len(items))}
+		Items  []batchItemBody `json:"items"`
+		Atomic bool            `json:"atomic,omitempty"`
+	}{Items: make([]batchItemBody, len(items)), Atomic: atomic}
 	keyed := len(items) > 0
 	for i, it := range items {
 		in, err := rawJSON("input", it.Input)

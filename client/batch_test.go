@@ -41,4 +41,17 @@ func TestServerBatchStart(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, apiErr.Status)
 	_, err = b.api.BatchStart(ctxT(t), []client.BatchItem{{WorkflowName: "x", Input: func() {}}})
 	require.Error(t, err, "an input that does not encode is refused before sending")
+
+	atomic := []client.BatchItem{
+		{WorkflowName: demo.NoopChainName, IdempotencyKey: "cb-atomic-1", Input: map[string]int{"activities": 0}},
+		{WorkflowName: demo.NoopChainName, IdempotencyKey: "cb-atomic-2", Input: map[string]int{"activities": 0}},
+	}
+	res, err = b.api.BatchStartAtomic(ctxT(t), atomic)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, res[0].Status)
+	require.Equal(t, http.StatusCreated, res[1].Status)
+	_, err = b.api.BatchStartAtomic(ctxT(t), append(atomic, client.BatchItem{WorkflowName: "no_such_workflow"}))
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusNotFound, apiErr.Status)
+	require.EqualValues(t, 2, apiErr.Body["item"], "the failed item is named")
 }

@@ -34,6 +34,8 @@ var (
 	// errOutboxGone: an outbox row was recorded (and deleted) by another
 	// attempt meanwhile; this attempt has nothing left to do.
 	errOutboxGone = errors.New("outbox row already recorded")
+	// ErrWorkflowIDBusy: an atomic batch start's workflow id has an open run.
+	ErrWorkflowIDBusy = errors.New("workflow id has an open run")
 	// ErrScheduleExists: a live schedule already has the id.
 	ErrScheduleExists = errors.New("schedule exists")
 )

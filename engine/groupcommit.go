@@ -251,6 +251,8 @@ type batchPlan struct {
 	// oneTrip: the batch is sent in one trip, and the early first tasks of
 	// its starts are used (one_trip.go).
 	oneTrip bool
+	// atomic: the batch commits all its starts or none (start_atomic.go).
+	atomic bool
 	// stampLo, stampHi: the earliest and the latest time the batch's
 	// events are stamped with (set by its first tasks).
 	stampLo, stampHi time.Time
@@ -483,6 +485,11 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 		p.res[i] = StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
 			State: StateRunning, StartedFresh: true}
 		p.fresh++
+	}
+	if p.atomic {
+		if err := p.atomicRefusal(); err != nil {
+			return err
+		}
 	}
 	after := func(*pgx.Batch) {}
 	if runs.len() > 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -328,6 +329,50 @@ func TestClusterRouting(t *testing.T) {
 		require.Greater(t, len(shards), 1, "the batch spans shards")
 	})
 
+	t.Run("AtomicBatchRunsOnItsShardsOwner", func(t *testing.T) {
+		// Keys of one shard, and one key of another.
+		byShard := map[uint16][]string{}
+		for i := 0; len(byShard) < 2 || len(byShard[firstShard(byShard)]) < 5; i++ {
+			key := fmt.Sprintf("atomic-%d", i)
+			shard, err := ring.PickShard(c.cat, "onboarding", key)
+			require.NoError(t, err)
+			byShard[shard] = append(byShard[shard], key)
+		}
+		one := firstShard(byShard)
+		items := make([]any, 5)
+		for i, key := range byShard[one][:5] {
+			items[i] = map[string]any{"workflow_name": "onboarding", "idempotency_key": key, "input": map[string]any{"user_id": i + 1}}
+		}
+		// Sent through every node: one creates, the others replay, each
+		// forwarded whole to the shard's owner unless it is the owner.
+		var first []map[string]any
+		for n, node := range c.live() {
+			res := batchResults(t, call(t, node, "POST", "/workflows/batch_start", map[string]any{"atomic": true, "items": items}))
+			for i, r := range res {
+				if n == 0 {
+					require.EqualValues(t, http.StatusCreated, r["status"], "%v", r)
+					require.Equal(t, one, shardOf(t, r["execution_id"]), "item %d runs on the batch's shard", i)
+					continue
+				}
+				require.EqualValues(t, http.StatusOK, r["status"], "via %s: %v", node.NodeID(), r)
+				require.Equal(t, first[i]["execution_id"], r["execution_id"], "via %s", node.NodeID())
+			}
+			if n == 0 {
+				first = res
+			}
+		}
+		var other string
+		for shard, keys := range byShard {
+			if shard != one {
+				other = keys[0]
+			}
+		}
+		spans := append(items[:2:2], map[string]any{"workflow_name": "onboarding", "idempotency_key": other})
+		r := call(t, c.live()[1], "POST", "/workflows/batch_start", map[string]any{"atomic": true, "items": spans})
+		require.Equal(t, http.StatusBadRequest, r.Status, "%v", r.Body)
+		require.Equal(t, "spans_shards", r.Body["code"])
+	})
+
 	t.Run("ExecutionRoutesFromAnyNode", func(t *testing.T) {
 		r := call(t, c.live()[0], "POST", "/workflows/order/start", map[string]any{"workflow_id": "route-me", "input": map[string]any{"order_id": "r", "sleep_ms": 10}})
 		require.Equal(t, http.StatusCreated, r.Status)
@@ -514,4 +559,13 @@ func batchResults(t *testing.T, r reply) []map[string]any {
 		out[i] = v.(map[string]any)
 	}
 	return out
+}
+
+// firstShard is the lowest shard of m (none: 0).
+func firstShard(m map[uint16][]string) uint16 {
+	keys := slices.Sorted(maps.Keys(m))
+	if len(keys) == 0 {
+		return 0
+	}
+	return keys[0]
 }
