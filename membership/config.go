@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -104,6 +106,11 @@ type Config struct {
 	// ClusterKey set, ClusterKey.Derive(clusterkey.LabelGossip) (32 bytes,
 	// AES-256); without, nil: no encryption.
 	GossipKey []byte
+	// GossipKeys are further gossip keys of an explicit GossipKey's
+	// rotation: they decrypt, GossipKey alone encrypts (harvestd
+	// --gossip-key-file: every line after the first). Ignored when
+	// GossipKey is derived from ClusterKey.
+	GossipKeys [][]byte
 	// ClusterKey is the cluster credential, the same on every node. When
 	// set, this node's metadata carries a member proof (an HMAC of its
 	// id, addresses and version under
@@ -146,6 +153,7 @@ func (c Config) withDefaults() Config {
 	c.Meta.NodeID = cmp.Or(c.Meta.NodeID, c.NodeID)
 	c.Join = append([]string(nil), c.Join...)
 	c.GossipKey = append([]byte(nil), c.GossipKey...)
+	c.GossipKeys = slices.Clone(c.GossipKeys)
 	if len(c.GossipKey) == 0 && !c.ClusterKey.IsZero() {
 		c.GossipKey = c.ClusterKey.Derive(clusterkey.LabelGossip)
 		c.gossipDerived = true
@@ -166,12 +174,13 @@ func (c Config) signKey() []byte {
 }
 
 // gossipKeys is the gossip keyring, the primary first: every key of a
-// ClusterKey rotation when GossipKey is derived from it.
+// ClusterKey rotation when GossipKey is derived from it, else GossipKey
+// and GossipKeys.
 func (c Config) gossipKeys() [][]byte {
 	if c.gossipDerived {
 		return c.ClusterKey.DeriveAll(clusterkey.LabelGossip)
 	}
-	return [][]byte{c.GossipKey}
+	return append([][]byte{c.GossipKey}, c.GossipKeys...)
 }
 
 // Validate reports every invalid field; zero fields other than NodeID are
@@ -194,6 +203,12 @@ func (c Config) Validate() error {
 	}
 	if c.GossipKey != nil {
 		errs = append(errs, checkGossipKey(c.GossipKey))
+	}
+	for _, k := range c.GossipKeys {
+		errs = append(errs, checkGossipKey(k))
+	}
+	if len(c.GossipKeys) > 0 && c.GossipKey == nil {
+		errs = append(errs, errors.New("gossip keys need a gossip key (the one that encrypts)"))
 	}
 	errs = append(errs, c.checkMeta(c.Meta))
 	switch c.Profile {
@@ -266,6 +281,32 @@ func ParseGossipKey(s string) ([]byte, error) {
 		return nil, err
 	}
 	return key, nil
+}
+
+// ParseGossipKeyFile reads a gossip key file (harvestd
+// --gossip-key-file): one ParseGossipKey key a line, blank lines and
+// lines starting with # ignored; the first encrypts, every one decrypts.
+// Errors name the line, never a key, and wrap ErrInvalidGossipKey.
+func ParseGossipKeyFile(path string) ([][]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("gossip key file: %w", err)
+	}
+	var keys [][]byte
+	for i, line := range strings.Split(string(raw), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, err := ParseGossipKey(line)
+		if err != nil {
+			return nil, fmt.Errorf("gossip key file %s, line %d: %w", path, i+1, err)
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("gossip key file %s: %w: no key", path, ErrInvalidGossipKey)
+	}
+	return keys, nil
 }
 
 // memberlistConfig returns the memberlist configuration for c (defaults

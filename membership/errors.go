@@ -24,6 +24,12 @@ var (
 	ErrInvalidProof = errors.New("member proof missing or invalid")
 	// ErrNoClusterKey: Rotate was given the zero key.
 	ErrNoClusterKey = errors.New("no cluster key")
+	// ErrNoGossipKey: RotateGossipKey without keys, or on a membership
+	// that does not encrypt gossip.
+	ErrNoGossipKey = errors.New("no gossip key")
+	// ErrGossipKeyDerived: RotateGossipKey on a membership whose gossip
+	// key comes from the cluster key (rotate the cluster key instead).
+	ErrGossipKeyDerived = errors.New("the gossip key is derived from the cluster key")
 )
 
 // MetaTooLargeError reports node metadata whose encoding is Size bytes,

@@ -69,3 +69,35 @@ func rotateKeyring(ring *memberlist.Keyring, keys [][]byte) error {
 	}
 	return nil
 }
+
+// RotateGossipKey replaces an explicit gossip keyring (Config.GossipKey
+// and GossipKeys) while the membership runs (harvestd re-reads
+// --gossip-key-file on SIGHUP): keys[0] encrypts from now on, every key
+// decrypts. As with Rotate, each step reaches every node before the next:
+// add the new key second, make it first, then remove the old one. A
+// gossip key derived from the cluster key rotates with Rotate instead
+// (ErrGossipKeyDerived), and without encryption there is nothing to
+// rotate (ErrNoGossipKey).
+func (m *Membership) RotateGossipKey(keys [][]byte) error {
+	if len(keys) == 0 {
+		return fmt.Errorf("membership rotate gossip key: %w", ErrNoGossipKey)
+	}
+	for _, k := range keys {
+		if err := checkGossipKey(k); err != nil {
+			return fmt.Errorf("membership rotate gossip key: %w", err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.cfg.gossipDerived:
+		return fmt.Errorf("membership rotate gossip key: %w", ErrGossipKeyDerived)
+	case m.keyring == nil:
+		return fmt.Errorf("membership rotate gossip key: %w", ErrNoGossipKey)
+	}
+	if err := rotateKeyring(m.keyring, keys); err != nil {
+		return fmt.Errorf("membership rotate gossip key: %w", err)
+	}
+	m.cfg.GossipKey, m.cfg.GossipKeys = keys[0], slices.Clone(keys[1:])
+	return nil
+}

@@ -1,8 +1,14 @@
 package membership
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,4 +68,73 @@ func TestRotate(t *testing.T) {
 	t.Run("ZeroKeyIsAnError", func(t *testing.T) {
 		require.ErrorIs(t, nodes[0].Rotate(context.Background(), clusterkey.Key{}), ErrNoClusterKey)
 	})
+}
+
+// TestRotateGossipKey: a cluster with an explicit gossip key moves to
+// another in the documented steps (add the new key second, make it
+// first, drop the old), every node alive throughout; then a node with
+// the new key alone joins and one with the old key alone cannot.
+func TestRotateGossipKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	oldKey, newKey := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	nodes := b.cluster(t, 3, func(c *Config) { c.GossipKey = oldKey })
+	for _, step := range []struct {
+		name string
+		keys [][]byte
+	}{
+		{"AddTheNewKeySecond", [][]byte{oldKey, newKey}},
+		{"MakeItFirst", [][]byte{newKey, oldKey}},
+		{"DropTheOldKey", [][]byte{newKey}},
+	} {
+		for _, n := range nodes {
+			require.NoError(t, n.RotateGossipKey(step.keys), step.name)
+		}
+		waitAlive(t, convergeDeadline, nodes, ids(nodes)...)
+	}
+	require.Never(t, func() bool { return len(nodes[0].Alive()) < len(nodes) }, failureDeadline/5, pollTick,
+		"every node stays a member after the old key is dropped")
+	t.Run("TheNewKeyJoins", func(t *testing.T) {
+		cfg := b.config("node-4", nodes[2])
+		cfg.GossipKey = newKey
+		joined := start(t, cfg)
+		waitAlive(t, convergeDeadline, append(nodes, joined), "node-1", "node-2", "node-3", "node-4")
+	})
+	t.Run("TheOldKeyIsRefused", func(t *testing.T) {
+		cfg := b.config("stale", nodes[0])
+		cfg.GossipKey = oldKey
+		stale := start(t, cfg)
+		require.Never(t, func() bool {
+			_, ok := find(nodes[0].Members(), "stale")
+			return ok || len(stale.Alive()) > 1
+		}, failureDeadline/5, pollTick)
+	})
+	t.Run("Errors", func(t *testing.T) {
+		require.ErrorIs(t, nodes[0].RotateGossipKey(nil), ErrNoGossipKey)
+		require.ErrorIs(t, nodes[0].RotateGossipKey([][]byte{[]byte("short")}), ErrInvalidGossipKey)
+		derived := start(t, b.config("derived"))
+		require.ErrorIs(t, derived.RotateGossipKey([][]byte{newKey}), ErrGossipKeyDerived, "rotate the cluster key instead")
+	})
+}
+
+func TestParseGossipKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(content string) string {
+		path := filepath.Join(dir, fmt.Sprintf("k%d", time.Now().UnixNano()))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	a, b := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 16))
+	keys, err := ParseGossipKeyFile(write("# rotation\n" + a + "\n\n  " + b + "  \n"))
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 16)}, keys, "the first encrypts")
+	for name, content := range map[string]string{"Empty": "# nothing\n", "NotBase64": a + "\nnot base64!\n", "WrongSize": "c2hvcnQ=\n"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseGossipKeyFile(write(content))
+			require.ErrorIs(t, err, ErrInvalidGossipKey)
+			require.NotContains(t, err.Error(), a, "no key in the error")
+		})
+	}
+	_, err = ParseGossipKeyFile(filepath.Join(dir, "missing"))
+	require.Error(t, err)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/membership"
 )
 
 // RotateClusterKey replaces the cluster key of every channel while the
@@ -35,6 +36,23 @@ func (n *Node) RotateClusterKey(ctx context.Context, key clusterkey.Key) error {
 		}
 	}
 	n.log.Info().Int("keys", key.Len()).Msg("cluster key rotated")
+	return nil
+}
+
+// RotateGossipKey replaces the keyring of an explicit gossip key
+// (harvestd re-reads --gossip-key-file on SIGHUP): keys[0] encrypts from
+// now on, every key decrypts. Rotating with every node up takes the same
+// three rounds as RotateClusterKey. A gossip key derived from the cluster
+// key rotates with the cluster key (membership.ErrGossipKeyDerived).
+func (n *Node) RotateGossipKey(keys [][]byte) error {
+	g := n.gossipRef.Load()
+	if g == nil {
+		return fmt.Errorf("rotate gossip key: %w", membership.ErrNoGossipKey)
+	}
+	if err := g.RotateGossipKey(keys); err != nil {
+		return err
+	}
+	n.log.Info().Int("keys", len(keys)).Msg("gossip key rotated")
 	return nil
 }
 

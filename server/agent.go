@@ -20,6 +20,7 @@ const (
 	flagGossipAddr      = "gossip-addr"
 	flagAdvertiseGossip = "advertise-gossip"
 	flagGossipKey       = "gossip-key"
+	flagGossipKeyFile   = "gossip-key-file"
 	flagGossipProfile   = "gossip-profile"
 )
 
@@ -42,7 +43,9 @@ func agentFlags() []cli.Flag {
 		&cli.StringFlag{Name: flagAdvertiseGossip, EnvVars: []string{"HARVEST_ADVERTISE_GOSSIP"},
 			Usage: "IP:port other nodes gossip with this one at (default: the bound --gossip-addr, or a private IP of this host when it binds every interface)"},
 		&cli.StringFlag{Name: flagGossipKey, EnvVars: []string{"HARVEST_GOSSIP_KEY"},
-			Usage: "base64 key of 16, 24 or 32 bytes that encrypts gossip (e.g. from openssl rand -base64 32); every node needs the same key (default: no encryption)"},
+			Usage: "base64 key of 16, 24 or 32 bytes that encrypts gossip (e.g. from openssl rand -base64 32); every node needs the same key (default: a key derived from the cluster key)"},
+		&cli.StringFlag{Name: flagGossipKeyFile, EnvVars: []string{"HARVEST_GOSSIP_KEY_FILE"},
+			Usage: "file of gossip keys as --" + flagGossipKey + " takes them, one a line: the first encrypts, all decrypt; SIGHUP re-reads it, so that gossip keys rotate with every node up (instead of --" + flagGossipKey + ")"},
 		&cli.StringFlag{Name: flagGossipProfile, Value: membership.ProfileDefault, EnvVars: []string{"HARVEST_GOSSIP_PROFILE"},
 			Usage: "gossip timings: lan, or local for loopback clusters and tests (faster failure detection)"},
 	)
@@ -170,10 +173,8 @@ func gossipConfig(c *cli.Context) (*membership.Config, error) {
 	if g.Join, err = parseJoin(c.StringSlice(flagJoin)); err != nil {
 		return nil, err
 	}
-	if key := c.String(flagGossipKey); key != "" {
-		if g.GossipKey, err = membership.ParseGossipKey(key); err != nil {
-			return nil, fmt.Errorf("--%s: %w", flagGossipKey, err)
-		}
+	if err := gossipKeys(c, &g); err != nil {
+		return nil, err
 	}
 	switch g.Profile = c.String(flagGossipProfile); g.Profile {
 	case membership.ProfileLAN, membership.ProfileLocal:
@@ -181,6 +182,27 @@ func gossipConfig(c *cli.Context) (*membership.Config, error) {
 		return nil, fmt.Errorf("--%s %q: want %s or %s", flagGossipProfile, g.Profile, membership.ProfileLAN, membership.ProfileLocal)
 	}
 	return &g, nil
+}
+
+// gossipKeys reads --gossip-key or --gossip-key-file.
+func gossipKeys(c *cli.Context, g *membership.Config) error {
+	key, file := c.String(flagGossipKey), c.String(flagGossipKeyFile)
+	switch {
+	case key != "" && file != "":
+		return fmt.Errorf("--%s and --%s exclude each other", flagGossipKey, flagGossipKeyFile)
+	case key != "":
+		var err error
+		if g.GossipKey, err = membership.ParseGossipKey(key); err != nil {
+			return fmt.Errorf("--%s: %w", flagGossipKey, err)
+		}
+	case file != "":
+		keys, err := membership.ParseGossipKeyFile(file)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", flagGossipKeyFile, err)
+		}
+		g.GossipKey, g.GossipKeys = keys[0], keys[1:]
+	}
+	return nil
 }
 
 // ipPort splits an IP:port flag value; gossip binds and advertises IP

@@ -185,7 +185,7 @@ func (a *app) serve(c *cli.Context, cfg node.Config) error {
 			return err
 		}
 	}
-	return explain(a.run(c.Context, cfg, log, c.String(flagClusterKeyFile)), cfg)
+	return explain(a.run(c.Context, cfg, log, reloadFiles{clusterKey: c.String(flagClusterKeyFile), gossipKey: c.String(flagGossipKeyFile)}), cfg)
 }
 
 // newLogger builds the root logger, writing to stderr.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/membership"
 	"github.com/harvestd/harvest/node"
 )
 
@@ -25,8 +26,15 @@ func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
+// reloadFiles are the files SIGHUP re-reads besides the TLS files ("":
+// not given).
+type reloadFiles struct {
+	clusterKey string // --cluster-key-file
+	gossipKey  string // --gossip-key-file
+}
+
 // run starts a node and serves until a signal or a server failure.
-func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger, keyFile string) error {
+func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger, files reloadFiles) error {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	n, err := node.New(cfg, a.reg)
@@ -46,7 +54,7 @@ func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger, keyF
 		ready = ready.Str("gossip_addr", addr)
 	}
 	ready.Msg("node ready")
-	serveErr := serveUntilStop(ctx, n, log, keyFile)
+	serveErr := serveUntilStop(ctx, n, log, files)
 	stopSignals() // a second signal kills the process at once
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
@@ -61,8 +69,9 @@ func (a *app) run(ctx context.Context, cfg node.Config, log zerolog.Logger, keyF
 }
 
 // serveUntilStop waits for a stop signal or a serve failure (returned);
-// every SIGHUP meanwhile re-reads the cluster key file and the TLS files.
-func serveUntilStop(ctx context.Context, n *node.Node, log zerolog.Logger, keyFile string) error {
+// every SIGHUP meanwhile re-reads the cluster key file, the gossip key
+// file and the TLS files.
+func serveUntilStop(ctx context.Context, n *node.Node, log zerolog.Logger, files reloadFiles) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -74,7 +83,8 @@ func serveUntilStop(ctx context.Context, n *node.Node, log zerolog.Logger, keyFi
 		case err := <-n.Err():
 			return err
 		case <-hup:
-			reloadClusterKey(ctx, n, log, keyFile)
+			reloadClusterKey(ctx, n, log, files.clusterKey)
+			reloadGossipKey(n, log, files.gossipKey)
 			reloadTLS(n, log)
 		}
 	}
@@ -96,6 +106,23 @@ func reloadClusterKey(ctx context.Context, n *node.Node, log zerolog.Logger, key
 		return
 	}
 	log.Info().Int("keys", key.Len()).Msg("SIGHUP: cluster key reloaded")
+}
+
+// reloadGossipKey re-reads the gossip key file, if any, and rotates the
+// gossip keyring to it; a failure is logged and the node keeps its keys.
+func reloadGossipKey(n *node.Node, log zerolog.Logger, file string) {
+	if file == "" {
+		return
+	}
+	keys, err := membership.ParseGossipKeyFile(file)
+	if err == nil {
+		err = n.RotateGossipKey(keys)
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("SIGHUP: gossip keys not reloaded; the node keeps its keys")
+		return
+	}
+	log.Info().Int("keys", len(keys)).Msg("SIGHUP: gossip keys reloaded")
 }
 
 // reloadTLS re-reads the TLS files; a failure is logged and the node
