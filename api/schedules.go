@@ -27,7 +27,7 @@ type scheduler interface {
 	DeleteSchedule(ctx context.Context, id string) error
 	PauseSchedule(ctx context.Context, id string) error
 	ResumeSchedule(ctx context.Context, id string) error
-	TriggerSchedule(ctx context.Context, id string) (engine.ScheduleFire, error)
+	TriggerSchedule(ctx context.Context, id, key string) (engine.ScheduleFire, bool, error)
 }
 
 func (s *Server) scheduleRoutes(g *gin.RouterGroup) {
@@ -221,6 +221,11 @@ func (s *Server) listSchedules(c *gin.Context) {
 // onSchedule checks :schedule, routes the request and runs op on the
 // schedules shard; false when it answered already.
 func (s *Server) onSchedule(c *gin.Context, op func(ctx context.Context, sch scheduler, id string) error) {
+	s.onScheduleBody(c, func(ctx context.Context, sch scheduler, id string, _ []byte) error { return op(ctx, sch, id) })
+}
+
+// onScheduleBody is onSchedule for an op that reads the request's body.
+func (s *Server) onScheduleBody(c *gin.Context, op func(ctx context.Context, sch scheduler, id string, raw []byte) error) {
 	id, err := scheduleID(c)
 	if err != nil {
 		s.fail(c, err)
@@ -235,7 +240,7 @@ func (s *Server) onSchedule(c *gin.Context, op func(ctx context.Context, sch sch
 	if sch == nil {
 		return
 	}
-	if err := op(c.Request.Context(), sch, id); err != nil {
+	if err := op(c.Request.Context(), sch, id, raw); err != nil {
 		s.failSchedule(c, err)
 	}
 }
@@ -283,13 +288,39 @@ func (s *Server) changeSchedule(c *gin.Context, change func(scheduler, context.C
 	})
 }
 
-// triggerSchedule handles POST /schedules/{id}/trigger: one fire now.
+// triggerSchedule handles POST /schedules/{id}/trigger: one fire now;
+// with an idempotency key (the Idempotency-Key header, which wins, or
+// the body's idempotency_key) a retry answers the first trigger's fire.
 func (s *Server) triggerSchedule(c *gin.Context) {
-	s.onSchedule(c, func(ctx context.Context, sch scheduler, id string) error {
-		fire, err := sch.TriggerSchedule(ctx, id)
-		if err == nil {
-			c.JSON(http.StatusAccepted, gin.H{"schedule_id": id, "fire": fire})
+	s.onScheduleBody(c, func(ctx context.Context, sch scheduler, id string, raw []byte) error {
+		key, err := triggerKey(c, raw)
+		if err != nil {
+			return err
 		}
-		return err
+		fire, dup, err := sch.TriggerSchedule(ctx, id, key)
+		if err != nil {
+			return err
+		}
+		out := gin.H{"schedule_id": id, "fire": fire}
+		if key != "" {
+			out["deduplicated"] = dup
+		}
+		c.JSON(http.StatusAccepted, out)
+		return nil
 	})
+}
+
+// triggerKey is a trigger's idempotency key ("" for none).
+func triggerKey(c *gin.Context, raw []byte) (string, error) {
+	key, present, err := idempotencyKey(c)
+	if present || err != nil {
+		return key, err
+	}
+	var b struct {
+		IdempotencyKey *string `json:"idempotency_key"`
+	}
+	if err := decodeObject(raw, &b); err != nil || b.IdempotencyKey == nil {
+		return "", err
+	}
+	return *b.IdempotencyKey, checkKey(c, "idempotency_key", *b.IdempotencyKey)
 }

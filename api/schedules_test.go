@@ -73,6 +73,36 @@ func TestSchedulesAPI(t *testing.T) {
 		require.Equal(t, "skipped", fire["outcome"])
 		require.Contains(t, fire["reason"], "is still running")
 	})
+	t.Run("a retried keyed trigger makes one run", func(t *testing.T) {
+		require.Equal(t, http.StatusCreated, create(t, map[string]any{"schedule_id": "keyed", "workflow_name": "onboarding",
+			"interval": "1h", "overlap": "allow_all"}).Status)
+		first := b.do(t, http.MethodPost, "/schedules/keyed/trigger", nil, "Idempotency-Key", "deploy-7")
+		require.Equal(t, http.StatusAccepted, first.Status, "body %s", first.Raw)
+		require.Equal(t, false, first.Body["deduplicated"])
+		key := first.Body["fire"].(map[string]any)["key"]
+		require.Equal(t, "hv:sched:keyed:1:trigger:deploy-7", key)
+		fire := b.waitFire(t, "keyed", 1)
+		require.Equal(t, "started", fire["outcome"])
+		// The client's retry, by header or body field: the same fire.
+		for _, retry := range []response{
+			b.do(t, http.MethodPost, "/schedules/keyed/trigger", nil, "Idempotency-Key", "deploy-7"),
+			b.do(t, http.MethodPost, "/schedules/keyed/trigger", map[string]any{"idempotency_key": "deploy-7"}),
+		} {
+			require.Equal(t, http.StatusAccepted, retry.Status, "body %s", retry.Raw)
+			require.Equal(t, true, retry.Body["deduplicated"])
+			require.Equal(t, key, retry.Body["fire"].(map[string]any)["key"])
+			require.Equal(t, fire["execution_id"], retry.Body["fire"].(map[string]any)["execution_id"])
+		}
+		r := b.do(t, http.MethodGet, "/schedules/keyed", nil)
+		require.Len(t, r.Body["recent_fires"], 1, "one fire, one run")
+		requireError(t, b.do(t, http.MethodPost, "/schedules/keyed/trigger", nil, "Idempotency-Key", "hv:sched:mine"),
+			http.StatusBadRequest, codeInvalidArgument)
+		requireError(t, b.do(t, http.MethodPost, "/schedules/keyed/trigger", map[string]any{"idempotency_key": ""}),
+			http.StatusBadRequest, codeInvalidArgument)
+		requireError(t, b.do(t, http.MethodPost, "/schedules/keyed/trigger", map[string]any{"key": "x"}),
+			http.StatusBadRequest, codeInvalidJSON)
+		require.Equal(t, http.StatusOK, b.do(t, http.MethodDelete, "/schedules/keyed", nil).Status)
+	})
 	t.Run("a gated fire is skipped with the gate's reason", func(t *testing.T) {
 		require.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/admin/gates",
 			map[string]any{"gate_id": "freeze", "scope_kind": "workflow_name", "scope_value": "linger", "reason": "freeze"}).Status)

@@ -128,18 +128,29 @@ func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
 
 // TriggerSchedule fires a schedule now (write scope) and returns the
 // fire as recorded; its run starts soon after (see DescribeSchedule).
-// Each call is a fire of its own: it is not retried.
+// Without a key each call is a fire of its own and is not retried; with
+// TriggerScheduleKeyed it is retried safely.
 func (c *Client) TriggerSchedule(ctx context.Context, id string) (*ScheduleFire, error) {
+	fire, _, err := c.TriggerScheduleKeyed(ctx, id, "")
+	return fire, err
+}
+
+// TriggerScheduleKeyed is TriggerSchedule with an idempotency key (sent
+// as the Idempotency-Key header; "" for none): a repeat of a keyed
+// trigger, by the client's retries or by the caller, answers the first
+// one's fire (deduplicated true) and fires nothing more.
+func (c *Client) TriggerScheduleKeyed(ctx context.Context, id, key string) (fire *ScheduleFire, deduplicated bool, err error) {
 	if id == "" {
-		return nil, fmt.Errorf("schedule id is empty: %w", ErrInvalid)
+		return nil, false, fmt.Errorf("schedule id is empty: %w", ErrInvalid)
 	}
 	var out struct {
-		Fire ScheduleFire `json:"fire"`
+		Fire         ScheduleFire `json:"fire"`
+		Deduplicated bool         `json:"deduplicated"`
 	}
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/schedules/" + seg(id) + "/trigger"}, &out); err != nil {
-		return nil, err
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/schedules/" + seg(id) + "/trigger", key: key}, &out); err != nil {
+		return nil, false, err
 	}
-	return &out.Fire, nil
+	return &out.Fire, out.Deduplicated, nil
 }
 
 func (c *Client) onSchedule(ctx context.Context, method, id, verb string) (*Schedule, error) {

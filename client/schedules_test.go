@@ -47,6 +47,19 @@ func TestServerSchedules(t *testing.T) {
 		require.True(t, closed)
 		require.Equal(t, "COMPLETED", res.State)
 	})
+	t.Run("a keyed trigger repeated fires once", func(t *testing.T) {
+		first, dup, err := b.api.TriggerScheduleKeyed(ctxT(t), "chain", "release-1")
+		require.NoError(t, err)
+		require.False(t, dup)
+		again, dup, err := b.api.TriggerScheduleKeyed(ctxT(t), "chain", "release-1")
+		require.NoError(t, err)
+		require.True(t, dup)
+		require.Equal(t, first.Key, again.Key)
+		require.Eventually(t, func() bool {
+			s, err := b.api.DescribeSchedule(ctxT(t), "chain")
+			return err == nil && len(s.RecentFires) == 2 && s.RecentFires[0].Outcome == "started"
+		}, 20*time.Second, 20*time.Millisecond, "the keyed trigger is one fire beside the first test's")
+	})
 	t.Run("pause, resume, delete", func(t *testing.T) {
 		s, err := b.api.PauseSchedule(ctxT(t), "chain")
 		require.NoError(t, err)

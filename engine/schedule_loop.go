@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,6 +119,7 @@ func pendingFires(ctx context.Context, tx *fencedTx, s Schedule) (int, error) {
 
 // plannedFire is one fire a transaction records.
 type plannedFire struct {
+	key     string // the fire's key when it is not ScheduleFireKey's (a keyed trigger)
 	nominal time.Time
 	outcome string // firePending (to start) or fireSkipped
 	reason  string
@@ -245,7 +247,7 @@ type fireRows struct {
 }
 
 func (r *fireRows) add(s Schedule, f plannedFire, triggered bool) error {
-	key := ScheduleFireKey(s.ID, s.Generation, f.nominal)
+	key := cmp.Or(f.key, ScheduleFireKey(s.ID, s.Generation, f.nominal))
 	wid := fireWorkflowID(s, f.nominal)
 	r.keys, r.ids, r.outcomes = append(r.keys, key), append(r.ids, s.ID), append(r.outcomes, f.outcome)
 	r.reasons, r.workflowIDs = append(r.reasons, f.reason), append(r.workflowIDs, wid)
@@ -299,34 +301,90 @@ func (e *Engine) armNextSchedule(ctx context.Context) {
 
 // TriggerSchedule fires a schedule now, beside its nominal times (its
 // cursor does not move), under its overlap policy; a paused schedule
-// fires too.
-func (e *Engine) TriggerSchedule(ctx context.Context, id string) (ScheduleFire, error) {
+// fires too. With a client key the fire's key is
+// TriggerFireKey(id, generation, key): a repeat finds the recorded fire
+// (read-only; deduplicated true) and fires nothing, while the fire is
+// among the schedule's recorded ones; beyond them the keyed start still
+// answers the same run within the idempotency window.
+func (e *Engine) TriggerSchedule(ctx context.Context, id, key string) (fire ScheduleFire, deduplicated bool, err error) {
+	if key != "" {
+		if f, ok, err := e.triggeredFire(ctx, e.pool, id, key); err != nil || ok {
+			return f, ok, err
+		}
+	}
 	nominal := e.now().UTC().Truncate(time.Millisecond)
-	var fire ScheduleFire
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fencedTx) error {
 		s, ok, err := lockSchedule(ctx, tx, id)
 		if err != nil || !ok {
 			return cmpErr(err, fmt.Errorf("schedule %q: %w", id, ErrNotFound))
 		}
-		pending, err := pendingFires(ctx, tx, s)
-		if err != nil {
-			return err
+		if key != "" {
+			// Under the schedule's lock: a concurrent same-key trigger
+			// committed first.
+			if f, ok, err := fireByKey(ctx, tx, TriggerFireKey(id, s.Generation, key)); err != nil || ok {
+				fire, deduplicated = f, ok
+				return err
+			}
 		}
-		f := overlapFire(s.Spec.Overlap, nominal, pending)
-		var fr fireRows
-		if err := fr.add(s, f, true); err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		fr.queue(b)
-		fire = ScheduleFire{Key: fr.keys[0], NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
-			WorkflowID: fr.workflowIDs[0]}
-		return sendBatch(ctx, tx, b)
+		fire, err = e.recordTrigger(ctx, tx, s, nominal, key)
+		return err
 	})
-	if err == nil && fire.Outcome == firePending {
+	if err == nil && !deduplicated && fire.Outcome == firePending {
 		e.nudge(e.obWake)
 	}
-	return fire, err
+	return fire, deduplicated, err
+}
+
+// recordTrigger records a trigger's fire (and its outbox row) in the
+// schedule's transaction.
+func (e *Engine) recordTrigger(ctx context.Context, tx *fencedTx, s Schedule, nominal time.Time, key string) (ScheduleFire, error) {
+	pending, err := pendingFires(ctx, tx, s)
+	if err != nil {
+		return ScheduleFire{}, err
+	}
+	f := overlapFire(s.Spec.Overlap, nominal, pending)
+	if key != "" {
+		f.key = TriggerFireKey(s.ID, s.Generation, key)
+	}
+	var fr fireRows
+	if err := fr.add(s, f, true); err != nil {
+		return ScheduleFire{}, err
+	}
+	b := &pgx.Batch{}
+	fr.queue(b)
+	fire := ScheduleFire{Key: fr.keys[0], NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
+		WorkflowID: fr.workflowIDs[0]}
+	return fire, sendBatch(ctx, tx, b)
+}
+
+// triggeredFire finds the fire a keyed trigger of the live schedule id
+// recorded; false when there is none.
+func (e *Engine) triggeredFire(ctx context.Context, q querier, id, key string) (ScheduleFire, bool, error) {
+	var generation int64
+	err := q.QueryRow(ctx, `SELECT generation FROM harvest_schedules WHERE schedule_id = $1 AND deleted_at IS NULL`, id).Scan(&generation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ScheduleFire{}, false, fmt.Errorf("schedule %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ScheduleFire{}, false, fmt.Errorf("read schedule %s: %w", id, err)
+	}
+	return fireByKey(ctx, q, TriggerFireKey(id, generation, key))
+}
+
+// fireByKey reads a recorded fire; false when there is none.
+func fireByKey(ctx context.Context, q querier, key string) (ScheduleFire, bool, error) {
+	var f ScheduleFire
+	err := q.QueryRow(ctx, `
+		SELECT fire_key, nominal_at, outcome, reason, triggered, workflow_id, coalesce(execution_id::text, ''), updated_at
+		  FROM harvest_schedule_fires WHERE fire_key = $1`, key).Scan(&f.Key, &f.NominalTime, &f.Outcome, &f.Reason,
+		&f.Triggered, &f.WorkflowID, &f.ExecutionID, &f.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return f, false, nil
+	}
+	if err != nil {
+		return f, false, fmt.Errorf("read fire %s: %w", key, err)
+	}
+	return f, true, nil
 }
 
 // cmpErr is err, or other when err is nil.

@@ -128,3 +128,10 @@ const nominalFormat = "2006-01-02T15:04:05.000Z"
 func ScheduleFireKey(id string, generation int64, nominal time.Time) string {
 	return fmt.Sprintf("hv:sched:%s:%d:%s", id, generation, nominal.UTC().Format(nominalFormat))
 }
+
+// TriggerFireKey is the idempotency key of a trigger of a schedule that
+// carries the client's key: hv:sched:<schedule id>:<generation>:trigger:<key>
+// (a nominal time never starts with "trigger").
+func TriggerFireKey(id string, generation int64, key string) string {
+	return fmt.Sprintf("hv:sched:%s:%d:trigger:%s", id, generation, key)
+}

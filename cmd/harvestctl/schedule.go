@@ -48,7 +48,10 @@ func scheduleCommand() *cli.Command {
 			id("pause", "pause a schedule", scheduleChangeAction((*client.Client).PauseSchedule)),
 			id("resume", "resume a paused schedule from now (what passed while paused is not caught up)",
 				scheduleChangeAction((*client.Client).ResumeSchedule)),
-			id("trigger", "fire a schedule now, under its overlap policy", scheduleTriggerAction),
+			{Name: "trigger", Usage: "fire a schedule now, under its overlap policy", ArgsUsage: "<schedule-id>",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "idempotency-key",
+					Usage: "a key of this trigger: repeating the command with it fires once (and reports the first fire)"}},
+				Action: scheduleTriggerAction},
 			id("delete", "delete a schedule", scheduleDeleteAction),
 		},
 	}
@@ -131,16 +134,19 @@ func scheduleTriggerAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fire, err := s.api.TriggerSchedule(c.Context, s.args[0])
+	fire, dup, err := s.api.TriggerScheduleKeyed(c.Context, s.args[0], c.String("idempotency-key"))
 	if err != nil {
 		return failed(err)
 	}
-	raw, err := json.Marshal(map[string]any{"schedule_id": s.args[0], "fire": fire})
+	raw, err := json.Marshal(map[string]any{"schedule_id": s.args[0], "fire": fire, "deduplicated": dup})
 	if err != nil {
 		return failed(err)
 	}
 	return s.emit(raw, func(tw *tabwriter.Writer) {
 		kv(tw, "Fire key", fire.Key)
+		if dup {
+			kv(tw, "Deduplicated", "yes: the first trigger with this key")
+		}
 		kv(tw, "Outcome", fire.Outcome)
 		kv(tw, "Reason", fire.Reason)
 		kv(tw, "Workflow ID", fire.WorkflowID)

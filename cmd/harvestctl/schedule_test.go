@@ -54,6 +54,12 @@ func TestSchedule(t *testing.T) {
 			return strings.Contains(b.ok(t, "schedule", "describe", "nightly"), "started (triggered)")
 		}, 20*time.Second, 20*time.Millisecond)
 	})
+	t.Run("TriggerWithAKeyTwice", func(t *testing.T) {
+		first := b.okJSON(t, "schedule", "trigger", "--idempotency-key", "ops-1", "nightly")
+		require.Equal(t, "hv:sched:nightly:1:trigger:ops-1", first["fire"].(map[string]any)["key"])
+		require.Equal(t, false, first["deduplicated"])
+		require.Equal(t, "yes: the first trigger with this key", cell(t, b.ok(t, "schedule", "trigger", "--idempotency-key", "ops-1", "nightly"), "Deduplicated"))
+	})
 	t.Run("PauseResumeDelete", func(t *testing.T) {
 		require.Equal(t, "yes", cell(t, b.ok(t, "schedule", "pause", "nightly"), "Paused"))
 		require.Equal(t, "no", cell(t, b.ok(t, "schedule", "resume", "nightly"), "Paused"))
