@@ -65,50 +65,47 @@ func TestStartAtomic(t *testing.T) {
 		require.Equal(t, 2, runs(t, b))
 	})
 
-	t.Run("OpenRunFailsEveryStart", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		e := b.engine(t)
-		start(t, e, StartRequest{WorkflowName: "block", WorkflowID: "busy"})
-		reqs := append(keyed(t, "a", "b"), StartRequest{WorkflowName: "block", WorkflowID: "busy", IdempotencyKey: "c"})
-		_, err := e.StartAtomic(ctxT(t), reqs)
-		var ae *AtomicError
-		require.ErrorAs(t, err, &ae)
-		require.Equal(t, 2, ae.Index)
-		require.ErrorIs(t, err, ErrWorkflowIDBusy)
-		require.Equal(t, 1, runs(t, b), "nothing of the batch was written")
-		require.Zero(t, claims(t, b), "no key of the batch stays claimed")
-		// Without the busy start the same keys are fresh: nothing was kept.
-		res, err := e.StartAtomic(ctxT(t), keyed(t, "a", "b"))
-		require.NoError(t, err)
-		require.True(t, res[0].StartedFresh && res[1].StartedFresh)
-	})
-
-	t.Run("WorkflowIDTwiceInTheBatch", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		e := b.engine(t)
-		reqs := []StartRequest{{WorkflowName: "block", WorkflowID: "twice"}, {WorkflowName: "block", WorkflowID: "twice"}}
-		_, err := e.StartAtomic(ctxT(t), reqs)
-		var ae *AtomicError
-		require.ErrorAs(t, err, &ae)
-		require.Equal(t, 1, ae.Index)
-		require.ErrorIs(t, err, ErrInvalidArgument)
-		require.Zero(t, runs(t, b))
-	})
-
-	t.Run("FailedFreshCheckFailsEveryStart", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		e := b.engine(t)
-		reqs := append(keyed(t, "a"), StartRequest{WorkflowName: "no_such_workflow"})
-		_, err := e.StartAtomic(ctxT(t), reqs)
-		var ae *AtomicError
-		require.ErrorAs(t, err, &ae)
-		require.Equal(t, 1, ae.Index)
-		require.ErrorIs(t, err, ErrUnknownWorkflow)
-		require.Zero(t, runs(t, b))
-	})
+	// Each refusal names its start and leaves nothing of the batch: no
+	// run, no claim.
+	for _, tc := range []struct {
+		name  string
+		busy  bool // a run holds workflow id "busy" first
+		reqs  []StartRequest
+		index int
+		want  error
+	}{
+		{"OpenRunFailsEveryStart", true,
+			append(keyed(t, "a", "b"), StartRequest{WorkflowName: "block", WorkflowID: "busy", IdempotencyKey: "c"}), 2, ErrWorkflowIDBusy},
+		{"WorkflowIDTwiceInTheBatch", false,
+			[]StartRequest{{WorkflowName: "block", WorkflowID: "twice"}, {WorkflowName: "block", WorkflowID: "twice"}}, 1, ErrInvalidArgument},
+		{"FailedFreshCheckFailsEveryStart", false,
+			append(keyed(t, "a"), StartRequest{WorkflowName: "no_such_workflow"}), 1, ErrUnknownWorkflow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			e := b.engine(t)
+			before := 0
+			if tc.busy {
+				start(t, e, StartRequest{WorkflowName: "block", WorkflowID: "busy"})
+				before = 1
+			}
+			_, err := e.StartAtomic(ctxT(t), tc.reqs)
+			var ae *AtomicError
+			require.ErrorAs(t, err, &ae)
+			require.Equal(t, tc.index, ae.Index)
+			require.ErrorIs(t, err, tc.want)
+			require.Equal(t, before, runs(t, b), "nothing of the batch was written")
+			require.Zero(t, claims(t, b), "no key of the batch stays claimed")
+			// Without the refused start the same keys are fresh.
+			rest := append(tc.reqs[:tc.index:tc.index], tc.reqs[tc.index+1:]...)
+			res, err := e.StartAtomic(ctxT(t), rest)
+			require.NoError(t, err)
+			for i, r := range res {
+				require.True(t, r.StartedFresh, "start %d", i)
+			}
+		})
+	}
 
 	t.Run("Size", func(t *testing.T) {
 		t.Parallel()

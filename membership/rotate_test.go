@@ -50,21 +50,7 @@ func TestRotate(t *testing.T) {
 	}
 	require.Never(t, func() bool { return len(nodes[0].Alive()) < len(nodes) }, failureDeadline/5, pollTick,
 		"every node stays a member after the old key is dropped")
-	t.Run("TheNewKeyJoins", func(t *testing.T) {
-		cfg := b.config("node-4", nodes[2])
-		cfg.ClusterKey = newKey
-		joined := start(t, cfg)
-		waitAlive(t, convergeDeadline, append(nodes, joined), "node-1", "node-2", "node-3", "node-4")
-	})
-	t.Run("TheOldKeyIsRefused", func(t *testing.T) {
-		cfg := b.config("rogue", nodes[0])
-		cfg.ClusterKey = oldKey
-		rogue := start(t, cfg)
-		require.Never(t, func() bool {
-			_, ok := find(nodes[0].Members(), "rogue")
-			return ok || len(rogue.Alive()) > 1
-		}, failureDeadline/5, pollTick)
-	})
+	b.afterRotation(t, nodes, func(c *Config) { c.ClusterKey = newKey }, func(c *Config) { c.ClusterKey = oldKey })
 	t.Run("ZeroKeyIsAnError", func(t *testing.T) {
 		require.ErrorIs(t, nodes[0].Rotate(context.Background(), clusterkey.Key{}), ErrNoClusterKey)
 	})
@@ -94,26 +80,32 @@ func TestRotateGossipKey(t *testing.T) {
 	}
 	require.Never(t, func() bool { return len(nodes[0].Alive()) < len(nodes) }, failureDeadline/5, pollTick,
 		"every node stays a member after the old key is dropped")
-	t.Run("TheNewKeyJoins", func(t *testing.T) {
-		cfg := b.config("node-4", nodes[2])
-		cfg.GossipKey = newKey
-		joined := start(t, cfg)
-		waitAlive(t, convergeDeadline, append(nodes, joined), "node-1", "node-2", "node-3", "node-4")
-	})
-	t.Run("TheOldKeyIsRefused", func(t *testing.T) {
-		cfg := b.config("stale", nodes[0])
-		cfg.GossipKey = oldKey
-		stale := start(t, cfg)
-		require.Never(t, func() bool {
-			_, ok := find(nodes[0].Members(), "stale")
-			return ok || len(stale.Alive()) > 1
-		}, failureDeadline/5, pollTick)
-	})
+	b.afterRotation(t, nodes, func(c *Config) { c.GossipKey = newKey }, func(c *Config) { c.GossipKey = oldKey })
 	t.Run("Errors", func(t *testing.T) {
 		require.ErrorIs(t, nodes[0].RotateGossipKey(nil), ErrNoGossipKey)
 		require.ErrorIs(t, nodes[0].RotateGossipKey([][]byte{[]byte("short")}), ErrInvalidGossipKey)
 		derived := start(t, b.config("derived"))
 		require.ErrorIs(t, derived.RotateGossipKey([][]byte{newKey}), ErrGossipKeyDerived, "rotate the cluster key instead")
+	})
+}
+
+// afterRotation checks a rotated 3-node cluster: a node configured by
+// withNew joins it, one configured by withOld never does.
+func (b *testBundle) afterRotation(t *testing.T, nodes []*Membership, withNew, withOld func(*Config)) {
+	t.Run("TheNewKeyJoins", func(t *testing.T) {
+		cfg := b.config("node-4", nodes[2])
+		withNew(&cfg)
+		joined := start(t, cfg)
+		waitAlive(t, convergeDeadline, append(nodes, joined), "node-1", "node-2", "node-3", "node-4")
+	})
+	t.Run("TheOldKeyIsRefused", func(t *testing.T) {
+		cfg := b.config("stale", nodes[0])
+		withOld(&cfg)
+		stale := start(t, cfg)
+		require.Never(t, func() bool {
+			_, ok := find(nodes[0].Members(), "stale")
+			return ok || len(stale.Alive()) > 1
+		}, failureDeadline/5, pollTick)
 	})
 }
 

@@ -62,20 +62,9 @@ func TestReload(t *testing.T) {
 	files := first.Node(t, "n", time.Now().Add(time.Hour))
 	m, err := tlsconf.Load(files)
 	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", m.Server(tls.RequireAndVerifyClientCert))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _ = conn.(*tls.Conn).Handshake(); _ = conn.Close() }()
-		}
-	}()
+	addr := handshakes(t, m.Server(tls.RequireAndVerifyClientCert))
 	dial := func(c *tls.Config) (*tls.ConnectionState, error) {
-		conn, err := tls.Dial("tcp", ln.Addr().String(), c)
+		conn, err := tls.Dial("tcp", addr, c)
 		if err != nil {
 			return nil, err
 		}
@@ -108,6 +97,25 @@ func TestReload(t *testing.T) {
 	})
 }
 
+// handshakes serves TLS handshakes with cfg on a loopback port until the
+// test ends, and returns its address.
+func handshakes(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = conn.(*tls.Conn).Handshake(); _ = conn.Close() }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // replace copies the files of from over to's.
 func replace(t *testing.T, from, to tlsconf.Files) {
 	t.Helper()
@@ -128,19 +136,7 @@ func TestClientVerifiesTheServer(t *testing.T) {
 	serve := func(f tlsconf.Files) string {
 		m, err := tlsconf.Load(f)
 		require.NoError(t, err)
-		ln, err := tls.Listen("tcp", "127.0.0.1:0", m.Server(tls.VerifyClientCertIfGiven))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = ln.Close() })
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() { _ = conn.(*tls.Conn).Handshake(); _ = conn.Close() }()
-			}
-		}()
-		return ln.Addr().String()
+		return handshakes(t, m.Server(tls.VerifyClientCertIfGiven))
 	}
 	dial := func(addr, name string) error {
 		c := client.Client()
