@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	stdnet "net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/internal/pgtest"
+	"github.com/harvestd/harvest/internal/tlsconf/tlstest"
 )
 
 // Environment of the chaos test.
@@ -28,6 +30,7 @@ const (
 	envBroken   = "HARVEST_E2E_BROKEN"   // 1: build harvestd with -tags harvest_broken_claim and expect violations
 	envHarvestd = "HARVEST_E2E_HARVESTD" // a prebuilt harvestd (scripts/chaos.sh builds it)
 	envNFT      = "HARVEST_E2E_NFT"      // none: use the fallbacks without nftables (blackhole routes, link down)
+	envTLS      = "HARVEST_E2E_TLS"      // 1: the API and every hop over (mutual) TLS
 
 	// Set by the outer test for its re-execution inside the sandbox.
 	envInside = "HARVEST_E2E_INSIDE"
@@ -199,6 +202,10 @@ func runInside(t *testing.T) {
 	}
 	cl := &Cluster{Net: net, Binary: bin, Dir: dir, Shards: seedShards, Raft: raftSupported(bin), Secrets: secrets, Logf: logf}
 	var notes []string
+	if os.Getenv(envTLS) == "1" {
+		cl.TLS = clusterTLS(t, net)
+		notes = append(notes, "TLS on: the API, forwarding, node requests and raft over mutual TLS (one CA)")
+	}
 	if !cl.Raft {
 		notes = append(notes, "harvestd agent has no raft flags: static shards, raft leader and drain faults are skipped")
 	}
@@ -214,7 +221,8 @@ func runInside(t *testing.T) {
 	if err := cl.WaitReady(ctx, 120*time.Second); err != nil {
 		t.Fatalf("%v (logs in %s)", err, dir)
 	}
-	logf("cluster ready: %d nodes, raft catalog %v, postgres %s:%d, seed %d, profile %s", nodes, cl.Raft, pg.Host, pg.Port, seed, prof.name)
+	logf("cluster ready: %d nodes, raft catalog %v, TLS %v, postgres %s:%d, seed %d, profile %s",
+		nodes, cl.Raft, cl.TLS != nil, pg.Host, pg.Port, seed, prof.name)
 
 	hf, err := os.Create(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
@@ -222,7 +230,7 @@ func runInside(t *testing.T) {
 	}
 	defer hf.Close()
 	hist := NewHistory(hf)
-	client := NewClient(Nodes(cl), secrets.Token, hist)
+	client := NewClient(Nodes(cl), secrets.Token, hist).WithTLS(cl.TLS.clientConfig())
 	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08, CounterShare: 0.12,
 		ParentShare: 0.04, ApproverShare: 0.03, Schedules: 4, ScheduleEvery: 25 * time.Second, ScheduleLife: 45 * time.Second}
 	nem := &Nemesis{Cluster: cl, PG: pg, Client: client, Logf: logf, Hold: prof.hold, Settle: prof.settle,
@@ -319,6 +327,21 @@ func runInside(t *testing.T) {
 	if missing > 0 {
 		t.Errorf("%d fault types were not injected cleanly (see the fault table)", missing)
 	}
+}
+
+// clusterTLS makes a CA and one certificate every node serves and dials
+// with, naming each host's address.
+func clusterTLS(t *testing.T, n *Net) *TLS {
+	ca := tlstest.NewCA(t, "chaos")
+	var ips []stdnet.IP
+	for i := 1; i <= n.N; i++ {
+		ips = append(ips, stdnet.ParseIP(n.Addr(i)))
+	}
+	tl, err := NewTLS(ca.NodeFor(t, "node", time.Now().Add(47*time.Hour), ips...))
+	if err != nil {
+		t.Fatalf("TLS: %v", err)
+	}
+	return tl
 }
 
 // raftSupported reports whether the harvestd binary has the raft flags.

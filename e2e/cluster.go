@@ -34,11 +34,14 @@ type Cluster struct {
 	Shards   map[uint16]string // seed shards (id -> DSN)
 	Raft     bool              // run the raft shard catalog
 	Secrets  Secrets           // every node's cluster key and initial admin token
+	TLS      *TLS              // nil: the API and every hop in clear text
 	ExtraEnv []string
 	Logf     func(format string, args ...any)
 
-	mu    sync.Mutex
-	procs map[int]*proc
+	mu     sync.Mutex
+	procs  map[int]*proc
+	admin  *http.Client
+	adminO sync.Once
 }
 
 type proc struct {
@@ -50,7 +53,9 @@ type proc struct {
 func NodeID(i int) string { return fmt.Sprintf("n%d", i) }
 
 // URL is host i's API base URL.
-func (c *Cluster) URL(i int) string { return fmt.Sprintf("http://%s:%d", c.Net.Addr(i), httpPort) }
+func (c *Cluster) URL(i int) string {
+	return fmt.Sprintf("%s://%s:%d", c.TLS.scheme(), c.Net.Addr(i), httpPort)
+}
 
 func (c *Cluster) args(i int) []string {
 	addr := c.Net.Addr(i)
@@ -72,6 +77,7 @@ func (c *Cluster) args(i int) []string {
 		a = append(a, "--shard", fmt.Sprintf("%d=%s", id, dsn))
 	}
 	a = append(a, "--cluster-key-file", c.Secrets.KeyFile)
+	a = append(a, c.TLS.args()...)
 	if !c.Raft {
 		return append(a, "--auth", "off") // static shards keep no tokens
 	}
@@ -228,7 +234,10 @@ func (s Secrets) authorize(req *http.Request) {
 }
 
 // httpClient is for admin and readiness calls (the workload has its own).
-var httpClient = &http.Client{Timeout: 5 * time.Second}
+func (c *Cluster) httpClient() *http.Client {
+	c.adminO.Do(func() { c.admin = c.TLS.adminClient() })
+	return c.admin
+}
 
 // getJSON GETs url into v with the admin token; non-2xx is an error
 // carrying the body.
@@ -247,7 +256,7 @@ func (c *Cluster) doJSON(ctx context.Context, method, url string, body io.Reader
 		req.Header.Set("Content-Type", "application/json")
 	}
 	c.Secrets.authorize(req)
-	resp, err := httpClient.Do(req)
+	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		return err
 	}

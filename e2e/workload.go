@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -155,6 +156,12 @@ func NewClient(nodes []string, token string, hist *History) *Client {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	return &Client{Nodes: nodes, Token: token, Hist: hist, Attempt: 5 * time.Second, http: &http.Client{Transport: tr}}
+}
+
+// WithTLS makes c dial the nodes with cfg (nil: clear text) and returns c.
+func (c *Client) WithTLS(cfg *tls.Config) *Client {
+	c.http.Transport.(*http.Transport).TLSClientConfig = cfg
+	return c
 }
 
 // request is what an Op sends.

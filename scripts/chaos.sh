@@ -6,6 +6,7 @@
 #   sudo scripts/chaos.sh                    # long profile, 30 minutes of load
 #   sudo scripts/chaos.sh --duration 2h      # longer
 #   sudo scripts/chaos.sh --short            # the CI-sized profile (a few minutes)
+#   sudo scripts/chaos.sh --short --tls      # the API, forwarding, node requests and raft over mutual TLS
 #   sudo scripts/chaos.sh --broken           # harvestd built with -tags harvest_broken_claim:
 #                                            # the checker must report violations
 # Options: --nodes N (3..9), --workers N, --seed N, --keep (keep the work
@@ -27,9 +28,10 @@ while [[ $# -gt 0 ]]; do
 	--workers) export HARVEST_E2E_WORKERS=$2; shift 2 ;;
 	--seed) export HARVEST_E2E_SEED=$2; shift 2 ;;
 	--keep) export HARVEST_E2E_KEEP=1; shift ;;
+	--tls) export HARVEST_E2E_TLS=1; shift ;;
 	--broken) export HARVEST_E2E_BROKEN=1; tags="-tags harvest_broken_claim"; shift ;;
 	--timeout) timeout=$2; shift 2 ;;
-	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "chaos.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
 	esac
 done

@@ -21,6 +21,13 @@
 # `up`. Remove the directory for a fresh cluster. `up` fails (and stops what
 # it started) unless all three nodes are ready and see each other alive.
 #
+# TLS is on by default: the first `up` makes a CA and a node certificate in
+# certs/ (scripts/make-certs.sh; ca-key.pem and node-key.pem mode 0600), and
+# every node serves its API, forwards, answers node requests and runs raft
+# over mutual TLS with them. Clients trust certs/ca.pem (`up` prints the
+# HARVEST_CA_CERT export for harvestctl; curl --cacert). HARVEST_CLUSTER_TLS=0
+# runs the cluster in clear text.
+#
 # Environment (read by `up`; status and down use what up recorded):
 #   HARVEST_CLUSTER_DIR           state directory              (./.harvest-cluster)
 #   HARVEST_CLUSTER_PG_PORT       PostgreSQL TCP port          (15432)
@@ -28,6 +35,7 @@
 #   HARVEST_CLUSTER_GOSSIP_PORTS  gossip ports of n1 n2 n3     ("7941 7942 7943")
 #   HARVEST_CLUSTER_RAFT_PORTS    raft ports of n1 n2 n3       ("8301 8302 8303")
 #   HARVEST_CLUSTER_TIMEOUT       seconds up waits for the cluster (90)
+#   HARVEST_CLUSTER_TLS           1: mutual TLS with certs/ (1); 0: clear text
 #   HARVEST_CLUSTER_PG_BIN_DIR    where initdb/pg_ctl are      (PATH, then /usr/lib/postgresql/*/bin)
 # As root, PostgreSQL runs as the user postgres. When that user cannot reach
 # the state directory (a clone in root's 0700 home, say), PostgreSQL's pg/
@@ -48,6 +56,7 @@ ENVFILE="$STATE/cluster.env"
 KEYFILE="$STATE/cluster.key"
 TOKENFILE="$STATE/admin.token"
 PGPWFILE="$STATE/pg.password"
+CERTS="$STATE/certs"
 NODES=(1 2 3)
 
 log() { echo "local-cluster: $*" >&2; }
@@ -68,7 +77,9 @@ load_config() {
 		HTTP_PORTS="${HARVEST_CLUSTER_HTTP_PORTS:-7231 7232 7233}"
 		GOSSIP_PORTS="${HARVEST_CLUSTER_GOSSIP_PORTS:-7941 7942 7943}"
 		RAFT_PORTS="${HARVEST_CLUSTER_RAFT_PORTS:-8301 8302 8303}"
+		TLS="${HARVEST_CLUSTER_TLS:-1}"
 	fi
+	[[ "${TLS:-0}" == 1 ]] && SCHEME=https || SCHEME=http
 	read -r -a HTTP <<<"$HTTP_PORTS"
 	read -r -a GOSSIP <<<"$GOSSIP_PORTS"
 	read -r -a RAFT <<<"$RAFT_PORTS"
@@ -104,6 +115,7 @@ PG_LOG="$PG_LOG"
 HTTP_PORTS="$HTTP_PORTS"
 GOSSIP_PORTS="$GOSSIP_PORTS"
 RAFT_PORTS="$RAFT_PORTS"
+TLS="$TLS"
 EOF
 }
 
@@ -130,6 +142,23 @@ ensure_secrets() {
 		echo "hvt_$(random_hex 8)_$(random_hex 32)" | write_secret "$TOKENFILE"
 	fi
 	chmod 600 "$KEYFILE" "$TOKENFILE"
+}
+
+# ensure_certs makes the CA and the node certificate unless they exist (TLS
+# on only); harvestctl then trusts the CA.
+ensure_certs() {
+	[[ "${TLS:-0}" == 1 ]] || return 0
+	if [[ ! -s "$CERTS/node.pem" ]]; then
+		log "creating a CA and the node certificate in $CERTS"
+		"$ROOT/scripts/make-certs.sh" "$CERTS" >/dev/null
+	fi
+	export HARVEST_CA_CERT="$CERTS/ca.pem"
+}
+
+# tls_args are the nodes' TLS flags (none in clear text).
+tls_args() {
+	[[ "${TLS:-0}" == 1 ]] || return 0
+	echo --tls-cert "$CERTS/node.pem" --tls-key "$CERTS/node-key.pem" --tls-ca "$CERTS/ca.pem"
 }
 
 # load_token exports the admin token for harvestctl.
@@ -354,8 +383,9 @@ start_node() {
 	mkdir -p "$STATE/n$i" && chmod 700 "$STATE/n$i"
 	# Output goes to the log, stdin from /dev/null: nothing holds the caller's terminal or pipes.
 	# The DSNs go in the environment (HARVEST_SHARD is --shard), which only this user can read.
+	# shellcheck disable=SC2046 # tls_args is words (paths without spaces)
 	HARVEST_SHARD="0=$dsn/harvest_shard0?sslmode=disable,1=$dsn/harvest_shard1?sslmode=disable" \
-		"$BIN/harvestd" --node-id "n$i" --data-dir "$STATE/n$i" --log-format console \
+		"$BIN/harvestd" --node-id "n$i" --data-dir "$STATE/n$i" --log-format console $(tls_args) \
 		--cluster-key-file "$KEYFILE" --initial-token-file "$TOKENFILE" \
 		--http-addr "127.0.0.1:${HTTP[k]}" \
 		--gossip-addr "127.0.0.1:${GOSSIP[k]}" --gossip-profile local --join "127.0.0.1:${GOSSIP[0]}" \
@@ -365,7 +395,7 @@ start_node() {
 }
 
 alive_seen_by() {
-	"$BIN/harvestctl" --addr "http://127.0.0.1:$1" -o json cluster members 2>/dev/null |
+	"$BIN/harvestctl" --addr "$SCHEME://127.0.0.1:$1" -o json cluster members 2>/dev/null |
 		grep -o '"state": *"alive"' | wc -l
 }
 
@@ -373,7 +403,7 @@ wait_formed() {
 	local timeout="${HARVEST_CLUSTER_TIMEOUT:-90}" start=$SECONDS i k
 	for i in "${NODES[@]}"; do
 		k=$((i - 1))
-		until curl -fsS -o /dev/null "http://127.0.0.1:${HTTP[k]}/readyz" 2>/dev/null; do
+		until curl -fsS -o /dev/null ${HARVEST_CA_CERT:+--cacert "$HARVEST_CA_CERT"} "$SCHEME://127.0.0.1:${HTTP[k]}/readyz" 2>/dev/null; do
 			node_pid "$i" >/dev/null || { tail -n 30 "$LOGS/n$i.log" >&2; return 1; }
 			((SECONDS - start < timeout)) || { log "n$i not ready after ${timeout}s (log: $LOGS/n$i.log)"; return 1; }
 			sleep 0.2
@@ -384,7 +414,7 @@ wait_formed() {
 		until [[ "$(alive_seen_by "${HTTP[k]}")" -eq 3 ]]; do
 			if ((SECONDS - start >= timeout)); then
 				log "n$i does not see three alive members after ${timeout}s; it answers:"
-				"$BIN/harvestctl" --addr "http://127.0.0.1:${HTTP[k]}" cluster members >&2 || true
+				"$BIN/harvestctl" --addr "$SCHEME://127.0.0.1:${HTTP[k]}" cluster members >&2 || true
 				return 1
 			fi
 			sleep 0.2
@@ -428,6 +458,7 @@ cmd_up() {
 	command -v curl >/dev/null 2>&1 || die "curl is required"
 	build
 	ensure_secrets
+	ensure_certs
 	load_token
 	pg_up
 	log "starting n1..n3: HTTP ${HTTP[*]}, gossip ${GOSSIP[*]}, raft ${RAFT[*]} (logs in $LOGS)"
@@ -438,7 +469,8 @@ cmd_up() {
 		pg_down
 		exit 1
 	fi
-	echo "export HARVEST_ADDR=http://127.0.0.1:${HTTP[0]}   # or :${HTTP[1]}, :${HTTP[2]}"
+	echo "export HARVEST_ADDR=$SCHEME://127.0.0.1:${HTTP[0]}   # or :${HTTP[1]}, :${HTTP[2]}"
+	[[ "${TLS:-0}" != 1 ]] || echo "export HARVEST_CA_CERT=$CERTS/ca.pem"
 	log "admin token in $TOKENFILE, cluster key in $KEYFILE (both mode 0600)"
 	# shellcheck disable=SC2016 # the $(cat ...) is for the reader's shell
 	printf 'export HARVEST_TOKEN="$(cat %q)"\n' "$TOKENFILE"
@@ -457,7 +489,7 @@ cmd_status() {
 	for i in "${NODES[@]}"; do
 		k=$((i - 1))
 		if pid="$(node_pid "$i")"; then
-			echo "n$i        running  http://127.0.0.1:${HTTP[k]}  pid $pid"
+			echo "n$i        running  $SCHEME://127.0.0.1:${HTTP[k]}  pid $pid"
 			up+=("${HTTP[k]}")
 		else
 			echo "n$i        stopped"
@@ -466,9 +498,10 @@ cmd_status() {
 	[[ ${#up[@]} -gt 0 ]] || return 0
 	[[ -x "$BIN/harvestctl" ]] || die "no $BIN/harvestctl: run '$0 up'"
 	load_token
+	[[ "${TLS:-0}" != 1 ]] || export HARVEST_CA_CERT="$CERTS/ca.pem"
 	echo
 	for k in "${up[@]}"; do
-		if "$BIN/harvestctl" --addr "http://127.0.0.1:$k" cluster members; then
+		if "$BIN/harvestctl" --addr "$SCHEME://127.0.0.1:$k" cluster members; then
 			return 0
 		fi
 	done

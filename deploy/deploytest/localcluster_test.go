@@ -3,9 +3,12 @@ package deploytest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,10 +90,71 @@ func (c *localCluster) ctlAs(t *testing.T, token string, node int, args ...strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	full := append([]string{"--addr", fmt.Sprintf("http://127.0.0.1:%d", c.http[node-1]), "-o", "json"}, args...)
+	full := append([]string{"--addr", c.base(node), "-o", "json"}, args...)
 	cmd := exec.CommandContext(ctx, filepath.Join(c.state, "bin", "harvestctl"), full...)
-	cmd.Env = append(withoutEnv(os.Environ(), "HARVEST_TOKEN"), "HARVEST_TOKEN="+token)
+	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), "HARVEST_TOKEN"), "HARVEST_CA_CERT"),
+		"HARVEST_TOKEN="+token, "HARVEST_CA_CERT="+c.caFile())
 	return cmd.CombinedOutput()
+}
+
+// base is node i's (1-based) API URL: the script turns TLS on by default.
+func (c *localCluster) base(node int) string {
+	return fmt.Sprintf("https://127.0.0.1:%d", c.http[node-1])
+}
+
+// caFile is the CA the script made, which clients trust.
+func (c *localCluster) caFile() string { return filepath.Join(c.state, "certs", "ca.pem") }
+
+// httpClient trusts the script's CA.
+func (c *localCluster) httpClient(t *testing.T) *http.Client {
+	t.Helper()
+	pem, err := os.ReadFile(c.caFile())
+	require.NoError(t, err, "up makes the CA")
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem), "a CA certificate in %s", c.caFile())
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// requireAgentsRunTLS requires every harvestd the script started to serve
+// with the state directory's certificates, and its API to refuse clear text
+// and an untrusted certificate.
+func (c *localCluster) requireAgentsRunTLS(t *testing.T, pids map[string]int) {
+	t.Helper()
+	certs := filepath.Join(c.state, "certs")
+	want := map[string]string{"tls-cert": "node.pem", "tls-key": "node-key.pem", "tls-ca": "ca.pem"}
+	for _, node := range []string{"n1", "n2", "n3"} {
+		args := cmdline(t, pids[node])
+		for flag, f := range want {
+			i := slices.Index(args, "--"+flag)
+			require.True(t, i >= 0 && i+1 < len(args), "%s runs without --%s: %q", node, flag, args)
+			require.Equal(t, filepath.Join(certs, f), args[i+1], "%s: --%s", node, flag)
+		}
+	}
+	for _, key := range []string{"node-key.pem", "ca-key.pem"} {
+		info, err := os.Stat(filepath.Join(certs, key))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s mode", key)
+	}
+	plain := &http.Client{Timeout: 10 * time.Second}
+	resp, err := plain.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", c.http[0]))
+	if err == nil {
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "clear text to a TLS port")
+	}
+	_, err = plain.Get(c.base(1) + "/readyz")
+	require.ErrorContains(t, err, "certificate", "a client without the CA")
+	resp, err = c.httpClient(t).Get(c.base(1) + "/readyz")
+	require.NoError(t, err, "a client trusting the CA")
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// cmdline is a process's arguments.
+func cmdline(t *testing.T, pid int) []string {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	require.NoError(t, err, "pid %d command line", pid)
+	return strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 }
 
 // withoutEnv is env without the variable name.
@@ -137,9 +201,7 @@ func (c *localCluster) readSecrets(t *testing.T) map[string]string {
 func (c *localCluster) requireAgentsHaveSecrets(t *testing.T, pids map[string]int) {
 	t.Helper()
 	for _, node := range []string{"n1", "n2", "n3"} {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[node]))
-		require.NoError(t, err, "%s command line", node)
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		args := cmdline(t, pids[node])
 		for flag, f := range c.secretFiles() {
 			i := slices.Index(args, "--"+flag)
 			require.True(t, i >= 0 && i+1 < len(args), "%s runs without --%s: %q", node, flag, args)
@@ -221,6 +283,10 @@ func TestLocalClusterScript(t *testing.T) {
 
 	t.Run("EveryAgentGetsTheClusterKeyAndInitialToken", func(t *testing.T) {
 		c.requireAgentsHaveSecrets(t, pids)
+	})
+
+	t.Run("EveryAgentServesTLS", func(t *testing.T) {
+		c.requireAgentsRunTLS(t, pids)
 	})
 
 	t.Run("RequestsWithoutTheTokenAreRefused", func(t *testing.T) {

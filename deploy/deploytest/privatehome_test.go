@@ -108,9 +108,9 @@ func TestPrivateHome(t *testing.T) {
 		tokenRaw, err := os.ReadFile(filepath.Join(c.state, "admin.token"))
 		require.NoError(t, err)
 		token := strings.TrimSpace(string(tokenRaw))
-		first := keyedStart(t, fmt.Sprintf("http://127.0.0.1:%d", c.http[0]), token)
+		first := keyedStartWith(t, c.httpClient(t), c.base(1), token)
 		require.Equal(t, http.StatusCreated, first.status, "keyed start via n1: %s", first.raw)
-		again := keyedStart(t, fmt.Sprintf("http://127.0.0.1:%d", c.http[1]), token)
+		again := keyedStartWith(t, c.httpClient(t), c.base(2), token)
 		require.Equal(t, http.StatusOK, again.status, "keyed start via n2: %s", again.raw)
 		require.Equal(t, first.executionID, again.executionID, "the same key, the same run")
 
@@ -252,6 +252,12 @@ type startReply struct {
 // k1), with a bearer token unless token is "".
 func keyedStart(t *testing.T, base, token string) startReply {
 	t.Helper()
+	return keyedStartWith(t, &http.Client{Timeout: 30 * time.Second}, base, token)
+}
+
+// keyedStartWith is keyedStart sent with client.
+func keyedStartWith(t *testing.T, client *http.Client, base, token string) startReply {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, base+"/api/harvest/workflows/onboarding/start",
 		strings.NewReader(`{"input":{"user_id":1}}`))
 	require.NoError(t, err)
@@ -260,7 +266,6 @@ func keyedStart(t *testing.T, base, token string) startReply {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -30,13 +30,14 @@ type CA struct {
 	File string
 }
 
-// NewCA makes a CA in t's temporary directory.
+// NewCA makes a CA in t's temporary directory, valid for two days (a
+// long chaos run outlasts an hour).
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
@@ -51,11 +52,17 @@ func NewCA(t testing.TB, name string) *CA {
 // notAfter, and returns the node's files (the CA's included).
 func (ca *CA) Node(t testing.TB, name string, notAfter time.Time) tlsconf.Files {
 	t.Helper()
+	return ca.NodeFor(t, name, notAfter, net.ParseIP("127.0.0.1"))
+}
+
+// NodeFor is Node for the given IP addresses (and localhost).
+func (ca *CA) NodeFor(t testing.TB, name string, notAfter time.Time, ips ...net.IP) tlsconf.Files {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames: []string{"localhost"}, IPAddresses: ips,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
