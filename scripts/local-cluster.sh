@@ -22,7 +22,7 @@
 # it started) unless all three nodes are ready and see each other alive.
 #
 # TLS is on by default: the first `up` makes a CA and a node certificate in
-# certs/ (scripts/make-certs.sh; ca-key.pem and node-key.pem mode 0600), and
+# certs/ (harvestctl certs create; every file mode 0600), and
 # every node serves its API, forwards, answers node requests and runs raft
 # over mutual TLS with them. Clients trust certs/ca.pem (`up` prints the
 # HARVEST_CA_CERT export for harvestctl; curl --cacert). HARVEST_CLUSTER_TLS=0
@@ -150,7 +150,7 @@ ensure_certs() {
 	[[ "${TLS:-0}" == 1 ]] || return 0
 	if [[ ! -s "$CERTS/node.pem" ]]; then
 		log "creating a CA and the node certificate in $CERTS"
-		"$ROOT/scripts/make-certs.sh" "$CERTS" >/dev/null
+		"$BIN/harvestctl" certs create "$CERTS" >/dev/null
 	fi
 	export HARVEST_CA_CERT="$CERTS/ca.pem"
 }

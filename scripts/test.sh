@@ -15,7 +15,8 @@
 #
 # Run as root, it ends with the short profile of the fault-injection suite
 # (e2e/, scripts/chaos.sh --short: network namespaces, so root only; about
-# three minutes). HARVEST_CHAOS=0 leaves it out.
+# three minutes), twice: in clear text, then with the API and every hop over
+# mutual TLS (--tls). HARVEST_CHAOS=0 leaves both out.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,13 +61,15 @@ for target in FuzzStart FuzzSignal FuzzSignalWithStart FuzzCancel FuzzTerminate;
 	go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" ./api/
 done
 
-# The fault-injection suite's short profile: every fault type, 0 violations.
+# The fault-injection suite's short profile: every fault type, 0 violations,
+# in clear text and over TLS.
 if [[ "${HARVEST_CHAOS:-1}" != 0 ]]; then
 	if [[ $(id -u) == 0 ]]; then
 		if ! command -v nft >/dev/null && command -v apt-get >/dev/null; then
 			apt-get install -y -qq nftables >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq nftables) >/dev/null 2>&1 || true
 		fi
 		scripts/chaos.sh --short
+		scripts/chaos.sh --short --tls
 	else
 		echo "test.sh: the fault-injection suite needs root (network namespaces); run: sudo scripts/chaos.sh --short" >&2
 	fi

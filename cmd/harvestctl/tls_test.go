@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -35,4 +36,37 @@ func TestCACert(t *testing.T) {
 	require.Contains(t, stderr, "certificate")
 	code, _ = ctl("--ca-cert", filepath.Join(t.TempDir(), "missing.pem"), "workflow", "list")
 	require.Equal(t, 2, code, "a usage error")
+}
+
+// TestCertsCreate: the certificates harvestctl certs create writes serve a
+// node that harvestctl --ca-cert then trusts; a second create and a missing
+// directory are usage errors.
+func TestCertsCreate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	ctl := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"harvestctl"}, args...), &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	code, out := ctl("certs", "create", dir, "harvest1")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, filepath.Join(dir, "node.pem"))
+
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "node.pem"), filepath.Join(dir, "node-key.pem"))
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"workflows":[]}`))
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	code, out = ctl("--addr", srv.URL, "--ca-cert", filepath.Join(dir, "ca.pem"), "workflow", "list")
+	require.Equal(t, 0, code, out)
+
+	code, out = ctl("certs", "create", dir)
+	require.Equal(t, 2, code, "never overwrites: %s", out)
+	require.Contains(t, out, "certificates exist")
+	code, _ = ctl("certs", "create")
+	require.Equal(t, 2, code, "no directory")
 }

@@ -197,7 +197,8 @@ func TestComposeFileMatchesHarvestdFlags(t *testing.T) {
 		require.Equal(t, strconv.Itoa(nd.httpPort), containerPort, "%s: publishes the --http-addr port", name)
 		nd.hostPort = hostPort
 		require.Equal(t, "curl", s.Healthcheck.Test[1], "%s: health check (the image has curl)", name)
-		require.Contains(t, s.Healthcheck.Test, "http://127.0.0.1:"+strconv.Itoa(nd.httpPort)+"/readyz", "%s: health check", name)
+		require.Contains(t, s.Healthcheck.Test, "https://127.0.0.1:"+strconv.Itoa(nd.httpPort)+"/readyz", "%s: health check", name)
+		require.Contains(t, s.Healthcheck.Test, one(t, name, flags, "tls-ca"), "%s: health check trusts the CA", name)
 
 		// Gossip and raft advertise this node's fixed IP, on the bound port.
 		_, nd.gossipPort = splitHostPort(t, name+" --gossip-addr", one(t, name, flags, "gossip-addr"))
@@ -254,7 +255,7 @@ func TestComposeFileMatchesHarvestdFlags(t *testing.T) {
 		// The same shards everywhere, each a database the init script creates.
 		require.Equal(t, nodes[0].flags["shard"], nd.flags["shard"], "%s: --shard differs from %s", nd.svc, nodes[0].svc)
 		// The same secrets everywhere.
-		for _, f := range []string{"cluster-key-file", "initial-token-file"} {
+		for f := range secretFlags {
 			require.Equal(t, nodes[0].flags[f], nd.flags[f], "%s: --%s differs from %s", nd.svc, f, nodes[0].svc)
 		}
 	}

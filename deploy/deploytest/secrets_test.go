@@ -1,10 +1,10 @@
 package deploytest
 
 import (
+	"crypto/x509"
 	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/internal/clusterkey"
+	"github.com/harvestd/harvest/internal/tlsconf"
 )
 
 // Secrets in docker-compose.cluster.yml: a one-shot service writes them
@@ -31,7 +32,14 @@ const (
 var secretFlags = map[string]string{
 	"cluster-key-file":   "cluster.key",
 	"initial-token-file": "admin.token",
+	"tls-cert":           "certs/node.pem",
+	"tls-key":            "certs/node-key.pem",
+	"tls-ca":             "certs/ca.pem",
 }
+
+// composeHosts are the names and addresses the nodes reach each other at
+// (--advertise-http, --advertise-raft): the node certificate names them.
+var composeHosts = []string{"harvest1", "harvest2", "harvest3", "172.28.0.11", "172.28.0.12", "172.28.0.13"}
 
 // literalSecret matches a token or a base64 run long enough to be a
 // cluster key written into a file that must hold none.
@@ -50,10 +58,11 @@ func checkNodeSecrets(t *testing.T, svc string, s composeService, flags map[stri
 			require.True(t, strings.HasSuffix(v, ":ro"), "%s: mounts %s read-only, got %q", svc, secretsVolume, v)
 		}
 	}
-	for flag, base := range secretFlags {
+	for flag, rel := range secretFlags {
 		file := one(t, svc, flags, flag)
-		require.Equal(t, base, path.Base(file), "%s: --%s is the %s the secrets service writes", svc, flag, base)
-		v, ok := mounts[path.Dir(file)]
+		dir, ok := strings.CutSuffix(file, "/"+rel)
+		require.True(t, ok, "%s: --%s %s is the %s the secrets service writes", svc, flag, file, rel)
+		v, ok := mounts[dir]
 		require.True(t, ok, "%s: --%s %s is on no volume", svc, flag, file)
 		require.True(t, strings.HasPrefix(v, secretsVolume+":"), "%s: --%s %s is not on the volume %s", svc, flag, file, secretsVolume)
 	}
@@ -79,8 +88,9 @@ func checkSecretsService(t *testing.T, cf composeFile, raw []byte) {
 	require.Len(t, s.Command, 1, "%s: the script is one command argument", secretsService)
 	script := s.Command[0]
 	require.Contains(t, script, "cd "+dir+"\n", "%s: writes into the secrets volume", secretsService)
-	for _, base := range secretFlags {
-		require.Contains(t, script, base, "%s: writes %s", secretsService, base)
+	for _, rel := range secretFlags {
+		top, _, _ := strings.Cut(rel, "/") // certs/ holds what harvestctl certs create writes
+		require.Contains(t, script, top, "%s: writes %s", secretsService, rel)
 	}
 	runSecretsScript(t, dir, script)
 }
@@ -96,10 +106,15 @@ func runSecretsScript(t *testing.T, dir, script string) {
 		return
 	}
 	tmp := t.TempDir()
-	// Compose turns $$ into $; the volume is the temporary directory.
+	// Compose turns $$ into $; the volume is the temporary directory. The
+	// image has harvestctl on its PATH.
 	local := strings.ReplaceAll(strings.ReplaceAll(script, "$$", "$"), "cd "+dir+"\n", "cd "+tmp+"\n")
+	bin := t.TempDir()
+	goBuild(t, bin, "harvestctl")
 	run := func() {
-		out, err := exec.Command("/bin/sh", "-ec", local).CombinedOutput()
+		cmd := exec.Command("/bin/sh", "-ec", local)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "secrets script: %s", out)
 	}
 	run()
@@ -116,15 +131,35 @@ func runSecretsScript(t *testing.T, dir, script string) {
 	}
 	requireClusterKeyFile(t, filepath.Join(tmp, "cluster.key"))
 	requireTokenFile(t, filepath.Join(tmp, "admin.token"))
+	requireNodeCert(t, filepath.Join(tmp, "certs"), composeHosts)
 	entries, err := os.ReadDir(tmp)
 	require.NoError(t, err)
-	require.Len(t, entries, len(secretFlags), "the script leaves only the secrets: %v", entries)
+	require.Len(t, entries, 3, "the script leaves only the secrets (cluster.key, admin.token, certs/): %v", entries)
 
 	run()
 	for base, want := range first {
 		data, err := os.ReadFile(filepath.Join(tmp, base))
 		require.NoError(t, err)
 		require.Equal(t, want, string(data), "a second run keeps %s", base)
+	}
+}
+
+// requireNodeCert requires dir's node certificate to verify against its CA
+// for every host, as server and as client, and harvestd to load the files.
+func requireNodeCert(t *testing.T, dir string, hosts []string) {
+	t.Helper()
+	files := tlsconf.Files{CertFile: filepath.Join(dir, "node.pem"), KeyFile: filepath.Join(dir, "node-key.pem"),
+		CAFile: filepath.Join(dir, "ca.pem")}
+	m, err := tlsconf.Load(files)
+	require.NoError(t, err, "harvestd loads the certificates")
+	ca, err := os.ReadFile(files.CAFile)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(ca))
+	for _, h := range hosts {
+		_, err := m.Leaf().Verify(x509.VerifyOptions{DNSName: h, Roots: pool,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
+		require.NoError(t, err, "the node certificate for %s", h)
 	}
 }
 
