@@ -10,7 +10,8 @@ import (
 // Member is one node of the cluster as the node that answered sees it.
 type Member struct {
 	NodeID string `json:"node_id"`
-	// State is "alive", "dead" or "left" (a graceful leave).
+	// State is "alive", "dead", "left" (a graceful leave) or "untrusted"
+	// (alive in gossip, but with TLS its certificate has not verified).
 	State      string `json:"state"`
 	GossipAddr string `json:"gossip_addr,omitempty"`
 	// APIAddr is the host:port of the member's HTTP API.

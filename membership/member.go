@@ -28,6 +28,11 @@ const (
 	StateDead
 	// StateLeft: the member left gracefully (Stop). It is not re-joined.
 	StateLeft
+	// StateUntrusted: gossip has the member alive, but a check of the
+	// node's own has not trusted it (package node: a cluster with TLS
+	// counts a member only once its certificate verified). Gossip itself
+	// never reports it.
+	StateUntrusted
 )
 
 func (s State) String() string {
@@ -38,6 +43,8 @@ func (s State) String() string {
 		return "dead"
 	case StateLeft:
 		return "left"
+	case StateUntrusted:
+		return "untrusted"
 	default:
 		return "unknown"
 	}

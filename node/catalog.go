@@ -88,7 +88,7 @@ func (n *Node) startAdmin() error {
 		BootstrapExpect: rc.BootstrapExpect, MaxVoters: rc.MaxVoters, InitialShards: n.cfg.Shards,
 		Settings: admin.Settings{IdempotencyWindow: n.cfg.IdempotencyWindow}, Raft: rc.Raft,
 		ClusterKey: n.cfg.ClusterKey, TLS: n.tls, Logger: n.root,
-	}, lazyPeers{v: &n.gossipRef, changed: n.adminNudge})
+	}, lazyPeers{v: &n.peersRef, changed: n.adminNudge})
 	if err != nil {
 		return err
 	}
@@ -99,20 +99,23 @@ func (n *Node) startAdmin() error {
 // lazyPeers hands gossip to the admin once it exists: raft binds its
 // address first, because gossip advertises it.
 type lazyPeers struct {
-	v       *atomic.Pointer[membership.Membership]
+	v       *atomic.Pointer[viewRef]
 	changed <-chan struct{} // the admin's own copy of gossip's nudges
 }
 
+// viewRef holds the node's view for an atomic pointer.
+type viewRef struct{ view }
+
 func (p lazyPeers) Alive() []membership.Member {
-	if m := p.v.Load(); m != nil {
-		return m.Alive()
+	if r := p.v.Load(); r != nil {
+		return r.Alive()
 	}
 	return nil
 }
 
 func (p lazyPeers) Members() []membership.Member {
-	if m := p.v.Load(); m != nil {
-		return m.Members()
+	if r := p.v.Load(); r != nil {
+		return r.Members()
 	}
 	return nil
 }

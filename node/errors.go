@@ -2,7 +2,7 @@ package node
 
 import "errors"
 
-// Sentinel errors of Start.
+// Sentinel errors of the node.
 var (
 	// ErrDataDir reports a data directory the node cannot use (not a
 	// directory, not writable, an unreadable or malformed node id file).
@@ -13,4 +13,7 @@ var (
 	ErrNoPostgresBinaries = errors.New("no PostgreSQL binaries: install PostgreSQL (e.g. apt-get install postgresql), " +
 		"set node.Config.PGBinDir (harvestd --pg-bin-dir) to the directory holding initdb and postgres, " +
 		"or use an existing server (node.Config.PostgresDSN, harvestd --postgres)")
+	// errNoAPIAddr: a member gossips no API address, so no certificate of
+	// it can be checked (with TLS it stays untrusted).
+	errNoAPIAddr = errors.New("member has no API address")
 )

@@ -51,8 +51,11 @@ type Node struct {
 	syncEnd  context.CancelFunc
 	syncOut  chan struct{}
 	gossip   *membership.Membership // nil when standalone
-	// gossipRef publishes gossip to the raft catalog, which starts first.
+	// gossipRef publishes gossip (key rotation), peersRef the view of it
+	// (certView's with TLS) to the raft catalog, which starts first.
 	gossipRef atomic.Pointer[membership.Membership]
+	peersRef  atomic.Pointer[viewRef]
+	certView  *certView // with TLS: members count once their certificate verified
 	// adminNudge and shardNudge get a copy of every gossip change each.
 	adminNudge chan struct{}
 	shardNudge chan struct{}
@@ -211,9 +214,15 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 	n.gossip, n.view = m, m
 	n.gossipRef.Store(m)
+	if n.tls != nil {
+		cv := newCertView(m, n.nodeID, n.tls.Client(), n.logger("membership"))
+		cv.Start(context.WithoutCancel(ctx))
+		n.certView, n.view = cv, cv
+	}
+	n.peersRef.Store(&viewRef{n.view})
 	fanCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.fanEnd = cancel
-	go fanOut(fanCtx, m.Changed(), n.adminNudge, n.shardNudge)
+	go fanOut(fanCtx, n.view.Changed(), n.adminNudge, n.shardNudge)
 	return nil
 }
 
@@ -395,6 +404,10 @@ func (n *Node) stopCluster(graceful bool) {
 			n.admin.Abandon()
 		}
 		n.admin = nil
+	}
+	if n.certView != nil {
+		n.certView.Stop()
+		n.certView = nil
 	}
 	if n.gossip != nil {
 		if graceful {

@@ -107,6 +107,25 @@ func TestRogueMember(t *testing.T) {
 	require.NotContains(t, memberIDs(plain.Members()), "n0", "the plain rogue learnt the members")
 }
 
+// idOwningNone returns a node id that owns none of shards among members
+// plus itself.
+func idOwningNone(t *testing.T, shards []uint16, members ...string) string {
+	t.Helper()
+	for i := range 10000 {
+		id := fmt.Sprintf("visitor-%d", i)
+		owns := false
+		for _, s := range shards {
+			owner, _ := ring.OwnerOf(s, append(slices.Clone(members), id))
+			owns = owns || owner == id
+		}
+		if !owns {
+			return id
+		}
+	}
+	require.FailNow(t, "every id owns a shard")
+	return ""
+}
+
 // startRogue starts a membership on loopback with a free port, local
 // timings and no cluster key, stopped at cleanup.
 func startRogue(t *testing.T, cfg membership.Config) *membership.Membership {

@@ -178,6 +178,7 @@ func testRefusedAtEachHop(t *testing.T, c *cluster, ca *tlstest.CA) {
 		url, seen := good.serveAs(t, ca.File)
 		require.NoError(t, fetch(n.nodeClient(), url))
 		require.NotNil(t, seen.Load(), "the node presented its certificate")
+		testTrustedMember(t, c, n, good, ca.File)
 	})
 	for _, r := range rogues {
 		t.Run(r.name, func(t *testing.T) {
@@ -204,25 +205,87 @@ func testRefusedAtEachHop(t *testing.T, c *cluster, ca *tlstest.CA) {
 				_, err := r.p.raftDial(t, n, ca.File)
 				require.Error(t, err)
 			})
-			t.Run("ForwardingToIt", func(t *testing.T) {
-				if !r.badCert {
-					t.Skip("a node reaches a server with a valid certificate only as a member, which gossip and raft decide")
-				}
-				url, seen := r.p.serveAs(t, ca.File)
-				require.Error(t, fetch(n.nodeClient(), url), "the node refuses the server's certificate")
-				require.Nil(t, seen.Load(), "no request reached it")
-			})
+			// A server with a valid certificate (or none: no TLS server) is
+			// reached only as a member, which the Gossip case decides.
+			if r.badCert {
+				t.Run("ForwardingToIt", func(t *testing.T) {
+					url, seen := r.p.serveAs(t, ca.File)
+					require.Error(t, fetch(n.nodeClient(), url), "the node refuses the server's certificate")
+					require.Nil(t, seen.Load(), "no request reached it")
+				})
+			}
 			t.Run("Gossip", func(t *testing.T) {
-				if bytes.Equal(r.p.key.Derive(clusterkey.LabelHTTP), clusterkeytest.Key().Derive(clusterkey.LabelHTTP)) {
-					t.Skip("gossip carries no certificate: the cluster key (keyring and member proof) guards it")
+				if !bytes.Equal(r.p.key.Derive(clusterkey.LabelHTTP), clusterkeytest.Key().Derive(clusterkey.LabelHTTP)) {
+					rogue := startRogue(t, membership.Config{NodeID: "rogue-" + r.name, Join: []string{n.GossipAddr()}, ClusterKey: r.p.key})
+					require.Never(t, func() bool {
+						return slices.Contains(memberIDs(n.gossip.Alive()), rogue.Local().NodeID)
+					}, 3*time.Second, 50*time.Millisecond, "the keyring and member proof refuse another key")
+					return
 				}
-				rogue := startRogue(t, membership.Config{NodeID: "rogue-" + r.name, Join: []string{n.GossipAddr()}, ClusterKey: r.p.key})
-				require.Never(t, func() bool {
-					return slices.Contains(memberIDs(n.gossip.Alive()), rogue.Local().NodeID)
-				}, 3*time.Second, 50*time.Millisecond)
+				testUntrustedMember(t, c, n, r.p, ca.File)
 			})
 		})
 	}
+}
+
+// apiAddr is where p serves an API: over TLS with its certificate, or
+// in clear text without one.
+func (p peer) apiAddr(t *testing.T, caFile string) string {
+	t.Helper()
+	if p.cert == nil {
+		return countingServer(t).addr
+	}
+	url, _ := p.serveAs(t, caFile)
+	return strings.TrimPrefix(url, "https://")
+}
+
+// testUntrustedMember: p, with the cluster key, joins gossip (the key is
+// all gossip checks) under an id that would own shard 0, but n's check of
+// its certificate fails: to n it stays untrusted, owns no shard, raft never
+// adds it and nothing is forwarded to it.
+func testUntrustedMember(t *testing.T, c *cluster, n *Node, p peer, caFile string) {
+	raftL := countingListener(t)
+	id := idOwning(t, 0, "n0", "n1", "n2")
+	startRogue(t, membership.Config{NodeID: id, Join: []string{n.GossipAddr()}, ClusterKey: p.key,
+		Meta: membership.Meta{APIAddr: p.apiAddr(t, caFile), RaftAddr: raftL.addr, Version: Version}})
+	eventually(t, "gossip to have the member alive", 20*time.Second, func() bool {
+		return slices.Contains(memberIDs(n.gossip.Alive()), id)
+	})
+	require.Never(t, func() bool {
+		return slices.Contains(memberIDs(n.view.Alive()), id) || slices.Contains(serverIDs(t, n.admin), id)
+	}, 3*time.Second, 50*time.Millisecond, "counted alive, or added to raft")
+	require.Equal(t, membership.StateUntrusted, memberState(n.view.Members(), id))
+	target, err := n.router.ForShard(0)
+	require.NoError(t, err)
+	require.NotEqual(t, id, target.Owner, "owner of shard 0")
+	require.Zero(t, raftL.accepted.Load(), "raft dialled it")
+}
+
+// testTrustedMember: p, with the cluster key and a certificate of the CA,
+// joins gossip (without a raft address, under an id owning no shard, so
+// the cluster is unchanged) and n counts it alive once its certificate
+// verified; when it leaves it is gone.
+func testTrustedMember(t *testing.T, c *cluster, n *Node, p peer, caFile string) {
+	id := idOwningNone(t, c.cat.Readable, "n0", "n1", "n2")
+	m := startRogue(t, membership.Config{NodeID: id, Join: []string{n.GossipAddr()}, ClusterKey: p.key,
+		Meta: membership.Meta{APIAddr: p.apiAddr(t, caFile), Version: Version}})
+	eventually(t, "the node to trust the member", 20*time.Second, func() bool {
+		return slices.Contains(memberIDs(n.view.Alive()), id)
+	})
+	m.Stop()
+	eventually(t, "the member to be gone", 20*time.Second, func() bool {
+		return !slices.Contains(memberIDs(n.view.Alive()), id)
+	})
+}
+
+// memberState is id's state in ms (0: not listed).
+func memberState(ms []membership.Member, id string) membership.State {
+	for _, m := range ms {
+		if m.NodeID == id {
+			return m.State
+		}
+	}
+	return 0
 }
 
 // testCertificateReload: n1's certificate files are replaced by a new

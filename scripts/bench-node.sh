@@ -8,6 +8,8 @@
 # (default 32), and prints the measured run's summary and the CPU per operation of harvestd, of its
 # PostgreSQL (every process under it) and of harvestctl. AUTH=tokens runs the node with
 # --auth tokens and an initial admin token, which harvestctl then sends (default AUTH=off).
+# TLS=on serves the API over TLS with a CA and certificate made for the run (harvestctl certs
+# create; harvestctl trusts the CA), so TLS on and off compare run by run (default TLS=off).
 set -euo pipefail
 bin=${1:?usage: bench-node.sh BIN_DIR MODE [flags]}
 mode=${2:?usage: bench-node.sh BIN_DIR MODE [flags]}
@@ -20,18 +22,25 @@ chmod 755 "$work"
 if [[ "$(id -u)" -eq 0 ]]; then chown postgres "$work" 2>/dev/null || true; fi
 port=$((30000 + RANDOM % 20000))
 addr=http://127.0.0.1:$port
+tlsargs=()
+if [[ "${TLS:-off}" == on ]]; then
+  "$bin/harvestctl" certs create "$work/certs" >/dev/null
+  tlsargs=(--tls-cert "$work/certs/node.pem" --tls-key "$work/certs/node-key.pem" --tls-ca "$work/certs/ca.pem")
+  export HARVEST_CA_CERT="$work/certs/ca.pem"
+  addr=https://127.0.0.1:$port
+fi
 auth=()
 if [[ "${AUTH:-off}" == tokens ]]; then
   export HARVEST_TOKEN="hvt_$(openssl rand -hex 8)_$(openssl rand -hex 32)"
   (umask 077 && echo "$HARVEST_TOKEN" >"$work/token")
   auth=(--auth tokens --initial-token-file "$work/token")
 fi
-"$bin/harvestd" dev --data-dir "$work/data" --http-addr "127.0.0.1:$port" "${auth[@]}" >"$work/node.log" 2>&1 &
+"$bin/harvestd" dev --data-dir "$work/data" --http-addr "127.0.0.1:$port" "${auth[@]}" "${tlsargs[@]}" >"$work/node.log" 2>&1 &
 node=$!
 cleanup() { kill -INT "$node" 2>/dev/null || true; wait "$node" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 for _ in $(seq 1 240); do
-  curl -sf "$addr/readyz" >/dev/null && break
+  curl -sf ${HARVEST_CA_CERT:+--cacert "$HARVEST_CA_CERT"} "$addr/readyz" >/dev/null && break
   kill -0 "$node" 2>/dev/null || { echo "harvestd exited:" >&2; tail -5 "$work/node.log" >&2; exit 1; }
   sleep 0.25
 done

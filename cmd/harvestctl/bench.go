@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -117,6 +118,7 @@ type benchConfig struct {
 	runs        int
 	batchSize   int
 	concurrency int
+	tls         *tls.Config   // --ca-cert's roots (nil: the system's)
 	duration    time.Duration // 0 with count
 	count       int64         // 0 with duration
 	quiet       bool
@@ -171,6 +173,7 @@ func benchFlags(c *cli.Context) (*benchConfig, error) {
 		signal: c.String("signal"), keys: c.Int("keys"), runs: c.Int("runs"), batchSize: c.Int("batch-size"), concurrency: c.Int("concurrency"),
 		quiet: c.Bool("quiet"), pollResult: c.Bool("poll-result"),
 	}
+	cfg.tls, _ = c.App.Metadata[tlsMetadata].(*tls.Config)
 	switch cfg.mode {
 	case benchStart, benchDedup, benchSignal, benchE2E, benchBatch:
 	default:
@@ -258,24 +261,26 @@ type bench struct {
 func newBench(cfg *benchConfig, stderr io.Writer) *bench {
 	b := &bench{cfg: cfg, stderr: stderr, prefix: "bench-" + cfg.mode + "-" + randomHex(6)}
 	for _, a := range cfg.addrs {
-		b.clients = append(b.clients, client.New(a, client.WithHTTPClient(benchHTTPClient(a, cfg.concurrency)),
+		b.clients = append(b.clients, client.New(a, client.WithHTTPClient(benchHTTPClient(a, cfg.concurrency, cfg.tls)),
 			client.WithToken(cfg.token), client.WithUserAgent(userAgent+"-bench"), client.WithoutRetries()))
 	}
 	return b
 }
 
-// benchHTTPClient is the HTTP client of one node: benchTransport for
-// plain http, the stock transport for https.
-func benchHTTPClient(addr string, concurrency int) *http.Client {
-	if !strings.HasPrefix(strings.ToLower(addr), "https://") {
-		// The transport's connections are the node's: no redirect
-		// may send a request elsewhere over them.
-		return &http.Client{Transport: newBenchTransport(concurrency * 2),
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// benchHTTPClient is the HTTP client of one node, over benchTransport:
+// https (trusting rootsCfg's roots, the system's when nil) or plain http.
+func benchHTTPClient(addr string, concurrency int, rootsCfg *tls.Config) *http.Client {
+	var cfg *tls.Config
+	if strings.HasPrefix(strings.ToLower(addr), "https://") {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		if rootsCfg != nil {
+			cfg = rootsCfg.Clone()
+		}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = concurrency*2, concurrency*2
-	return &http.Client{Transport: tr}
+	// The transport's connections are the node's: no redirect may send a
+	// request elsewhere over them.
+	return &http.Client{Transport: newBenchTransport(concurrency*2, cfg),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 func randomHex(n int) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 // closed it while it was idle), as net/http does.
 type benchTransport struct {
 	dialer net.Dialer
+	tls    *tls.Config // https: trusted roots (nil: plain http only)
 	idle   chan *benchConn
 }
 
@@ -46,17 +48,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func newBenchTransport(maxIdle int) *benchTransport {
+// newBenchTransport keeps up to maxIdle connections; with tlsCfg it speaks
+// https (and only https), trusting tlsCfg's roots.
+func newBenchTransport(maxIdle int, tlsCfg *tls.Config) *benchTransport {
 	return &benchTransport{dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		idle: make(chan *benchConn, maxIdle)}
+		tls: tlsCfg, idle: make(chan *benchConn, maxIdle)}
 }
 
-// errBenchScheme: the bench speaks plain HTTP only (the stock transport
-// takes https addresses; see newBench).
-var errBenchScheme = errors.New("bench transport: plain http only")
+// errBenchScheme: a request of the other scheme than the transport's.
+var errBenchScheme = errors.New("bench transport: http without TLS, https with it")
+
+// scheme is what the transport speaks.
+func (t *benchTransport) scheme() string {
+	if t.tls != nil {
+		return "https"
+	}
+	return "http"
+}
 
 func (t *benchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" {
+	if req.URL.Scheme != t.scheme() {
 		closeBody(req)
 		return nil, errBenchScheme
 	}
@@ -65,7 +76,7 @@ func (t *benchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	for fresh := false; ; fresh = true {
-		conn, reused, err := t.conn(req.Context(), hostPort(req.URL.Host), fresh)
+		conn, reused, err := t.conn(req.Context(), t.hostPort(req.URL.Host), fresh)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +106,7 @@ func (t *benchTransport) conn(ctx context.Context, host string, fresh bool) (*be
 		default:
 		}
 	}
-	c, err := t.dialer.DialContext(ctx, "tcp", host)
+	c, err := t.dial(ctx, host)
 	if err != nil {
 		return nil, false, err
 	}
@@ -103,10 +114,27 @@ func (t *benchTransport) conn(ctx context.Context, host string, fresh bool) (*be
 	return &benchConn{c: c, r: r, br: bufio.NewReaderSize(r, 8<<10), bw: bufio.NewWriterSize(c, 8<<10)}, false, nil
 }
 
-// hostPort adds http's port to a host that names none.
-func hostPort(host string) string {
+// dial connects to host, over TLS (handshake done) when the transport has it.
+func (t *benchTransport) dial(ctx context.Context, host string) (net.Conn, error) {
+	c, err := t.dialer.DialContext(ctx, "tcp", host)
+	if err != nil || t.tls == nil {
+		return c, err
+	}
+	cfg := t.tls.Clone()
+	cfg.ServerName, _, _ = net.SplitHostPort(host)
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// hostPort adds the scheme's port to a host that names none.
+func (t *benchTransport) hostPort(host string) string {
 	if _, _, err := net.SplitHostPort(host); err != nil {
-		return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+		port := map[bool]string{false: "80", true: "443"}[t.tls != nil]
+		return net.JoinHostPort(strings.Trim(host, "[]"), port)
 	}
 	return host
 }

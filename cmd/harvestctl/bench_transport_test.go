@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -55,7 +57,7 @@ func TestBenchTransport(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	hc := &http.Client{Transport: newBenchTransport(4)}
+	hc := &http.Client{Transport: newBenchTransport(4, nil)}
 	do := func(t *testing.T, ctx context.Context, method, path, body string) (*http.Response, string, error) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
@@ -91,7 +93,7 @@ func TestBenchTransport(t *testing.T) {
 
 	t.Run("ConcurrentRequestsGetTheirOwnAnswers", func(t *testing.T) {
 		const workers, each = 16, 40
-		shared := &http.Client{Transport: newBenchTransport(workers)}
+		shared := &http.Client{Transport: newBenchTransport(workers, nil)}
 		before := conns.Load()
 		exchange := func(want string) error {
 			req, err := http.NewRequest(http.MethodPost, srv.URL+"/echo", strings.NewReader(want))
@@ -193,10 +195,58 @@ func TestBenchTransport(t *testing.T) {
 		require.Equal(t, before, conns.Load(), "the same connection, its deadline gone with its request")
 	})
 
-	t.Run("HTTPSIsRefused", func(t *testing.T) {
+	t.Run("HTTPSWithoutTLSIsRefused", func(t *testing.T) {
 		req, err := http.NewRequest(http.MethodGet, "https://example.invalid/", nil)
 		require.NoError(t, err)
-		_, err = newBenchTransport(1).RoundTrip(req)
+		_, err = newBenchTransport(1, nil).RoundTrip(req)
+		require.ErrorIs(t, err, errBenchScheme)
+	})
+}
+
+// TestBenchTransportTLS: with a TLS configuration the bench transport
+// speaks https over kept-alive connections, verifies the node against the
+// configured roots, and refuses plain http.
+func TestBenchTransportTLS(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(append([]byte("tls:"), body...))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	trusting := &tls.Config{RootCAs: x509.NewCertPool()}
+	trusting.RootCAs.AddCert(srv.Certificate())
+	send := func(tr *benchTransport, url string) (string, error) {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader("x"))
+		require.NoError(t, err)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		return string(got), err
+	}
+	t.Run("KeepAliveOverTLS", func(t *testing.T) {
+		tr := newBenchTransport(2, trusting)
+		for range 5 {
+			got, err := send(tr, srv.URL)
+			require.NoError(t, err)
+			require.Equal(t, "tls:x", got)
+		}
+		require.Equal(t, int64(1), conns.Load(), "one connection for every request")
+	})
+	t.Run("AnUntrustedNodeIsRefused", func(t *testing.T) {
+		_, err := send(newBenchTransport(1, &tls.Config{RootCAs: x509.NewCertPool()}), srv.URL)
+		require.ErrorContains(t, err, "certificate")
+	})
+	t.Run("PlainHTTPIsRefused", func(t *testing.T) {
+		_, err := send(newBenchTransport(1, trusting), strings.Replace(srv.URL, "https://", "http://", 1))
 		require.ErrorIs(t, err, errBenchScheme)
 	})
 }
