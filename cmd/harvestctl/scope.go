@@ -48,6 +48,7 @@ var commandScopes = map[string]client.TokenScope{
 	"token create":               client.ScopeAdmin,
 	"token list":                 client.ScopeAdmin,
 	"token revoke":               client.ScopeAdmin,
+	"certs create":               "", // local files: no request, no token
 	"bench":                      client.ScopeWrite,
 }
 
