@@ -8,6 +8,7 @@ import (
 	"github.com/harvestd/harvest/auth"
 
 	"github.com/harvestd/harvest/ring"
+	"github.com/harvestd/harvest/webhook"
 )
 
 // IdempotencyWindowDefault is the idempotency window of a catalog whose
@@ -132,6 +133,9 @@ type Catalog struct {
 	// Tokens are the API's bearer tokens by id: hashes only, never
 	// secrets (see package auth).
 	Tokens map[string]auth.Token `json:"tokens,omitempty"`
+	// Webhooks are the webhook receivers by name, with their secrets
+	// (see package webhook): redact them before showing one.
+	Webhooks map[string]webhook.Config `json:"webhooks,omitempty"`
 	// Index is the raft log index of the last applied command.
 	Index uint64 `json:"index"`
 }
@@ -191,6 +195,7 @@ func (c Catalog) Clone() Catalog {
 	out := c
 	out.Shards = maps.Clone(c.Shards)
 	out.Tokens = maps.Clone(c.Tokens)
+	out.Webhooks = maps.Clone(c.Webhooks)
 	if c.Epochs != nil {
 		out.Epochs = make([]Epoch, len(c.Epochs))
 		for i, e := range c.Epochs {

@@ -29,6 +29,10 @@ const (
 	CmdPutToken
 	// CmdRevokeToken revokes an API token (RevokeToken).
 	CmdRevokeToken
+	// CmdPutWebhook adds a webhook receiver (PutWebhook).
+	CmdPutWebhook
+	// CmdDeleteWebhook deletes a webhook receiver (DeleteWebhook).
+	CmdDeleteWebhook
 )
 
 func (t CommandType) String() string {
@@ -45,6 +49,10 @@ func (t CommandType) String() string {
 		return "put_token"
 	case CmdRevokeToken:
 		return "revoke_token"
+	case CmdPutWebhook:
+		return "put_webhook"
+	case CmdDeleteWebhook:
+		return "delete_webhook"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -253,6 +261,10 @@ func decodeCommand(data []byte) (Command, error) {
 		cmd, err = decodeBody[PutToken](body)
 	case CmdRevokeToken:
 		cmd, err = decodeBody[RevokeToken](body)
+	case CmdPutWebhook:
+		cmd, err = decodeBody[PutWebhook](body)
+	case CmdDeleteWebhook:
+		cmd, err = decodeBody[DeleteWebhook](body)
 	default:
 		return nil, fmt.Errorf("unknown command type %d", uint8(typ))
 	}

@@ -26,7 +26,8 @@ const (
 	// user tokens are refused.
 	classNode
 	// classCapability: a credential of the route's own (provider-signed
-	// webhooks, activity task tokens). No route has it yet.
+	// webhooks, activity task tokens), which its handler checks; bearer
+	// tokens are neither needed nor looked at.
 	classCapability
 )
 
@@ -48,6 +49,8 @@ var (
 	needRead  = access{class: classBearer, scope: auth.ScopeRead}
 	needWrite = access{class: classBearer, scope: auth.ScopeWrite}
 	needAdmin = access{class: classBearer, scope: auth.ScopeAdmin}
+	// capability: the handler verifies the request's own credential.
+	capability = access{class: classCapability}
 )
 
 // Gin context keys of the caller: its auth.Identity, and whether another
@@ -109,6 +112,8 @@ func (s *Server) authorize(c *gin.Context, a access) (auth.Identity, *apiError) 
 		return *fromNode, nil
 	case classBearer:
 		return s.authorizeBearer(c, fromNode, a.scope)
+	case classCapability:
+		return auth.Identity{}, nil
 	}
 	return auth.Identity{}, unauthenticated("this route takes a credential of its own")
 }

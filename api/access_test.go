@@ -74,7 +74,7 @@ func (b *authBundle) as(t *testing.T, cred, method, path string, body any, heade
 func concrete(route string) string {
 	r := strings.NewReplacer(":id/start", "noop_chain/start", ":id/signal-with-start", "noop_chain/signal-with-start",
 		":id", "0003e886-0000-4000-8000-000000000001", ":signal", "go", ":shard", "3", ":gate", "g1",
-		":peer", "p1", ":schedule", "nightly", ":token", "0123456789abcdef")
+		":peer", "p1", ":schedule", "nightly", ":token", "0123456789abcdef", ":webhook", "hook1")
 	return r.Replace(route)
 }
 
@@ -86,6 +86,8 @@ func wantStatus(a access, cred string) int {
 		return 0
 	case classNode:
 		return http.StatusUnauthorized
+	case classCapability:
+		return -1 // the route's own credential: a bearer token changes nothing
 	}
 	scope := map[string]auth.Scope{"read": auth.ScopeRead, "write": auth.ScopeWrite, "admin": auth.ScopeAdmin}[cred]
 	switch {
@@ -150,6 +152,11 @@ var documented = map[string]access{
 	"GET /api/harvest/internal/shards/:shard/probe":  nodeOnly,
 	"GET /api/harvest/internal/catalog/index":        nodeOnly,
 	"POST /api/harvest/internal/shards/:shard/claim": nodeOnly,
+
+	"GET /api/harvest/admin/webhooks":             needAdmin,
+	"POST /api/harvest/admin/webhooks":            needAdmin,
+	"DELETE /api/harvest/admin/webhooks/:webhook": needAdmin,
+	"POST /api/harvest/webhooks/:webhook":         capability,
 }
 
 func TestRouteAccess(t *testing.T) {
@@ -163,6 +170,10 @@ func TestRouteAccess(t *testing.T) {
 			t.Run(r.Method+" "+r.Path+" as "+cred, func(t *testing.T) {
 				res := b.send(t, cred, r.Method, concrete(r.Path))
 				want := wantStatus(a, cred)
+				if want == -1 {
+					require.Equal(t, b.send(t, "none", r.Method, concrete(r.Path)).Status, res.Status, "%s as %s: %s", r.Path, cred, res.Raw)
+					return
+				}
 				if want == 0 {
 					require.NotContains(t, []int{401, 403}, res.Status, "%s as %s: %s", r.Path, cred, res.Raw)
 					return

@@ -133,6 +133,7 @@ var auditTargets = map[string]string{
 	"DELETE /api/harvest/admin/raft/peers/:peer":    "peer=p1",
 	"DELETE /api/harvest/admin/gates/:gate":         "gate=g1",
 	"DELETE /api/harvest/admin/tokens/:token":       "token=0123456789abcdef",
+	"DELETE /api/harvest/admin/webhooks/:webhook":   "webhook=hook1",
 	"DELETE /api/harvest/schedules/:schedule":       "schedule=nightly",
 	"POST /api/harvest/schedules/:schedule/pause":   "schedule=nightly",
 	"POST /api/harvest/schedules/:schedule/resume":  "schedule=nightly",

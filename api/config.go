@@ -54,6 +54,9 @@ type Config struct {
 	Verifier Verifier
 	// Tokens serves the /admin/tokens routes; nil answers them with 404.
 	Tokens TokenAdmin
+	// Webhooks serves the /admin/webhooks routes and the webhook
+	// receivers; nil answers them with 404.
+	Webhooks Webhooks
 	// NodeKey signs and verifies requests between nodes (derived from the
 	// cluster key, clusterkey.LabelHTTP). Nil: this node neither forwards
 	// with a credential nor accepts node requests (a standalone node).

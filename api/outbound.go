@@ -116,21 +116,10 @@ func (o *Outbound) close(ctx context.Context, id uuid.UUID, verb, reason string)
 // call serves POST path with body in process and decodes a 2xx answer
 // into out; any other answer is an error (outboundError).
 func (o *Outbound) call(ctx context.Context, path, key string, body []byte, out any) error {
-	ctx = context.WithValue(ctx, systemCallKey{}, true)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, BasePath+path, bytes.NewReader(body))
+	w, err := o.serve(ctx, path, key, body)
 	if err != nil {
-		return fmt.Errorf("outbound request: %w", err)
+		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	s := o.s.Load()
-	if s == nil {
-		return errUnbound
-	}
-	w := &answerWriter{header: http.Header{}}
-	s.gin.ServeHTTP(w, req)
 	if w.status/100 != 2 {
 		return outboundError(w.status, w.body.Bytes())
 	}
@@ -138,6 +127,26 @@ func (o *Outbound) call(ctx context.Context, path, key string, body []byte, out 
 		return fmt.Errorf("outbound answer of %s: %w", path, err)
 	}
 	return nil
+}
+
+// serve serves POST path with body in process and returns the answer.
+func (o *Outbound) serve(ctx context.Context, path, key string, body []byte) (*answerWriter, error) {
+	ctx = context.WithValue(ctx, systemCallKey{}, true)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, BasePath+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("outbound request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	s := o.s.Load()
+	if s == nil {
+		return nil, errUnbound
+	}
+	w := &answerWriter{header: http.Header{}}
+	s.gin.ServeHTTP(w, req)
+	return w, nil
 }
 
 // outboundError turns an error answer into the engine's error for it: a

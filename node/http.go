@@ -45,6 +45,9 @@ func (n *Node) serve() error {
 	if n.admin != nil {
 		cfg.Admin = catalogAdmin{n}
 	}
+	if n.webhooks != nil {
+		cfg.Webhooks = n.webhooks
+	}
 	n.apiAuth(&cfg)
 	handler, err := api.New(cfg, r)
 	if err != nil {

@@ -43,6 +43,8 @@ type Node struct {
 	pools   map[uint16]*pgxpool.Pool
 	admin   *admin.Admin // nil on static shards
 	tokens  tokenBackend // nil with authentication off
+	// webhooks keeps the webhook receivers; nil on static shards with gossip.
+	webhooks api.Webhooks
 	// indexEnd stops, and indexOut reports the end of, the loop that
 	// learns the raft leader's catalog index (tokens on a raft catalog).
 	indexEnd context.CancelFunc
@@ -141,6 +143,9 @@ func (n *Node) start(ctx context.Context) error {
 		}
 	}
 	if err := n.startTokens(ctx); err != nil {
+		return err
+	}
+	if err := n.startWebhooks(ctx); err != nil {
 		return err
 	}
 	if err := n.joinCluster(ctx); err != nil {

@@ -48,6 +48,9 @@ var commandScopes = map[string]client.TokenScope{
 	"token create":               client.ScopeAdmin,
 	"token list":                 client.ScopeAdmin,
 	"token revoke":               client.ScopeAdmin,
+	"webhook create":             client.ScopeAdmin,
+	"webhook list":               client.ScopeAdmin,
+	"webhook delete":             client.ScopeAdmin,
 	"certs create":               "", // local files: no request, no token
 	"bench":                      client.ScopeWrite,
 }

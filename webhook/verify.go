@@ -1,0 +1,214 @@
+package webhook
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Headers the providers sign with.
+const (
+	StripeSignatureHeader = "Stripe-Signature"
+	GitHubSignatureHeader = "X-Hub-Signature-256"
+	GitHubDeliveryHeader  = "X-GitHub-Delivery"
+)
+
+// Delivery is what a verified delivery carries.
+type Delivery struct {
+	// ID is the provider's delivery id: the same on every redelivery.
+	ID string
+	// WorkflowID is the value at WorkflowIDPointer ("" without one).
+	WorkflowID string
+}
+
+// Verify checks a delivery of c (its headers and raw body, at now): the
+// signature first (ErrSignature), then the payload (ErrPayload).
+func (c Config) Verify(h http.Header, body []byte, now time.Time) (Delivery, error) {
+	if err := c.verifySignature(h, body, now); err != nil {
+		return Delivery{}, err
+	}
+	return c.delivery(h, body)
+}
+
+func (c Config) verifySignature(h http.Header, body []byte, now time.Time) error {
+	switch c.Provider {
+	case Stripe:
+		return verifyStripe(c.Secret, h.Get(StripeSignatureHeader), body, now, c.ToleranceOrDefault())
+	case GitHub:
+		return verifyPrefixedHex(c.Secret, GitHubSignatureHeader, h.Get(GitHubSignatureHeader), body, true)
+	case Generic:
+		return verifyPrefixedHex(c.Secret, c.SignatureHeader, h.Get(c.SignatureHeader), body, false)
+	}
+	return fmt.Errorf("provider %q: %w", c.Provider, ErrSignature)
+}
+
+// sign is the HMAC-SHA256 of the parts under secret.
+func sign(secret string, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// verifyStripe checks a Stripe-Signature header: any of its v1
+// signatures may match (Stripe sends two while a secret rolls), and its
+// timestamp must be within tolerance of now, either way.
+func verifyStripe(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	if header == "" {
+		return fmt.Errorf("no %s header: %w", StripeSignatureHeader, ErrSignature)
+	}
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			if sig, err := hex.DecodeString(v); err == nil {
+				sigs = append(sigs, sig)
+			}
+		}
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(sigs) == 0 {
+		return fmt.Errorf("%s needs t= and a v1= signature: %w", StripeSignatureHeader, ErrSignature)
+	}
+	want := sign(secret, []byte(ts), []byte("."), body)
+	if !anyEqual(want, sigs) {
+		return fmt.Errorf("no v1 signature matches: %w", ErrSignature)
+	}
+	if skew := now.Sub(time.Unix(unix, 0)); skew > tolerance || skew < -tolerance {
+		return fmt.Errorf("signature timestamp is %s from now, over the tolerance of %s: %w", skew.Round(time.Second), tolerance, ErrSignature)
+	}
+	return nil
+}
+
+func anyEqual(want []byte, sigs [][]byte) bool {
+	ok := false
+	for _, s := range sigs {
+		ok = hmac.Equal(want, s) || ok // compare every one: no early exit
+	}
+	return ok
+}
+
+// verifyPrefixedHex checks an HMAC-SHA256 of body in hex, with "sha256="
+// first (required when needPrefix).
+func verifyPrefixedHex(secret, name, value string, body []byte, needPrefix bool) error {
+	if value == "" {
+		return fmt.Errorf("no %s header: %w", name, ErrSignature)
+	}
+	hexSig, had := strings.CutPrefix(strings.TrimSpace(value), "sha256=")
+	if needPrefix && !had {
+		return fmt.Errorf("%s must start with sha256=: %w", name, ErrSignature)
+	}
+	sig, err := hex.DecodeString(hexSig)
+	if err != nil || !hmac.Equal(sign(secret, body), sig) {
+		return fmt.Errorf("%s does not match: %w", name, ErrSignature)
+	}
+	return nil
+}
+
+// delivery reads a verified delivery's id and workflow id.
+func (c Config) delivery(h http.Header, body []byte) (Delivery, error) {
+	var d Delivery
+	var doc any
+	parsed := false
+	parse := func() (any, error) {
+		if parsed {
+			return doc, nil
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil || dec.More() {
+			return nil, fmt.Errorf("the payload is not one JSON value: %w", ErrPayload)
+		}
+		parsed = true
+		return doc, nil
+	}
+	var err error
+	switch c.Provider {
+	case GitHub:
+		d.ID = strings.TrimSpace(h.Get(GitHubDeliveryHeader))
+		if d.ID == "" {
+			return d, fmt.Errorf("no %s header: %w", GitHubDeliveryHeader, ErrPayload)
+		}
+	case Stripe:
+		d.ID, err = pointerText(parse, "/id")
+	default:
+		d.ID, err = pointerText(parse, c.KeyPointer)
+	}
+	if err != nil {
+		return d, err
+	}
+	if !plainText(d.ID, maxDeliveryLen, true) {
+		return d, fmt.Errorf("the delivery id must be 1 to %d bytes of text: %w", maxDeliveryLen, ErrPayload)
+	}
+	if c.WorkflowIDPointer != "" {
+		if d.WorkflowID, err = pointerText(parse, c.WorkflowIDPointer); err != nil {
+			return d, err
+		}
+		if !plainText(d.WorkflowID, 1024, true) {
+			return d, fmt.Errorf("the workflow id at %s must be 1 to 1024 bytes of text: %w", c.WorkflowIDPointer, ErrPayload)
+		}
+	}
+	return d, nil
+}
+
+// pointerText is the string or number at pointer p of the parsed payload.
+func pointerText(parse func() (any, error), p string) (string, error) {
+	doc, err := parse()
+	if err != nil {
+		return "", err
+	}
+	v, ok := Lookup(doc, p)
+	switch x := v.(type) {
+	case string:
+		if ok && x != "" {
+			return x, nil
+		}
+	case json.Number:
+		return x.String(), nil
+	}
+	return "", fmt.Errorf("no string or number at %s in the payload: %w", p, ErrPayload)
+}
+
+// Lookup resolves JSON pointer p (RFC 6901) in doc, a value decoded by
+// encoding/json; ok is false when p names nothing.
+func Lookup(doc any, p string) (any, bool) {
+	if p == "" {
+		return doc, true
+	}
+	if p[0] != '/' {
+		return nil, false
+	}
+	cur := doc
+	for _, tok := range strings.Split(p[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := cur.(type) {
+		case map[string]any:
+			v, ok := x[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) || (len(tok) > 1 && tok[0] == '0') {
+				return nil, false
+			}
+			cur = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}

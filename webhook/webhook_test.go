@@ -1,0 +1,196 @@
+package webhook_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/internal/webhooktest"
+	"github.com/harvestd/harvest/webhook"
+)
+
+var (
+	opensslHMAC     = webhooktest.OpenSSLHMAC
+	stripeSignature = webhooktest.StripeSignature
+)
+
+func TestGitHubDocumentedVector(t *testing.T) {
+	// docs.github.com, "Validating webhook deliveries", "Testing the
+	// webhook payload validation".
+	c := webhook.Config{Name: "gh", Provider: webhook.GitHub, Secret: "It's a Secret to Everybody", Action: webhook.ActionStart, Workflow: "w"}
+	require.NoError(t, c.Validate())
+	const sig = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+	require.Equal(t, strings.TrimPrefix(sig, "sha256="), opensslHMAC(t, c.Secret, "Hello, World!"), "openssl agrees with the documented vector")
+	h := http.Header{}
+	h.Set("X-Hub-Signature-256", sig)
+	h.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+	for _, tc := range []struct {
+		name, body, sig string
+		err             error
+	}{
+		{"documented vector", "Hello, World!", sig, nil},
+		{"tampered body", "Hello, World?", sig, webhook.ErrSignature},
+		{"no prefix", "Hello, World!", strings.TrimPrefix(sig, "sha256="), webhook.ErrSignature},
+		{"missing", "Hello, World!", "", webhook.ErrSignature},
+		{"not hex", "Hello, World!", "sha256=zz", webhook.ErrSignature},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := h.Clone()
+			h.Set("X-Hub-Signature-256", tc.sig)
+			d, err := c.Verify(h, []byte(tc.body), time.Now())
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "72d3162e-cc78-11e3-81ab-4c9367dc0958", d.ID)
+			require.Equal(t, "hv:webhook:gh:72d3162e-cc78-11e3-81ab-4c9367dc0958", c.Key(d.ID))
+		})
+	}
+	t.Run("no delivery header", func(t *testing.T) {
+		h := h.Clone()
+		h.Del("X-GitHub-Delivery")
+		_, err := c.Verify(h, []byte("Hello, World!"), time.Now())
+		require.ErrorIs(t, err, webhook.ErrPayload)
+	})
+}
+
+func TestStripeSignature(t *testing.T) {
+	c := webhook.Config{Name: "stripe", Provider: webhook.Stripe, Secret: "whsec_test_secret", Action: webhook.ActionStart, Workflow: "w"}
+	require.NoError(t, c.Validate())
+	now := time.Now()
+	const payload = `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","type":"payment_intent.succeeded","data":{"object":{"customer":"cus_9"}}}`
+	for _, tc := range []struct {
+		name, header, body string
+		err                error
+	}{
+		{"valid", stripeSignature(t, now, payload, c.Secret), payload, nil},
+		{"two v1, the second matches", stripeSignature(t, now, payload, "whsec_old", c.Secret), payload, nil},
+		{"two v1, the first matches", stripeSignature(t, now, payload, c.Secret, "whsec_next"), payload, nil},
+		{"v0 and v1", stripeSignature(t, now, payload, c.Secret) + ",v0=" + opensslHMAC(t, "x", "y"), payload, nil},
+		{"tampered", stripeSignature(t, now, payload, c.Secret), strings.Replace(payload, "cus_9", "cus_8", 1), webhook.ErrSignature},
+		{"wrong secret only", stripeSignature(t, now, payload, "whsec_other"), payload, webhook.ErrSignature},
+		{"outside the tolerance", stripeSignature(t, now.Add(-webhook.ToleranceDefault-time.Minute), payload, c.Secret), payload, webhook.ErrSignature},
+		{"from the future", stripeSignature(t, now.Add(webhook.ToleranceDefault+time.Minute), payload, c.Secret), payload, webhook.ErrSignature},
+		{"timestamp changed", strings.Replace(stripeSignature(t, now, payload, c.Secret), "t=", "t=1", 1), payload, webhook.ErrSignature},
+		{"no timestamp", "v1=" + opensslHMAC(t, c.Secret, payload), payload, webhook.ErrSignature},
+		{"missing", "", payload, webhook.ErrSignature},
+		{"no event id", stripeSignature(t, now, `{"type":"x"}`, c.Secret), `{"type":"x"}`, webhook.ErrPayload},
+		{"not JSON", stripeSignature(t, now, "id=1", c.Secret), "id=1", webhook.ErrPayload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			if tc.header != "" {
+				h.Set("Stripe-Signature", tc.header)
+			}
+			d, err := c.Verify(h, []byte(tc.body), now)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "evt_1NG8Du2eZvKYlo2CUI79vXWy", d.ID)
+		})
+	}
+	t.Run("a wider tolerance", func(t *testing.T) {
+		c := c
+		c.Tolerance = time.Hour
+		h := http.Header{}
+		h.Set("Stripe-Signature", stripeSignature(t, now.Add(-30*time.Minute), payload, c.Secret))
+		_, err := c.Verify(h, []byte(payload), now)
+		require.NoError(t, err)
+	})
+}
+
+func TestGenericPointers(t *testing.T) {
+	c := webhook.Config{Name: "g", Provider: webhook.Generic, Secret: "s3", Action: webhook.ActionSignalWithStart, Workflow: "w",
+		Signal: "event", SignatureHeader: "X-Signature", KeyPointer: "/meta/delivery", WorkflowIDPointer: "/order/id"}
+	require.NoError(t, c.Validate())
+	for _, tc := range []struct {
+		name, body, id, wfID string
+		err                  error
+	}{
+		{"string and number", `{"meta":{"delivery":"d-1"},"order":{"id":42}}`, "d-1", "42", nil},
+		{"escaped", `{"meta":{"delivery":7},"order":{"id":"o/1"}}`, "7", "o/1", nil},
+		{"no key", `{"order":{"id":"o"}}`, "", "", webhook.ErrPayload},
+		{"no workflow id", `{"meta":{"delivery":"d"}}`, "", "", webhook.ErrPayload},
+		{"key is an object", `{"meta":{"delivery":{}},"order":{"id":"o"}}`, "", "", webhook.ErrPayload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, prefix := range []string{"", "sha256="} {
+				h := http.Header{}
+				h.Set("X-Signature", prefix+opensslHMAC(t, c.Secret, tc.body))
+				d, err := c.Verify(h, []byte(tc.body), time.Now())
+				if tc.err != nil {
+					require.ErrorIs(t, err, tc.err)
+					continue
+				}
+				require.NoError(t, err)
+				require.Equal(t, webhook.Delivery{ID: tc.id, WorkflowID: tc.wfID}, d)
+			}
+		})
+	}
+	t.Run("bad signature", func(t *testing.T) {
+		h := http.Header{}
+		h.Set("X-Signature", opensslHMAC(t, "other", "{}"))
+		_, err := c.Verify(h, []byte("{}"), time.Now())
+		require.ErrorIs(t, err, webhook.ErrSignature)
+	})
+}
+
+func TestLookup(t *testing.T) {
+	doc := map[string]any{"a/b": 1, "m~n": 2, "l": []any{"x", "y"}, "": 3}
+	for _, tc := range []struct {
+		p    string
+		want any
+		ok   bool
+	}{
+		{"/a~1b", 1, true}, {"/m~0n", 2, true}, {"/l/1", "y", true}, {"/", 3, true},
+		{"/l/2", nil, false}, {"/l/01", nil, false}, {"/l/-1", nil, false}, {"/zz", nil, false}, {"x", nil, false},
+	} {
+		t.Run(tc.p, func(t *testing.T) {
+			v, ok := webhook.Lookup(doc, tc.p)
+			require.Equal(t, tc.ok, ok)
+			require.Equal(t, tc.want, v)
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	base := webhook.Config{Name: "n", Provider: webhook.Stripe, Secret: "s", Action: webhook.ActionStart, Workflow: "w"}
+	for _, tc := range []struct {
+		name string
+		mut  func(*webhook.Config)
+	}{
+		{"no name", func(c *webhook.Config) { c.Name = "" }},
+		{"name with a slash", func(c *webhook.Config) { c.Name = "a/b" }},
+		{"no secret", func(c *webhook.Config) { c.Secret = "" }},
+		{"unknown provider", func(c *webhook.Config) { c.Provider = "paypal" }},
+		{"unknown action", func(c *webhook.Config) { c.Action = "run" }},
+		{"no workflow", func(c *webhook.Config) { c.Workflow = "" }},
+		{"reserved workflow", func(c *webhook.Config) { c.Workflow = "hv:x" }},
+		{"signal with start, no signal", func(c *webhook.Config) { c.Action, c.WorkflowIDPointer = webhook.ActionSignalWithStart, "/id" }},
+		{"signal with start, no pointer", func(c *webhook.Config) { c.Action, c.Signal = webhook.ActionSignalWithStart, "s" }},
+		{"a signal for a start", func(c *webhook.Config) { c.Signal = "s" }},
+		{"bad pointer", func(c *webhook.Config) { c.WorkflowIDPointer = "id" }},
+		{"negative tolerance", func(c *webhook.Config) { c.Tolerance = -time.Second }},
+		{"tolerance over a day", func(c *webhook.Config) { c.Tolerance = 25 * time.Hour }},
+		{"tolerance on github", func(c *webhook.Config) { c.Provider, c.Tolerance = webhook.GitHub, time.Minute }},
+		{"key pointer on stripe", func(c *webhook.Config) { c.KeyPointer = "/id" }},
+		{"generic without header", func(c *webhook.Config) { c.Provider, c.KeyPointer = webhook.Generic, "/id" }},
+		{"generic without key", func(c *webhook.Config) { c.Provider, c.SignatureHeader = webhook.Generic, "X-Sig" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.mut(&c)
+			require.ErrorIs(t, c.Validate(), webhook.ErrInvalidConfig, fmt.Sprintf("%+v", c))
+		})
+	}
+	require.NoError(t, base.Validate())
+	require.Equal(t, webhook.RedactedSecret, base.Redacted().Secret)
+	require.Equal(t, "s", base.Secret, "Redacted copies")
+}
