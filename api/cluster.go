@@ -61,7 +61,8 @@ type ShardRoute struct {
 	// runs only: draining or read-only).
 	State string `json:"state"`
 	// Owner is the node that serves the shard as this node believes ("":
-	// unknown); OwnerAPI its API base URL.
+	// unknown); OwnerAPI its API base URL as clients reach it
+	// (--advertise-client, else --advertise-http; "" when Self).
 	Owner    string `json:"owner,omitempty"`
 	OwnerAPI string `json:"owner_api,omitempty"`
 	Self     bool   `json:"self"`

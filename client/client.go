@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,6 +31,7 @@ type Client struct {
 	token     string
 	userAgent string
 	retry     RetryPolicy
+	routes    *router // WithRouting: requests go to their shard's owner
 }
 
 // Option configures a Client.
@@ -104,6 +106,9 @@ type call struct {
 	// that forwards a write to the raft leader answers 503 also when the
 	// leader's answer is lost.
 	once bool
+	// route names the call's shard for a routing client (WithRouting);
+	// the zero route goes to the base node.
+	route route
 }
 
 // reply is a 2xx answer.
@@ -128,10 +133,28 @@ func (c *Client) do(ctx context.Context, cl call, out any) (*reply, error) {
 	return rep, nil
 }
 
-// attempt makes one attempt of cl. Every attempt builds a fresh
-// *http.Request from the same call (see send).
+// attempt makes one attempt of cl, at its shard's owner for a routing
+// client (an owner refusing the connection: at the base node at once).
 func (c *Client) attempt(ctx context.Context, cl call) (*reply, error) {
-	req, err := c.newRequest(ctx, cl)
+	base := c.baseFor(cl)
+	rep, err := c.attemptAt(ctx, cl, base)
+	if err == nil || base == c.baseURL {
+		return rep, err
+	}
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Status == http.StatusServiceUnavailable {
+		c.staleRoutes() // the owner is gone, or moving its shard
+	}
+	if refused(err) {
+		return c.attemptAt(ctx, cl, c.baseURL)
+	}
+	return rep, err
+}
+
+// attemptAt makes one attempt of cl at the node of base. Every attempt
+// builds a fresh *http.Request from the same call (see send).
+func (c *Client) attemptAt(ctx context.Context, cl call, base string) (*reply, error) {
+	req, err := c.newRequest(ctx, cl, base)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +173,8 @@ func (c *Client) attempt(ctx context.Context, cl call) (*reply, error) {
 	return &reply{status: resp.StatusCode, header: resp.Header, body: body}, nil
 }
 
-func (c *Client) newRequest(ctx context.Context, cl call) (*http.Request, error) {
-	target := c.baseURL + basePath + cl.path
+func (c *Client) newRequest(ctx context.Context, cl call, base string) (*http.Request, error) {
+	target := base + basePath + cl.path
 	if len(cl.query) > 0 {
 		target += "?" + cl.query.Encode()
 	}

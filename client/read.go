@@ -107,7 +107,7 @@ func (c *Client) Children(ctx context.Context, executionID string) (*ChildList, 
 		return nil, errEmptyID
 	}
 	var out ChildList
-	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/children"}, &out)
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/children", route: byExecution(executionID)}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (c *Client) Describe(ctx context.Context, executionID string) (*Description
 		return nil, errEmptyID
 	}
 	var d Description
-	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID)}, &d)
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID), route: byExecution(executionID)}, &d)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (c *Client) Result(ctx context.Context, executionID string, wait time.Durat
 	}
 	q := url.Values{"wait": {max(wait, 0).String()}}
 	var r Result
-	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/result", query: q}, &r)
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/result", query: q, route: byExecution(executionID)}, &r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -199,7 +199,7 @@ func (c *Client) History(ctx context.Context, executionID string, hq HistoryQuer
 		q.Add("event_type", t)
 	}
 	var p HistoryPage
-	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/history", query: q}, &p)
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/history", query: q, route: byExecution(executionID)}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func (c *Client) Query(ctx context.Context, executionID, name string, args any, 
 	if executionID == "" {
 		return errEmptyID
 	}
-	cl := call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/query/" + seg(name), idempotent: true}
+	cl := call{method: http.MethodGet, path: "/workflows/" + seg(executionID) + "/query/" + seg(name), idempotent: true, route: byExecution(executionID)}
 	if args != nil {
 		body, err := json.Marshal(struct {
 			Args any `json:"args"`

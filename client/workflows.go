@@ -157,7 +157,7 @@ func (c *Client) Start(ctx context.Context, name string, req StartRequest) (*Sta
 	}
 	var res StartResponse
 	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/start", query: q, body: enc,
-		key: req.IdempotencyKey}, &res)
+		key: req.IdempotencyKey, route: byKey(name, req.WorkflowID, req.IdempotencyKey)}, &res)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (c *Client) Signal(ctx context.Context, executionID, signal string, payload
 	}
 	var res SignalResponse
 	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(executionID) + "/signal/" + seg(signal),
-		body: body, key: opts.IdempotencyKey}, &res)
+		body: body, key: opts.IdempotencyKey, route: byExecution(executionID)}, &res)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,8 @@ func (c *Client) SignalWithStart(ctx context.Context, name string, req SignalWit
 		return nil, err
 	}
 	var res SignalWithStartResponse
-	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/signal-with-start", body: enc, key: req.IdempotencyKey}, &res)
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/signal-with-start", body: enc, key: req.IdempotencyKey,
+		route: byKey(name, req.WorkflowID, "")}, &res)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +356,7 @@ func (c *Client) close(ctx context.Context, executionID, verb, reason string, ou
 	}
 	// Terminating twice is a no-op: safe to retry after a lost answer.
 	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(executionID) + "/" + verb, body: enc,
-		idempotent: verb == "terminate"}, out)
+		idempotent: verb == "terminate", route: byExecution(executionID)}, out)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,9 @@ type Meta struct {
 	RaftAddr string
 	// Version is the harvestd version the node runs.
 	Version string
+	// ClientAddr is the host:port clients reach the API at, when it is not
+	// APIAddr (harvestd --advertise-client; "": APIAddr).
+	ClientAddr string
 }
 
 // wireMeta is the encoding of Meta. Keys are short because the whole
@@ -43,6 +46,7 @@ type wireMeta struct {
 	APIAddr  string `json:"api,omitempty"`
 	RaftAddr string `json:"raft,omitempty"`
 	Version  string `json:"v,omitempty"`
+	Client   string `json:"cli,omitempty"`
 	Leaving  bool   `json:"leaving,omitempty"`
 	Proof    string `json:"p,omitempty"`
 }
@@ -58,10 +62,16 @@ var proofEncoding = base64.RawURLEncoding
 // HMAC-SHA256 under key (ClusterKey.Derive(clusterkey.LabelMember)) of the
 // node id (the memberlist node name), API address, raft address, version
 // and leaving flag, each field length-prefixed so that no two metadata
-// share an input, truncated to proofSize bytes.
+// share an input, truncated to proofSize bytes. A client address, when
+// set, is a fifth field (without one the proof is what nodes that know no
+// client address compute).
 func memberProof(key []byte, m Meta, leaving bool) []byte {
 	mac := hmac.New(sha256.New, key)
-	for _, field := range []string{m.NodeID, m.APIAddr, m.RaftAddr, m.Version} {
+	fields := []string{m.NodeID, m.APIAddr, m.RaftAddr, m.Version}
+	if m.ClientAddr != "" {
+		fields = append(fields, m.ClientAddr)
+	}
+	for _, field := range fields {
 		mac.Write(binary.BigEndian.AppendUint32(nil, uint32(len(field))))
 		mac.Write([]byte(field))
 	}
@@ -86,7 +96,7 @@ func verifyMeta(key []byte, name string, b []byte) bool {
 	if err != nil || len(got) != proofSize {
 		return false
 	}
-	m := Meta{NodeID: name, APIAddr: w.APIAddr, RaftAddr: w.RaftAddr, Version: w.Version}
+	m := Meta{NodeID: name, APIAddr: w.APIAddr, RaftAddr: w.RaftAddr, Version: w.Version, ClientAddr: w.Client}
 	return hmac.Equal(got, memberProof(key, m, w.Leaving))
 }
 
@@ -109,7 +119,8 @@ func encodeMeta(m Meta, leaving bool, key []byte) ([]byte, error) {
 }
 
 func marshalMeta(m Meta, leaving bool, key []byte) ([]byte, error) {
-	w := wireMeta{NodeID: m.NodeID, APIAddr: m.APIAddr, RaftAddr: m.RaftAddr, Version: m.Version, Leaving: leaving}
+	w := wireMeta{NodeID: m.NodeID, APIAddr: m.APIAddr, RaftAddr: m.RaftAddr, Version: m.Version, Client: m.ClientAddr,
+		Leaving: leaving}
 	if key != nil {
 		w.Proof = proofEncoding.EncodeToString(memberProof(key, m, leaving))
 	}
@@ -124,5 +135,5 @@ func decodeMeta(name string, b []byte) (m Meta, leaving bool) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Meta{NodeID: name}, false
 	}
-	return Meta{NodeID: name, APIAddr: w.APIAddr, RaftAddr: w.RaftAddr, Version: w.Version}, w.Leaving
+	return Meta{NodeID: name, APIAddr: w.APIAddr, RaftAddr: w.RaftAddr, Version: w.Version, ClientAddr: w.Client}, w.Leaving
 }

@@ -17,8 +17,10 @@ func TestMemberProof(t *testing.T) {
 	meta := Meta{NodeID: "n1", APIAddr: "10.0.0.1:7233", RaftAddr: "10.0.0.1:7234", Version: "1.2.3"}
 	// rewrite decodes meta's encoding under key, lets mod change it and
 	// encodes it again.
-	rewrite := func(t *testing.T, leaving bool, mod func(*wireMeta)) []byte {
-		b, err := encodeMeta(meta, leaving, key)
+	withClient := meta
+	withClient.ClientAddr = "203.0.113.7:443"
+	rewriteOf := func(t *testing.T, m Meta, leaving bool, mod func(*wireMeta)) []byte {
+		b, err := encodeMeta(m, leaving, key)
 		require.NoError(t, err)
 		var w wireMeta
 		require.NoError(t, json.Unmarshal(b, &w))
@@ -27,6 +29,7 @@ func TestMemberProof(t *testing.T) {
 		require.NoError(t, err)
 		return b
 	}
+	rewrite := func(t *testing.T, leaving bool, mod func(*wireMeta)) []byte { return rewriteOf(t, meta, leaving, mod) }
 	otherKey := clusterkeytest.Other().Derive(clusterkey.LabelMember)
 	wrongKey, err := encodeMeta(meta, false, otherKey)
 	require.NoError(t, err)
@@ -42,6 +45,10 @@ func TestMemberProof(t *testing.T) {
 		{name: "TamperedAPIAddr", node: "n1", meta: rewrite(t, false, func(w *wireMeta) { w.APIAddr = "10.6.6.6:7233" })},
 		{name: "TamperedRaftAddr", node: "n1", meta: rewrite(t, false, func(w *wireMeta) { w.RaftAddr = "10.6.6.6:7234" })},
 		{name: "TamperedVersion", node: "n1", meta: rewrite(t, false, func(w *wireMeta) { w.Version = "9.9.9" })},
+		{name: "ValidWithClientAddr", node: "n1", meta: rewriteOf(t, withClient, false, func(*wireMeta) {}), valid: true},
+		{name: "TamperedClientAddr", node: "n1", meta: rewriteOf(t, withClient, false, func(w *wireMeta) { w.Client = "10.6.6.6:443" })},
+		{name: "ClientAddrAdded", node: "n1", meta: rewrite(t, false, func(w *wireMeta) { w.Client = "10.6.6.6:443" })},
+		{name: "ClientAddrDropped", node: "n1", meta: rewriteOf(t, withClient, false, func(w *wireMeta) { w.Client = "" })},
 		{name: "LeavingFlagAdded", node: "n1", meta: rewrite(t, false, func(w *wireMeta) { w.Leaving = true })},
 		{name: "FieldsShifted", node: "n1", meta: rewrite(t, false, func(w *wireMeta) {
 			w.APIAddr, w.RaftAddr = w.APIAddr+w.RaftAddr, "" // same bytes, other split

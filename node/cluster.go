@@ -292,12 +292,23 @@ func (c clusterInfo) shardRoute(id uint16, writable bool) api.ShardRoute {
 		sr.State = "writable"
 	}
 	if t, err := c.r.ForShard(id); err == nil {
-		sr.Owner, sr.OwnerAPI, sr.Self = t.Owner, t.URL, t.Shard != nil
+		sr.Owner, sr.OwnerAPI, sr.Self = t.Owner, c.clientURL(t.Owner, t.URL), t.Shard != nil
 		if sr.Self {
 			sr.Owner = c.r.self
 		}
 	}
 	return sr
+}
+
+// clientURL is where clients reach node id: its --advertise-client, else
+// url (its --advertise-http).
+func (c clusterInfo) clientURL(id, url string) string {
+	for _, m := range c.r.view.Alive() {
+		if m.NodeID == id && m.ClientAddr != "" && url != "" {
+			return apiURL(c.r.secure, m.ClientAddr)
+		}
+	}
+	return url
 }
 
 func nonNil(ids []uint16) []uint16 {

@@ -100,6 +100,11 @@ type Config struct {
 	// AdvertiseHTTP is the host:port other nodes forward requests to.
 	// Default: the bound HTTP address.
 	AdvertiseHTTP string
+	// AdvertiseClient is the host:port clients reach this node's API at,
+	// when that is not AdvertiseHTTP (a published port, a load balancer's
+	// name): GET /cluster/routing names it, for routing clients. Default:
+	// AdvertiseHTTP.
+	AdvertiseClient string
 	// ClusterKey is the cluster credential (harvestd --cluster-key-file),
 	// the same on every node. It authenticates every node-to-node request
 	// and connection: gossip (its encryption key is derived from it when
@@ -225,6 +230,11 @@ func (c Config) Validate() error {
 	if c.AdvertiseHTTP != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertiseHTTP); err != nil {
 			errs = append(errs, fmt.Errorf("advertise http %q: %w", c.AdvertiseHTTP, err))
+		}
+	}
+	if c.AdvertiseClient != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertiseClient); err != nil {
+			errs = append(errs, fmt.Errorf("advertise client %q: %w", c.AdvertiseClient, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -203,7 +203,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 	gcfg := *n.cfg.Gossip
 	gcfg.NodeID = n.nodeID
-	gcfg.Meta.NodeID, gcfg.Meta.APIAddr = n.nodeID, apiAddr
+	gcfg.Meta.NodeID, gcfg.Meta.APIAddr, gcfg.Meta.ClientAddr = n.nodeID, apiAddr, n.cfg.AdvertiseClient
 	if n.admin != nil {
 		gcfg.Meta.RaftAddr = n.admin.Addr()
 	}

@@ -17,6 +17,7 @@ const (
 	flagShard           = "shard"
 	flagJoin            = "join"
 	flagAdvertiseHTTP   = "advertise-http"
+	flagAdvertiseClient = "advertise-client"
 	flagGossipAddr      = "gossip-addr"
 	flagAdvertiseGossip = "advertise-gossip"
 	flagGossipKey       = "gossip-key"
@@ -38,6 +39,8 @@ func agentFlags() []cli.Flag {
 			Usage: "gossip host:port of a node to join; repeat it or separate addresses with commas (default: start a new cluster)"},
 		&cli.StringFlag{Name: flagAdvertiseHTTP, EnvVars: []string{"HARVEST_ADVERTISE_HTTP"},
 			Usage: "host:port other nodes forward API requests to (default: the bound --http-addr; required when that binds every interface)"},
+		&cli.StringFlag{Name: flagAdvertiseClient, EnvVars: []string{"HARVEST_ADVERTISE_CLIENT"},
+			Usage: "host:port clients reach this node's API at, for routing clients (GET /cluster/routing; default: --" + flagAdvertiseHTTP + ")"},
 		&cli.StringFlag{Name: flagGossipAddr, Value: gossipAddrDefault, EnvVars: []string{"HARVEST_GOSSIP_ADDR"},
 			Usage: "IP:port gossip listens on, TCP and UDP"},
 		&cli.StringFlag{Name: flagAdvertiseGossip, EnvVars: []string{"HARVEST_ADVERTISE_GOSSIP"},
@@ -80,7 +83,7 @@ func (a *app) runAgent(c *cli.Context) error {
 		return fmt.Errorf("--%s %s keeps tokens in the raft catalog, and this agent has static --%s lists: start a raft catalog (--%s) or, on a private network only, use --%s %s",
 			flagAuth, node.AuthTokens, flagShard, flagBootstrapExpect, flagAuth, node.AuthOff)
 	}
-	cfg.AdvertiseHTTP = c.String(flagAdvertiseHTTP)
+	cfg.AdvertiseHTTP, cfg.AdvertiseClient = c.String(flagAdvertiseHTTP), c.String(flagAdvertiseClient)
 	if err := checkAdvertiseHTTP(cfg); err != nil {
 		return err
 	}

@@ -99,6 +99,8 @@ The load generator runs its Go collector at GOGC=400 unless GOGC is set.`,
 			&cli.IntFlag{Name: "count", Aliases: []string{"n"}, Usage: "total operations, instead of --duration"},
 			&cli.BoolFlag{Name: "poll-result", Usage: "e2e: start without waiting, then poll for the result " +
 				"(two requests per run)"},
+			&cli.BoolFlag{Name: "routing", Usage: "send each keyed operation straight to its shard's owner, " +
+				"learnt from the node's GET /cluster/routing (client.WithRouting); a miss is forwarded as usual"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress line"},
 		},
 		Action: benchAction,
@@ -123,6 +125,7 @@ type benchConfig struct {
 	count       int64         // 0 with duration
 	quiet       bool
 	pollResult  bool
+	routing     bool // client.WithRouting
 }
 
 func benchAction(c *cli.Context) error {
@@ -171,7 +174,7 @@ func benchFlags(c *cli.Context) (*benchConfig, error) {
 	cfg := &benchConfig{
 		mode: c.String("mode"), token: global.String("token"), workflow: c.String("workflow"),
 		signal: c.String("signal"), keys: c.Int("keys"), runs: c.Int("runs"), batchSize: c.Int("batch-size"), concurrency: c.Int("concurrency"),
-		quiet: c.Bool("quiet"), pollResult: c.Bool("poll-result"),
+		quiet: c.Bool("quiet"), pollResult: c.Bool("poll-result"), routing: c.Bool("routing"),
 	}
 	cfg.tls, _ = c.App.Metadata[tlsMetadata].(*tls.Config)
 	switch cfg.mode {
@@ -261,8 +264,12 @@ type bench struct {
 func newBench(cfg *benchConfig, stderr io.Writer) *bench {
 	b := &bench{cfg: cfg, stderr: stderr, prefix: "bench-" + cfg.mode + "-" + randomHex(6)}
 	for _, a := range cfg.addrs {
-		b.clients = append(b.clients, client.New(a, client.WithHTTPClient(benchHTTPClient(a, cfg.concurrency, cfg.tls)),
-			client.WithToken(cfg.token), client.WithUserAgent(userAgent+"-bench"), client.WithoutRetries()))
+		opts := []client.Option{client.WithHTTPClient(benchHTTPClient(a, cfg.concurrency, cfg.tls)),
+			client.WithToken(cfg.token), client.WithUserAgent(userAgent + "-bench"), client.WithoutRetries()}
+		if cfg.routing {
+			opts = append(opts, client.WithRouting(0))
+		}
+		b.clients = append(b.clients, client.New(a, opts...))
 	}
 	return b
 }

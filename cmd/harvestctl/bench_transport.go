@@ -7,9 +7,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,16 +26,20 @@ import (
 // reused connection fails before any byte of its answer arrived (the node
 // closed it while it was idle), as net/http does.
 type benchTransport struct {
-	dialer net.Dialer
-	tls    *tls.Config // https: trusted roots (nil: plain http only)
-	idle   chan *benchConn
+	dialer  net.Dialer
+	tls     *tls.Config // https: trusted roots (nil: plain http only)
+	maxIdle int         // per host
+
+	mu   sync.Mutex
+	idle map[string]chan *benchConn // host -> its idle connections (a routing client talks to several)
 }
 
 type benchConn struct {
-	c  net.Conn
-	r  *countingReader
-	br *bufio.Reader
-	bw *bufio.Writer
+	host string
+	c    net.Conn
+	r    *countingReader
+	br   *bufio.Reader
+	bw   *bufio.Writer
 }
 
 // countingReader counts the bytes read from a connection, so that a failed
@@ -52,7 +59,19 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // https (and only https), trusting tlsCfg's roots.
 func newBenchTransport(maxIdle int, tlsCfg *tls.Config) *benchTransport {
 	return &benchTransport{dialer: net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		tls: tlsCfg, idle: make(chan *benchConn, maxIdle)}
+		tls: tlsCfg, maxIdle: maxIdle, idle: map[string]chan *benchConn{}}
+}
+
+// pool is host's idle connections.
+func (t *benchTransport) pool(host string) chan *benchConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.idle[host]
+	if !ok {
+		p = make(chan *benchConn, t.maxIdle)
+		t.idle[host] = p
+	}
+	return p
 }
 
 // errBenchScheme: a request of the other scheme than the transport's.
@@ -101,7 +120,7 @@ func (t *benchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *benchTransport) conn(ctx context.Context, host string, fresh bool) (*benchConn, bool, error) {
 	if !fresh {
 		select {
-		case c := <-t.idle:
+		case c := <-t.pool(host):
 			return c, true, nil
 		default:
 		}
@@ -111,7 +130,7 @@ func (t *benchTransport) conn(ctx context.Context, host string, fresh bool) (*be
 		return nil, false, err
 	}
 	r := &countingReader{r: c}
-	return &benchConn{c: c, r: r, br: bufio.NewReaderSize(r, 8<<10), bw: bufio.NewWriterSize(c, 8<<10)}, false, nil
+	return &benchConn{host: host, c: c, r: r, br: bufio.NewReaderSize(r, 8<<10), bw: bufio.NewWriterSize(c, 8<<10)}, false, nil
 }
 
 // dial connects to host, over TLS (handshake done) when the transport has it.
@@ -144,7 +163,7 @@ func (t *benchTransport) hostPort(host string) string {
 func (t *benchTransport) put(c *benchConn, closing bool) {
 	if !closing {
 		select {
-		case t.idle <- c:
+		case t.pool(c.host) <- c:
 			return
 		default:
 		}
@@ -155,9 +174,18 @@ func (t *benchTransport) put(c *benchConn, closing bool) {
 // CloseIdleConnections closes the pooled connections (http.Client calls
 // it through CloseIdleConnections).
 func (t *benchTransport) CloseIdleConnections() {
+	t.mu.Lock()
+	pools := slices.Collect(maps.Values(t.idle))
+	t.mu.Unlock()
+	for _, p := range pools {
+		drainIdle(p)
+	}
+}
+
+func drainIdle(p chan *benchConn) {
 	for {
 		select {
-		case c := <-t.idle:
+		case c := <-p:
 			_ = c.c.Close()
 		default:
 			return

@@ -250,3 +250,29 @@ func TestBenchTransportTLS(t *testing.T) {
 		require.ErrorIs(t, err, errBenchScheme)
 	})
 }
+
+// TestBenchTransportHosts: a connection is reused only for its own host (a
+// routing client sends to several nodes over one transport).
+func TestBenchTransportHosts(t *testing.T) {
+	serve := func(name string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, name)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	a, b := serve("a"), serve("b")
+	hc := &http.Client{Transport: newBenchTransport(4, nil)}
+	for i := range 6 {
+		url, want := a, "a"
+		if i%2 == 1 {
+			url, want = b, "b"
+		}
+		resp, err := hc.Get(url)
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, want, string(got), "request %d", i)
+	}
+}
