@@ -75,7 +75,43 @@ type ActivityContext struct {
 	heartbeat HeartbeatFunc
 	logger    zerolog.Logger
 	outbound  OutboundHTTP // set by the engine (WithOutbound); HTTP activities need it
+	mint      TokenFunc    // set by the engine (WithTaskToken)
+	token     string       // minted once per attempt
 }
+
+// TokenFunc mints the task token of an attempt; engines supply it.
+type TokenFunc func(ctx context.Context) (string, error)
+
+// WithTaskToken returns c with the engine's task token minting (engines
+// call it).
+func (c *ActivityContext) WithTaskToken(mint TokenFunc) *ActivityContext {
+	c.mint = mint
+	return c
+}
+
+// TaskToken returns the attempt's task token, minting it on the first
+// call: give it to the remote side that finishes the activity, then
+// return ErrResultPending. The token is the credential of
+// POST /api/harvest/activities/complete|fail|heartbeat (header
+// Harvest-Task-Token) for this attempt only: keep it out of URLs and logs.
+func (c *ActivityContext) TaskToken() (string, error) {
+	if c.token != "" {
+		return c.token, nil
+	}
+	if c.mint == nil {
+		return "", NewNonRetryableError("async_unavailable", "task tokens are minted by an engine (none here)")
+	}
+	tok, err := c.mint(c)
+	if err != nil {
+		return "", err
+	}
+	c.token = tok
+	return tok, nil
+}
+
+// TokenMinted reports whether TaskToken minted a token (engines check it
+// when an activity returns ErrResultPending).
+func (c *ActivityContext) TokenMinted() bool { return c.token != "" }
 
 // NewActivityContext builds an activity context; engines (and unit tests of
 // activity functions) call it. A nil heartbeat function accepts heartbeats

@@ -34,6 +34,12 @@ var (
 	// ErrNoWorkflowStarted is returned when a history to replay does not
 	// start with WorkflowStarted.
 	ErrNoWorkflowStarted = errors.New("history does not start with WorkflowStarted")
+	// ErrResultPending, returned (or wrapped) by an activity, says "I will
+	// finish later": the attempt stays open for the remote side that holds
+	// its task token (ActivityContext.TaskToken) to complete, fail or
+	// heartbeat it over POST /api/harvest/activities/complete|fail|heartbeat.
+	// Its start-to-close, schedule-to-close and heartbeat timeouts apply.
+	ErrResultPending = errors.New("activity result pending: completed later with its task token")
 	// ErrPartialHistory is returned for a history file that holds one page
 	// of a longer history (its next_cursor is set): fetch it with --all.
 	ErrPartialHistory = errors.New("history file holds one page of the history (next_cursor is set): fetch every page with harvestctl workflow history --all")

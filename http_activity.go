@@ -47,9 +47,19 @@ type HTTPActivityOptions struct {
 	Headers map[string]string
 	// MaxAnswerBytes caps the answer's body; 0 is DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
+	// Async sends each attempt's task token (ActivityContext.TaskToken) in
+	// the Harvest-Task-Token header and takes a 202 answer for "I will
+	// finish later" (ErrResultPending): the downstream then completes,
+	// fails or heartbeats the attempt with the token. Without Async a 202
+	// is a 2xx like any other.
+	Async bool
 	// Activity holds the activity's timeouts and retry policy.
 	Activity ActivityOptions
 }
+
+// TaskTokenHeader carries an attempt's task token (HTTP activities with
+// Async, and the async completion routes).
+const TaskTokenHeader = "Harvest-Task-Token"
 
 // OutboundHTTP is how an engine lets activities reach other services:
 // CheckURL refuses a URL the engine's address rules refuse, Do sends a
@@ -94,6 +104,13 @@ func callHTTP(ctx *ActivityContext, url string, opts HTTPActivityOptions, in any
 	if err != nil {
 		return nil, err
 	}
+	if opts.Async {
+		tok, err := ctx.TaskToken()
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(TaskTokenHeader, tok)
+	}
 	res, err := ctx.outbound.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -102,6 +119,9 @@ func callHTTP(ctx *ActivityContext, url string, opts HTTPActivityOptions, in any
 		return nil, NewApplicationError("http_transport", fmt.Sprintf("POST %s: %v", url, err))
 	}
 	defer res.Body.Close()
+	if opts.Async && res.StatusCode == http.StatusAccepted {
+		return nil, ErrResultPending
+	}
 	return httpAnswer(res, url, positiveOr(opts.MaxAnswerBytes, DefaultMaxAnswerBytes))
 }
 
@@ -118,6 +138,7 @@ func httpActivityRequest(ctx *ActivityContext, url string, opts HTTPActivityOpti
 	for k, v := range opts.Headers {
 		req.Header.Set(k, v)
 	}
+	req.Header.Del(TaskTokenHeader)
 	info := ctx.Info()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", info.IdempotencyKey.String())

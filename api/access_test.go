@@ -157,6 +157,9 @@ var documented = map[string]access{
 	"POST /api/harvest/admin/webhooks":            needAdmin,
 	"DELETE /api/harvest/admin/webhooks/:webhook": needAdmin,
 	"POST /api/harvest/webhooks/:webhook":         capability,
+	"POST /api/harvest/activities/complete":       capability,
+	"POST /api/harvest/activities/fail":           capability,
+	"POST /api/harvest/activities/heartbeat":      capability,
 }
 
 func TestRouteAccess(t *testing.T) {

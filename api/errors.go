@@ -35,6 +35,7 @@ const (
 	codeQueryCommand     = "query_command"
 	codeQueryTimeout     = "query_timeout"
 	codeAdmissionBlocked = "admission_blocked"
+	codeStaleAttempt     = "stale_attempt"
 )
 
 // apiError is a client-facing failure: status, code, message and extra

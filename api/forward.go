@@ -30,7 +30,7 @@ const forwardTimeout = 60 * time.Second
 // caller's Authorization is not among them: the forwarding node sends
 // the identity it verified, signed with the cluster key (signNode).
 var (
-	forwardRequestHeaders  = []string{"Content-Type", "Idempotency-Key", "Accept"}
+	forwardRequestHeaders  = []string{"Content-Type", "Idempotency-Key", "Accept", "Harvest-Task-Token"}
 	forwardResponseHeaders = []string{"Content-Type", "Retry-After"}
 )
 

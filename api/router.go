@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine"
 )
 
@@ -29,6 +30,9 @@ type Shard interface {
 	LookupWorkflowID(ctx context.Context, name, workflowID string) (engine.SlotHolder, bool, error)
 	ClaimPlacement(ctx context.Context, req engine.ClaimRequest) (engine.ClaimResult, error)
 	List(ctx context.Context, q engine.ListQuery) (engine.ListPage, error)
+	CompleteActivity(ctx context.Context, token string, out json.RawMessage) (engine.AsyncAnswer, error)
+	FailActivity(ctx context.Context, token string, info harvest.ErrorInfo) (engine.AsyncAnswer, error)
+	HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (engine.AsyncAnswer, error)
 	Owning() bool
 }
 

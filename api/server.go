@@ -80,6 +80,7 @@ func (s *Server) routes() {
 	s.scheduleRoutes(g)
 	s.tokenRoutes(g)
 	s.webhookRoutes(g)
+	s.activityRoutes(g)
 	s.uiRoutes(top, g)
 	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)
 	s.handle(g, http.MethodPost, "/workflows/batch_start", needWrite, s.batchStart)

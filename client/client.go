@@ -97,6 +97,8 @@ type call struct {
 	body []byte
 	// key is sent as the Idempotency-Key header when not empty.
 	key string
+	// taskToken is sent as the Harvest-Task-Token header when not empty.
+	taskToken string
 	// idempotent marks a keyless request whose replay has the effect of
 	// one (terminate, a gate with its id): safe to retry after any
 	// transport error.
@@ -192,6 +194,9 @@ func (c *Client) newRequest(ctx context.Context, cl call, base string) (*http.Re
 	}
 	if cl.key != "" {
 		req.Header.Set("Idempotency-Key", cl.key)
+	}
+	if cl.taskToken != "" {
+		req.Header.Set("Harvest-Task-Token", cl.taskToken)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

@@ -66,6 +66,9 @@ type claimedTask struct {
 	// timeouts count from it, so an attempt that waited for a slot never
 	// outlives its lock (locked_until counts from the claim).
 	Since time.Time
+	// expiredOnly: the outcome is an async attempt's timeout (sweepAsync),
+	// recorded only if its lock is still expired (no heartbeat since).
+	expiredOnly bool
 }
 
 // activityLoop claims due activity tasks into the free worker slots (see
@@ -100,6 +103,7 @@ func (e *Engine) activityLoop(ctx context.Context) {
 		case <-e.actWake:
 		case <-t.C:
 			reclaim, poll = true, true
+			e.sweepAsync(ctx)
 		}
 	}
 }
@@ -154,7 +158,7 @@ const (
 	claimDueOrReclaimSQL = `
 		SELECT task_id FROM harvest_tasks
 		 WHERE (status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond')
-		    OR (status = 'running' AND (locked_until < now() OR claim_epoch < $1))
+		    OR (status = 'running' AND NOT async AND (locked_until < now() OR claim_epoch < $1))
 		 ORDER BY scheduled_at
 		 LIMIT $2 FOR UPDATE SKIP LOCKED`
 )
@@ -171,7 +175,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 		rows, err := tx.Query(ctx, `
 			WITH c AS (`+due+`)
 			UPDATE harvest_tasks t
-			   SET status = 'running', attempt = t.attempt + 1, claim_epoch = $1,
+			   SET status = 'running', attempt = t.attempt + 1, claim_epoch = $1, async = false, async_deadline = NULL,
 			       locked_until = now() + ((t.options->>'start_to_close_ms')::bigint + $3) * interval '1 millisecond'
 			  FROM c, harvest_executions e
 			 WHERE t.task_id = c.task_id AND e.execution_id = t.execution_id
@@ -254,7 +258,10 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 		IdempotencyKey: harvest.IdempotencyKey(t.Key), HeartbeatDetails: t.Heartbeat,
 	}
 	info.Deadline, _ = actx.Deadline()
-	out, err := e.callActivity(harvest.NewActivityContext(actx, info, hb, log).WithOutbound(e.actHTTP), t)
+	ac := harvest.NewActivityContext(actx, info, hb, log).WithOutbound(e.actHTTP).
+		WithTaskToken(func(ctx context.Context) (string, error) { return e.mintTaskToken(ctx, t) })
+	out, err := e.callActivity(ac, t)
+	minted := ac.TokenMinted()
 	free()
 	if ctx.Err() != nil {
 		return
@@ -274,7 +281,27 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 		e.recordCompletion(ctx, t, out)
 		return
 	}
+	if errors.Is(err, harvest.ErrResultPending) && timeoutType == "" {
+		if err = e.leaveOpen(ctx, t, actx, minted); err == nil {
+			return
+		}
+	}
 	e.finishActivity(ctx, t, out, err, timeoutType)
+}
+
+// leaveOpen keeps an attempt that answered harvest.ErrResultPending open
+// for its task token's holder; the error to record instead when it
+// cannot (no token was minted, or the attempt cannot be marked).
+func (e *Engine) leaveOpen(ctx context.Context, t claimedTask, actx context.Context, minted bool) error {
+	if !minted {
+		return harvest.NewNonRetryableError("async_without_token",
+			"the activity returned ErrResultPending without minting its task token (ActivityContext.TaskToken)")
+	}
+	deadline, _ := actx.Deadline()
+	if _, err := e.markAsync(ctx, t, time.Until(deadline)); err != nil {
+		return fmt.Errorf("leave the attempt open: %w", err)
+	}
+	return nil // marked, or answered already by the token's holder
 }
 
 func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask) (out json.RawMessage, err error) {
@@ -453,20 +480,21 @@ func (e *Engine) writeOutcome(ctx context.Context, tx *fencedTx, t claimedTask, 
 // queueLockAttempt queues the lock of the task; *current is true when
 // it is still at attempt t.Attempt and running.
 func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
-	b.Queue(`SELECT attempt, status FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, t.TaskID).
+	b.Queue(`SELECT attempt, status, async AND locked_until < now() FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, t.TaskID).
 		QueryRow(func(row pgx.Row) error {
 			var (
 				attempt int
 				status  string
+				expired bool
 			)
-			err := row.Scan(&attempt, &status)
+			err := row.Scan(&attempt, &status, &expired)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
 			if err != nil {
 				return fmt.Errorf("lock activity task: %w", err)
 			}
-			*current = attempt == t.Attempt && status == "running"
+			*current = attempt == t.Attempt && status == "running" && (expired || !t.expiredOnly)
 			return nil
 		})
 }
@@ -503,7 +531,7 @@ const retrySQL = `
 	WITH f AS (SELECT now() + $4 * interval '1 microsecond' AS at)
 	UPDATE harvest_tasks
 	   SET status = 'pending', last_failed_at = f.at, scheduled_at = f.at + $2 * interval '1 microsecond',
-	       locked_until = NULL, last_error = $3
+	       locked_until = NULL, last_error = $3, async = false, async_deadline = NULL
 	  FROM f
 	 WHERE task_id = $1
 	   AND NOT cancel_requested

@@ -36,6 +36,14 @@ var (
 	errOutboxGone = errors.New("outbox row already recorded")
 	// ErrWorkflowIDBusy: an atomic batch start's workflow id has an open run.
 	ErrWorkflowIDBusy = errors.New("workflow id has an open run")
+	// ErrTaskToken: no attempt has that task token (or it is not one).
+	ErrTaskToken = errors.New("unknown task token")
+	// ErrStaleAttempt: the task token's attempt is no longer the
+	// activity's current one (it timed out, was retried or answered).
+	ErrStaleAttempt = errors.New("the task token's attempt is no longer current")
+	// ErrAnswered: the task token's attempt was answered another way
+	// (completed, then failed: or the reverse).
+	ErrAnswered = errors.New("the task token's attempt was answered already")
 	// ErrScheduleExists: a live schedule already has the id.
 	ErrScheduleExists = errors.New("schedule exists")
 )

@@ -1,0 +1,373 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
+)
+
+// Async completion: an activity attempt that returns harvest.ErrResultPending
+// after minting its task token stays open (its task running, async set)
+// until the token's holder completes or fails it (CompleteActivity,
+// FailActivity) or a timeout closes it (sweepAsync). Heartbeats
+// (HeartbeatActivity) push its heartbeat timeout back.
+//
+// A task token is "hvtt_" + the execution id in hex (so any node routes it
+// to its shard) + "_" + 32 random bytes in hex. Only its SHA-256 is stored
+// (harvest_task_tokens), with the task and the attempt it was minted for.
+
+// taskTokenPrefix starts every task token.
+const taskTokenPrefix = "hvtt_"
+
+// AsyncAnswer is what an async completion, failure or heartbeat did.
+type AsyncAnswer struct {
+	ExecutionID uuid.UUID
+	ActivityID  string
+	Attempt     int
+	// Duplicate: the attempt was answered the same way before; nothing
+	// was appended.
+	Duplicate bool
+	// Retried: a failure the retry policy retries (a new attempt is due).
+	Retried bool
+	// CancelRequested: the workflow cancelled the activity (heartbeat).
+	CancelRequested bool
+}
+
+// ParseTaskToken returns the execution a task token is for;
+// ErrTaskToken when it is not one.
+func ParseTaskToken(token string) (uuid.UUID, error) {
+	rest, ok := strings.CutPrefix(token, taskTokenPrefix)
+	idHex, secret, ok2 := strings.Cut(rest, "_")
+	raw, err := hex.DecodeString(idHex)
+	if !ok || !ok2 || err != nil || len(raw) != 16 || len(secret) != 64 {
+		return uuid.Nil, ErrTaskToken
+	}
+	if _, err := hex.DecodeString(secret); err != nil {
+		return uuid.Nil, ErrTaskToken
+	}
+	return uuid.UUID(raw), nil
+}
+
+func hashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+// mintTaskToken makes the token of attempt t and stores its hash, if the
+// attempt is still current.
+func (e *Engine) mintTaskToken(ctx context.Context, t claimedTask) (string, error) {
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return "", fmt.Errorf("mint task token: %w", err)
+	}
+	token := taskTokenPrefix + hex.EncodeToString(t.ExecutionID[:]) + "_" + hex.EncodeToString(secret[:])
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO harvest_task_tokens (token_hash, execution_id, task_id, activity_id, attempt)
+			SELECT $1, execution_id, task_id, activity_id, attempt FROM harvest_tasks
+			 WHERE task_id = $2 AND attempt = $3 AND status = 'running'`, hashToken(token), t.TaskID, t.Attempt)
+		if err != nil {
+			return fmt.Errorf("store task token: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errStaleAttempt
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// markAsync leaves attempt t open for its token's holder: until the
+// attempt's start-to-close (or schedule-to-close) deadline, left from
+// now, or the heartbeat timeout, whichever comes first. False when the
+// attempt is not current any more (its token's holder answered already).
+func (e *Engine) markAsync(ctx context.Context, t claimedTask, left time.Duration) (bool, error) {
+	hb := t.Options.WithDefaults().HeartbeatTimeout
+	var marked bool
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		tag, err := tx.Exec(ctx, `
+			WITH d AS (SELECT now() + $3 * interval '1 microsecond' AS at)
+			UPDATE harvest_tasks SET async = true, async_deadline = d.at,
+			       locked_until = CASE WHEN $4 > 0 THEN LEAST(d.at, now() + $4 * interval '1 microsecond') ELSE d.at END
+			  FROM d
+			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'`,
+			t.TaskID, t.Attempt, micros(left), micros(hb))
+		marked = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	return marked, err
+}
+
+// tokenRow is a task token's record, locked.
+type tokenRow struct {
+	TaskID     int64
+	ActivityID string
+	Attempt    int
+	Answer     *string
+}
+
+// asyncTask is the attempt a token names, locked.
+type asyncTask struct {
+	claimedTask
+	Status string
+}
+
+// CompleteActivity completes the attempt token names with out.
+func (e *Engine) CompleteActivity(ctx context.Context, token string, out json.RawMessage) (AsyncAnswer, error) {
+	return e.answerAsync(ctx, token, "completed", out, nil)
+}
+
+// FailActivity fails the attempt token names with info; the retry policy
+// applies (a retryable failure makes a new attempt due).
+func (e *Engine) FailActivity(ctx context.Context, token string, info harvest.ErrorInfo) (AsyncAnswer, error) {
+	return e.answerAsync(ctx, token, "failed", nil, &harvest.ApplicationError{Type: info.Type, Message: info.Message,
+		NonRetryable: info.NonRetryable, Details: info.Details})
+}
+
+// answerAsync records an answer to the attempt token names, in one
+// transaction with the token's record: an unknown token is ErrTaskToken;
+// the same answer again is a Duplicate (nothing appended, even after the
+// run closed); another answer after one was accepted is ErrAnswered; a
+// closed run is a *TerminalError and an attempt that is no longer current
+// ErrStaleAttempt.
+func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.RawMessage, runErr error) (AsyncAnswer, error) {
+	if err := e.checkOwning(); err != nil {
+		return AsyncAnswer{}, err
+	}
+	id, err := ParseTaskToken(token)
+	if err != nil {
+		return AsyncAnswer{}, err
+	}
+	var (
+		ans AsyncAnswer
+		res attemptOutcome
+		ex  *execRow
+		tok *tokenRow
+	)
+	queue := func(b *pgx.Batch) {
+		queueLockExecution(b, id, &ex)
+		queueLockToken(b, token, id, &tok)
+	}
+	err = e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+		if tok == nil || ex == nil {
+			return ErrTaskToken
+		}
+		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
+		switch {
+		case tok.Answer != nil && *tok.Answer == kind:
+			ans.Duplicate = true
+			return nil
+		case tok.Answer != nil:
+			return fmt.Errorf("attempt %d of activity %s was %s: %w", tok.Attempt, tok.ActivityID, *tok.Answer, ErrAnswered)
+		case IsTerminal(ex.State):
+			return &TerminalError{ExecutionID: id.String(), State: ex.State}
+		}
+		t, err := lockAsyncTask(ctx, tx, tok.TaskID, ex)
+		if err != nil {
+			return err
+		}
+		if t == nil || t.Attempt != tok.Attempt || t.Status != "running" {
+			return fmt.Errorf("attempt %d of activity %s: %w", tok.Attempt, tok.ActivityID, errStaleAttempt)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE harvest_task_tokens SET answer = $2, answered_at = now() WHERE token_hash = $1`,
+			hashToken(token), kind); err != nil {
+			return fmt.Errorf("record task token answer: %w", err)
+		}
+		res, err = e.writeAsyncOutcome(ctx, tx, t.claimedTask, ex, out, runErr)
+		ans.Retried = res.outcome == "retried"
+		return err
+	})
+	if errors.Is(err, errStaleAttempt) {
+		return AsyncAnswer{}, fmt.Errorf("%s: %w", strings.TrimSuffix(err.Error(), ": "+errStaleAttempt.Error()), ErrStaleAttempt)
+	}
+	if err != nil {
+		return AsyncAnswer{}, err
+	}
+	e.afterOutcome(res)
+	return ans, nil
+}
+
+// writeAsyncOutcome writes an attempt's outcome as recordOutcome does.
+func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fencedTx, t claimedTask, ex *execRow, out json.RawMessage, runErr error) (attemptOutcome, error) {
+	var res attemptOutcome
+	ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
+		ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
+	res.outcome = "completed"
+	if runErr != nil {
+		info := harvest.ToErrorInfo(runErr)
+		retried, delay, err := e.maybeRetry(ctx, tx, t, info, "")
+		if err != nil || retried {
+			res.outcome, res.retryIn = "retried", delay
+			return res, err
+		}
+		ev, res.outcome = failureCommand(t, info, ""), "failed"
+	}
+	res.wake = true
+	return res, e.writeOutcome(ctx, tx, t, ex, ev)
+}
+
+// afterOutcome does what a recorded outcome asks: its metric, the retry's
+// wake-up, the run's workflow task.
+func (e *Engine) afterOutcome(res attemptOutcome) {
+	if res.outcome != "" {
+		metrics.ActivityAttempts.WithLabelValues(res.outcome).Inc()
+	}
+	if res.outcome == "retried" {
+		e.retryWake.after(res.retryIn)
+	}
+	if res.wake {
+		e.nudge(e.wfWake)
+	}
+}
+
+// HeartbeatActivity records a heartbeat of the attempt token names and
+// pushes its heartbeat timeout back; CancelRequested says the workflow
+// cancelled the activity (fail it then, or complete it).
+func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (AsyncAnswer, error) {
+	if err := e.checkOwning(); err != nil {
+		return AsyncAnswer{}, err
+	}
+	id, err := ParseTaskToken(token)
+	if err != nil {
+		return AsyncAnswer{}, err
+	}
+	var (
+		ans AsyncAnswer
+		ex  *execRow
+		tok *tokenRow
+	)
+	queue := func(b *pgx.Batch) {
+		queueLockExecution(b, id, &ex)
+		queueLockToken(b, token, id, &tok)
+	}
+	err = e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+		if tok == nil || ex == nil {
+			return ErrTaskToken
+		}
+		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
+		if IsTerminal(ex.State) {
+			return &TerminalError{ExecutionID: id.String(), State: ex.State}
+		}
+		if tok.Answer != nil {
+			return fmt.Errorf("attempt %d of activity %s was %s: %w", tok.Attempt, tok.ActivityID, *tok.Answer, ErrAnswered)
+		}
+		t, err := lockAsyncTask(ctx, tx, tok.TaskID, ex)
+		if err != nil {
+			return err
+		}
+		if t == nil || t.Attempt != tok.Attempt || t.Status != "running" {
+			return fmt.Errorf("attempt %d of activity %s: %w", tok.Attempt, tok.ActivityID, ErrStaleAttempt)
+		}
+		hb := t.Options.WithDefaults().HeartbeatTimeout
+		err = tx.QueryRow(ctx, `
+			UPDATE harvest_tasks SET heartbeat_at = now(), heartbeat_details = $2,
+			       locked_until = CASE WHEN async AND $3 > 0 THEN LEAST(async_deadline, now() + $3 * interval '1 microsecond')
+			                           ELSE locked_until END
+			 WHERE task_id = $1 RETURNING cancel_requested`, t.TaskID, nullJSON(details), micros(hb)).Scan(&ans.CancelRequested)
+		if err != nil {
+			return fmt.Errorf("record heartbeat: %w", err)
+		}
+		return nil
+	})
+	return ans, err
+}
+
+func queueLockToken(b *pgx.Batch, token string, id uuid.UUID, tok **tokenRow) {
+	b.Queue(`SELECT task_id, activity_id, attempt, answer FROM harvest_task_tokens
+		WHERE token_hash = $1 AND execution_id = $2 FOR UPDATE`, hashToken(token), id).
+		QueryRow(func(row pgx.Row) error {
+			var r tokenRow
+			err := row.Scan(&r.TaskID, &r.ActivityID, &r.Attempt, &r.Answer)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("lock task token: %w", err)
+			}
+			*tok = &r
+			return nil
+		})
+}
+
+// lockAsyncTask locks the task taskID of ex; nil when it is gone.
+func lockAsyncTask(ctx context.Context, tx *fencedTx, taskID int64, ex *execRow) (*asyncTask, error) {
+	t := &asyncTask{}
+	var opts []byte
+	err := tx.QueryRow(ctx, `
+		SELECT task_id, execution_id, activity_id, activity_name, idempotency_key, options, attempt, close_deadline, status
+		  FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, taskID).
+		Scan(&t.TaskID, &t.ExecutionID, &t.ActivityID, &t.Name, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &t.Status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock activity task: %w", err)
+	}
+	if err := json.Unmarshal(opts, &t.Options); err != nil {
+		return nil, fmt.Errorf("activity task options: %w", err)
+	}
+	t.WorkflowName, t.WorkflowID = ex.WorkflowName, ex.WorkflowID
+	return t, nil
+}
+
+// sweepAsync (on every tick of the activity loop) records the timeout of
+// every async attempt whose lock expired: schedule-to-close past its deadline, start-to-close past
+// async_deadline, else the heartbeat timeout. The retry policy applies.
+func (e *Engine) sweepAsync(ctx context.Context) {
+	var tasks []claimedTask
+	var types []string
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
+			       t.idempotency_key, t.options, t.attempt, t.close_deadline,
+			       CASE WHEN t.close_deadline IS NOT NULL AND t.close_deadline <= now() + $1 * interval '1 microsecond' THEN $2
+			            WHEN t.async_deadline <= now() THEN $3 ELSE $4 END
+			  FROM harvest_tasks t JOIN harvest_executions e ON e.execution_id = t.execution_id
+			 WHERE t.status = 'running' AND t.async AND t.locked_until < now()
+			 ORDER BY t.locked_until LIMIT 64`,
+			micros(tx.ahead), TimeoutScheduleToClose, TimeoutStartToClose, TimeoutHeartbeat)
+		if err != nil {
+			return fmt.Errorf("sweep async attempts: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var t claimedTask
+			var opts []byte
+			var typ string
+			if err := rows.Scan(&t.TaskID, &t.ExecutionID, &t.WorkflowName, &t.WorkflowID, &t.ActivityID, &t.Name,
+				&t.Key, &opts, &t.Attempt, &t.CloseDeadline, &typ); err != nil {
+				return fmt.Errorf("sweep async attempts: %w", err)
+			}
+			if err := json.Unmarshal(opts, &t.Options); err != nil {
+				return fmt.Errorf("activity task options: %w", err)
+			}
+			t.expiredOnly = true
+			tasks, types = append(tasks, t), append(types, typ)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn().Err(err).Msg("sweep async attempts failed")
+		}
+		return
+	}
+	for i, t := range tasks {
+		e.finishActivity(ctx, t, nil, errors.New(types[i]), types[i])
+	}
+}
