@@ -1,0 +1,73 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/internal/webhooktest"
+)
+
+// TestClusterWebhooks: a receiver created through one node reaches every
+// node's raft catalog; deliveries to any node start one run per event,
+// a redelivery to another node is deduplicated, and a delete reaches
+// every node.
+func TestClusterWebhooks(t *testing.T) {
+	c, admin := newAuthCluster(t, 3, 2)
+	const secret = "whsec_cluster_test"
+	created := authed(t, c.nodes[1], admin, "POST", "/admin/webhooks",
+		map[string]any{"name": "pay", "provider": "stripe", "secret": secret, "action": "start", "workflow": "noop_chain"})
+	require.Equal(t, http.StatusCreated, created.Status, "%v", created.Body)
+	require.Equal(t, "[redacted]", created.Body["secret"])
+
+	deliver := func(n *Node, event string) reply {
+		payload := json.RawMessage(fmt.Sprintf(`{"id":%q,"activities":0}`, event))
+		sig := webhooktest.StripeSignature(t, time.Now(), string(payload), secret)
+		return call(t, n, "POST", "/webhooks/pay", payload, "Stripe-Signature", sig)
+	}
+	first := map[string]any{}
+	for i, n := range c.nodes {
+		event := fmt.Sprintf("evt_%d", i)
+		eventually(t, "the receiver on "+n.NodeID(), 10*time.Second, func() bool {
+			return deliver(n, event).Status != http.StatusNotFound
+		})
+		// The delivery that found the receiver may have started the run.
+		r := deliver(n, event)
+		require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+		require.Equal(t, true, r.Body["deduplicated"])
+		first[event] = r.Body["execution_id"]
+	}
+	for i := range c.nodes {
+		event := fmt.Sprintf("evt_%d", i)
+		other := c.nodes[(i+1)%len(c.nodes)]
+		r := deliver(other, event)
+		require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+		require.Equal(t, first[event], r.Body["execution_id"], "a redelivery to another node: the same run")
+		require.Equal(t, 1, count(c.eventTypes(t, r.Body["execution_id"]), "WorkflowStarted"))
+	}
+	list := authed(t, c.nodes[2], admin, "GET", "/admin/webhooks", nil)
+	require.Equal(t, http.StatusOK, list.Status)
+	require.NotContains(t, fmt.Sprint(list.Body), secret)
+
+	del := authed(t, c.nodes[2], admin, "DELETE", "/admin/webhooks/pay", nil)
+	require.Equal(t, http.StatusOK, del.Status, "%v", del.Body)
+	for _, n := range c.nodes {
+		eventually(t, "the delete on "+n.NodeID(), 10*time.Second, func() bool {
+			return deliver(n, "evt_late").Status == http.StatusNotFound
+		})
+	}
+}
+
+func count(list []string, want string) int {
+	n := 0
+	for _, s := range list {
+		if s == want {
+			n++
+		}
+	}
+	return n
+}
