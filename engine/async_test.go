@@ -257,3 +257,37 @@ func TestHTTPActivityAsync(t *testing.T) {
 	require.Equal(t, StateCompleted, x.State, "%s", x.Error)
 	require.JSONEq(t, `{"charged":true}`, string(x.Output))
 }
+
+// TestAsyncAttemptSurvivesACrash: a pending attempt is not reclaimed by
+// the next owner (its token may still answer); the new owner accepts the
+// token's completion.
+func TestAsyncAttemptSurvivesACrash(t *testing.T) {
+	t.Parallel()
+	b := setupAsync(t)
+	run, tok := b.run(t, "async_once")
+	b.waitAsync(t, tok)
+	crash(b.e)
+	e2 := b.engine(t)
+	require.Greater(t, e2.Epoch(), b.e.Epoch())
+	// Another run's activity completing on e2 means e2's activity loop has
+	// made its reclaiming passes meanwhile.
+	other := start(t, e2, StartRequest{WorkflowName: "two_calls"})
+	require.Equal(t, StateCompleted, waitClosed(t, e2, other.ExecutionID).State)
+	var attempt int
+	var async bool
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT attempt, async FROM harvest_tasks WHERE execution_id = $1`, run.ExecutionID).Scan(&attempt, &async))
+	require.Equal(t, 1, attempt, "the pending attempt was not reclaimed")
+	require.True(t, async)
+	select {
+	case tok := <-b.tokens:
+		t.Fatalf("a new attempt minted a token (%s…)", tok[:12])
+	default:
+	}
+	ans, err := e2.CompleteActivity(ctxT(t), tok, json.RawMessage(`"after the crash"`))
+	require.NoError(t, err)
+	require.Equal(t, 1, ans.Attempt)
+	x := waitClosed(t, e2, run.ExecutionID)
+	require.Equal(t, StateCompleted, x.State)
+	require.JSONEq(t, `"after the crash"`, string(x.Output))
+}
