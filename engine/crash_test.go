@@ -188,8 +188,8 @@ func crashOnce(target crashPoint, hit, frozen chan struct{}) crashHook {
 func TestCrashPoints(t *testing.T) {
 	t.Parallel()
 	for _, p := range crashPoints {
-		if slices.Contains(scheduleCrashPoints, p) {
-			continue // TestScheduleCrashPoints
+		if slices.Contains(scheduleCrashPoints, p) || slices.Contains(deferredCrashPoints, p) {
+			continue // TestScheduleCrashPoints, TestDeferredCrashPoints
 		}
 		t.Run(string(p), func(t *testing.T) {
 			t.Parallel()

@@ -52,6 +52,13 @@ import "context"
 //   - crashScheduleBeforeCommit: a schedule's fires and its new cursor
 //     are written, before the commit.
 //   - crashScheduleCommitted: they are committed, the outbox not woken.
+//
+// And the deferred starts' (deferred_loop.go; a fire's start then meets
+// the outbox's points):
+//
+//   - crashDeferredBeforeCommit: due items are closed and their outbox
+//     rows written, before the commit.
+//   - crashDeferredCommitted: they are committed, the outbox not woken.
 type crashPoint string
 
 const (
@@ -73,6 +80,9 @@ const (
 
 	crashScheduleBeforeCommit crashPoint = "schedule.before_commit"
 	crashScheduleCommitted    crashPoint = "schedule.committed"
+
+	crashDeferredBeforeCommit crashPoint = "deferred.before_commit"
+	crashDeferredCommitted    crashPoint = "deferred.committed"
 )
 
 // crashPoints lists every crash point; crash tests iterate over it.
@@ -81,6 +91,7 @@ var crashPoints = []crashPoint{
 	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire, crashActivityOutcome,
 	crashOutboxClaimed, crashOutboxResolved, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
 	crashScheduleBeforeCommit, crashScheduleCommitted,
+	crashDeferredBeforeCommit, crashDeferredCommitted,
 }
 
 // crashHook is called at each crash point (tests only, see above).

@@ -48,7 +48,9 @@ type Engine struct {
 	obWake chan struct{}
 	// schWake wakes the schedule fire loop (schedule_loop.go).
 	schWake chan struct{}
-	cbHTTP  *http.Client
+	// dfWake wakes the deferred fire loop (deferred_loop.go).
+	dfWake chan struct{}
+	cbHTTP *http.Client
 	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
 	actHTTP *activityOutbound
 	starts  atomic.Pointer[batcher[*startCall]] // nil: group commit off
@@ -100,6 +102,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		cbWake:   make(chan struct{}, 1),
 		obWake:   make(chan struct{}, 1),
 		schWake:  make(chan struct{}, 1),
+		dfWake:   make(chan struct{}, 1),
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
 	}
@@ -157,6 +160,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.callbackLoop)
 	e.spawn(loopCtx, e.outboxLoop)
 	e.spawn(loopCtx, e.scheduleLoop)
+	e.spawn(loopCtx, e.deferredLoop)
 	e.spawn(loopCtx, e.analyzeLoop)
 	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)
@@ -168,6 +172,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.nudge(e.tmWake)
 	e.nudge(e.obWake)
 	e.nudge(e.schWake)
+	e.nudge(e.dfWake)
 	e.log.Info().Int64("epoch", epoch).Msg("shard lease acquired")
 	return nil
 }

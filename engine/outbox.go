@@ -33,6 +33,8 @@ import (
 //   - outboxScheduleStart: a schedule's fire, inserted with the schedule's
 //     cursor (schedule_outbox.go); a keyed start, answered in the fire's
 //     row.
+//   - outboxDeferredStart: a deferred item's fire, inserted with its close
+//     (deferred_outbox.go); a keyed start, answered in the item.
 //
 // The loop claims due rows (their due_at moves ahead by outboxLease: a
 // crash retries after it, or at once when the lease changed hands: a claim
@@ -139,7 +141,8 @@ type outboxAnswer struct {
 	outcome *harvest.Command
 	answer  error
 	retry   error
-	// fire is a schedule fire's answer (outboxScheduleStart only).
+	// fire is a schedule fire's or a deferred item's answer
+	// (outboxScheduleStart and outboxDeferredStart only).
 	fire *fireAnswer
 }
 
@@ -200,8 +203,11 @@ func (e *Engine) claimOutbox(ctx context.Context) ([]outboxRow, error) {
 func (e *Engine) performOutbox(ctx context.Context, r outboxRow) outboxAnswer {
 	callCtx, cancel := context.WithTimeout(ctx, outboxCallTimeout)
 	defer cancel()
-	if r.Kind == outboxScheduleStart {
+	switch r.Kind {
+	case outboxScheduleStart:
 		return e.performScheduleStart(callCtx, r)
+	case outboxDeferredStart:
+		return e.performDeferredStart(callCtx, r)
 	}
 	outcome, err := e.performKind(callCtx, r)
 	if err != nil && !IsDefinite(err) {
@@ -300,6 +306,8 @@ func queueOutboxRecord(b *pgx.Batch, ex *execRow, a outboxAnswer) error {
 		return queueChildStart(b, ex, a.row, a.outcome, a.answer)
 	case outboxScheduleStart:
 		queueFireRecord(b, a)
+	case outboxDeferredStart:
+		queueDeferredRecord(b, a)
 	}
 	return nil
 }

@@ -1,0 +1,412 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Deferred starts (migration 015, docs/http-api.md): a start under a
+// throttle, debounce or batch policy is not started by its request. The
+// request's transaction records it in the shard of its policy key (the
+// caller places it there) and answers its deferred id; the shard's fire
+// loop (deferred_loop.go) later closes the item and records its keyed
+// start (DeferredKey) as an outbox row in one fenced transaction, and the
+// outbox performs it (deferred_outbox.go). A crash anywhere in between
+// fires the item once: the intent is durable before the 202, the close
+// and the outbox row commit together, and the key dedups a start the
+// outbox performs twice. This file holds the policies and the request's
+// side.
+
+// Deferred-start policies.
+const (
+	PolicyDebounce = "debounce"
+	PolicyBatch    = "batch"
+	PolicyThrottle = "throttle"
+)
+
+// Deferred item states.
+const (
+	// DeferredPending: waiting for its fire time (a debounce or batch
+	// item may still be collecting starts).
+	DeferredPending = "pending"
+	// DeferredFiring: closed; its keyed start is in the outbox.
+	DeferredFiring = "firing"
+	// DeferredStarted: its run started (ExecutionID).
+	DeferredStarted = "started"
+	// DeferredFailed: its start was refused for good (Reason).
+	DeferredFailed = "failed"
+)
+
+// Defaults and limits of the policies.
+const (
+	// DebounceMaxWaitDefault is how long a debounced key fires at the
+	// latest after its first start, however often it is started again.
+	DebounceMaxWaitDefault = time.Hour
+	// BatchMaxSizeDefault and BatchMaxWaitDefault bound a batch: it fires
+	// when it holds max size starts or max wait after its first.
+	BatchMaxSizeDefault = 100
+	BatchMaxWaitDefault = time.Minute
+	// MaxBatchSize is the largest batch_max_size.
+	MaxBatchSize = 1000
+	// ThrottleBacklogDefault is how many starts of a throttled key may
+	// wait for their slot; MaxThrottleBacklog bounds it.
+	ThrottleBacklogDefault = 1000
+	MaxThrottleBacklog     = 100_000
+	// maxDeferWait bounds every window, wait and pace.
+	maxDeferWait = 7 * 24 * time.Hour
+	// listDeferredLimit bounds ListDeferred.
+	listDeferredLimit = 1000
+)
+
+// DeferredKeyPrefix begins the idempotency key of every deferred fire.
+const DeferredKeyPrefix = "hv:deferred:"
+
+// DeferredKey is the idempotency key of a deferred item's start:
+// hv:deferred:<deferred id>.
+func DeferredKey(id uuid.UUID) string { return DeferredKeyPrefix + id.String() }
+
+// Debounce starts one run with the last input once Key has had no start
+// for Window, or MaxWait (default DebounceMaxWaitDefault) after the
+// first start at the latest.
+type Debounce struct {
+	Key     string
+	Window  time.Duration
+	MaxWait time.Duration
+}
+
+// Batch starts one run whose input is the JSON list of the inputs
+// collected under Key: when it holds MaxSize of them, or MaxWait after
+// the first at the latest. The first start's limits hold for its batch.
+type Batch struct {
+	Key     string
+	MaxSize int
+	MaxWait time.Duration
+}
+
+// Throttle paces the starts of Key: Rate starts per Per (evenly spaced,
+// the first at once); at most MaxBacklog wait for their slot, and a
+// start beyond them is refused with a ThrottledError.
+type Throttle struct {
+	Key        string
+	Rate       int
+	Per        time.Duration
+	MaxBacklog int
+}
+
+// DeferRequest is a deferred start: exactly one policy is set. A
+// WorkflowID is the run's (debounce: the last start's); none for a batch.
+type DeferRequest struct {
+	WorkflowName string
+	WorkflowID   string
+	Input        json.RawMessage
+	Debounce     *Debounce
+	Batch        *Batch
+	Throttle     *Throttle
+}
+
+// Deferred is a deferred item.
+type Deferred struct {
+	ID           uuid.UUID `json:"deferred_id"`
+	Policy       string    `json:"policy"`
+	WorkflowName string    `json:"workflow_name"`
+	Key          string    `json:"key"`
+	State        string    `json:"state"`
+	WorkflowID   string    `json:"workflow_id,omitempty"`
+	// Starts is how many starts the item holds (a throttled item: 1).
+	Starts      int        `json:"starts"`
+	FirstAt     time.Time  `json:"first_at"`
+	FireAt      time.Time  `json:"fire_at"`
+	FiredAt     *time.Time `json:"fired_at,omitempty"`
+	ExecutionID string     `json:"execution_id,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+}
+
+// ThrottledError refuses a throttled start whose key's backlog is full;
+// RetryAfter is when its earliest waiting start fires.
+type ThrottledError struct {
+	Key        string
+	Backlog    int
+	RetryAfter time.Duration
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("throttle key %q has %d starts waiting, its max_backlog", e.Key, e.Backlog)
+}
+
+// Defer records a deferred start and answers its item: the key's open
+// debounce or batch item it joined, or a new one.
+func (e *Engine) Defer(ctx context.Context, req DeferRequest) (Deferred, error) {
+	if err := e.checkOwning(); err != nil {
+		return Deferred{}, err
+	}
+	policy, err := e.checkDefer(&req)
+	if err != nil {
+		return Deferred{}, err
+	}
+	now := e.now().UTC()
+	var d Deferred
+	err = e.withTx(ctx, func(tx *fencedTx) error {
+		switch policy {
+		case PolicyDebounce:
+			d, err = debounce(ctx, tx, e.cfg.ShardID, req, now)
+		case PolicyBatch:
+			d, err = batch(ctx, tx, e.cfg.ShardID, req, now)
+		default:
+			d, err = throttle(ctx, tx, e.cfg.ShardID, req, now)
+		}
+		return err
+	})
+	if err != nil {
+		return Deferred{}, err
+	}
+	e.armDeferred(d.FireAt)
+	return d, nil
+}
+
+// checkDefer validates req, fills its defaults and names its policy.
+func (e *Engine) checkDefer(req *DeferRequest) (string, error) {
+	set := 0
+	for _, p := range []bool{req.Debounce != nil, req.Batch != nil, req.Throttle != nil} {
+		if p {
+			set++
+		}
+	}
+	if set != 1 {
+		return "", fmt.Errorf("a deferred start takes exactly one of throttle, debounce and batch: %w", ErrInvalidArgument)
+	}
+	if !e.reg.HasWorkflow(req.WorkflowName) {
+		return "", fmt.Errorf("workflow %q: %w", req.WorkflowName, ErrUnknownWorkflow)
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return "", fmt.Errorf("input is not JSON: %w", ErrInvalidArgument)
+	}
+	switch {
+	case req.Debounce != nil:
+		return PolicyDebounce, checkDebounce(req.Debounce)
+	case req.Batch != nil:
+		if req.WorkflowID != "" {
+			return "", fmt.Errorf("a batch start takes no workflow_id: its run gathers many starts: %w", ErrInvalidArgument)
+		}
+		return PolicyBatch, checkBatch(req.Batch)
+	}
+	return PolicyThrottle, checkThrottle(req.Throttle)
+}
+
+func checkDebounce(d *Debounce) error {
+	if d.MaxWait == 0 {
+		d.MaxWait = DebounceMaxWaitDefault
+	}
+	if err := checkPolicyKey("debounce.key", d.Key); err != nil {
+		return err
+	}
+	if err := checkWait("debounce.window", d.Window); err != nil {
+		return err
+	}
+	return checkWait("debounce.max_wait", d.MaxWait)
+}
+
+func checkBatch(b *Batch) error {
+	if b.MaxSize == 0 {
+		b.MaxSize = BatchMaxSizeDefault
+	}
+	if b.MaxWait == 0 {
+		b.MaxWait = BatchMaxWaitDefault
+	}
+	if err := checkPolicyKey("batch_key", b.Key); err != nil {
+		return err
+	}
+	if b.MaxSize < 1 || b.MaxSize > MaxBatchSize {
+		return fmt.Errorf("batch_max_size %d: want 1 to %d: %w", b.MaxSize, MaxBatchSize, ErrInvalidArgument)
+	}
+	return checkWait("batch_max_wait", b.MaxWait)
+}
+
+func checkThrottle(t *Throttle) error {
+	if t.Per == 0 {
+		t.Per = time.Second
+	}
+	if t.MaxBacklog == 0 {
+		t.MaxBacklog = ThrottleBacklogDefault
+	}
+	if err := checkPolicyKey("throttle.key", t.Key); err != nil {
+		return err
+	}
+	if err := checkWait("throttle.per", t.Per); err != nil {
+		return err
+	}
+	if t.Rate < 1 || t.Per/time.Duration(t.Rate) < time.Microsecond {
+		return fmt.Errorf("throttle.rate %d per %s: want at least 1, at most one start a microsecond: %w", t.Rate, t.Per, ErrInvalidArgument)
+	}
+	if t.MaxBacklog < 1 || t.MaxBacklog > MaxThrottleBacklog {
+		return fmt.Errorf("throttle.max_backlog %d: want 1 to %d: %w", t.MaxBacklog, MaxThrottleBacklog, ErrInvalidArgument)
+	}
+	return nil
+}
+
+func checkPolicyKey(field, key string) error {
+	if key == "" || len(key) > 1024 {
+		return fmt.Errorf("%s: want 1 to 1024 bytes: %w", field, ErrInvalidArgument)
+	}
+	return nil
+}
+
+func checkWait(field string, d time.Duration) error {
+	if d <= 0 || d > maxDeferWait {
+		return fmt.Errorf("%s %s: want more than 0, at most %s: %w", field, d, maxDeferWait, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// deferredColumns are the columns scanDeferred reads.
+const deferredColumns = `deferred_id, policy, workflow_name, policy_key, state, workflow_id, starts, first_at, fire_at,
+	fired_at, coalesce(execution_id::text, ''), reason, updated_at`
+
+func scanDeferred(row pgx.Row) (Deferred, error) {
+	var d Deferred
+	err := row.Scan(&d.ID, &d.Policy, &d.WorkflowName, &d.Key, &d.State, &d.WorkflowID, &d.Starts, &d.FirstAt, &d.FireAt,
+		&d.FiredAt, &d.ExecutionID, &d.Reason, &d.UpdatedAt)
+	return d, err
+}
+
+// upsertDebounce joins the key's open debounce item (last input and
+// workflow id win; the item fires window after this start, never after
+// its deadline) or opens one.
+const upsertDebounce = `
+	INSERT INTO harvest_deferred AS d (deferred_id, policy, workflow_name, policy_key, open, workflow_id, input,
+	       first_at, fire_at, deadline_at, updated_at)
+	VALUES ($1, 'debounce', $2, $3, true, $4, $5::jsonb, $6::timestamptz,
+	       least($6::timestamptz + $7::bigint * interval '1 microsecond', $6::timestamptz + $8::bigint * interval '1 microsecond'), $6::timestamptz + $8::bigint * interval '1 microsecond', $6::timestamptz)
+	ON CONFLICT (policy, workflow_name, policy_key) WHERE open DO UPDATE
+	   SET input = excluded.input, workflow_id = excluded.workflow_id, starts = d.starts + 1,
+	       fire_at = least($6::timestamptz + $7::bigint * interval '1 microsecond', d.deadline_at), updated_at = $6::timestamptz
+	RETURNING ` + deferredColumns
+
+func debounce(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
+	p := req.Debounce
+	d, err := scanDeferred(tx.QueryRow(ctx, upsertDebounce, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID,
+		jsonArg(req.Input), now, micros(p.Window), micros(p.MaxWait)))
+	if err != nil {
+		return d, fmt.Errorf("debounce %q: %w", p.Key, translate(err))
+	}
+	return d, nil
+}
+
+// upsertBatch appends the input to the key's open batch (the batch
+// closes, due at once, when it is full) or opens one.
+const upsertBatch = `
+	INSERT INTO harvest_deferred AS d (deferred_id, policy, workflow_name, policy_key, open, input, max_size,
+	       first_at, fire_at, deadline_at, updated_at)
+	VALUES ($1, 'batch', $2, $3, $5::int > 1, jsonb_build_array($4::jsonb), $5, $6::timestamptz,
+	       CASE WHEN $5::int > 1 THEN $6::timestamptz + $7::bigint * interval '1 microsecond' ELSE $6::timestamptz END, $6::timestamptz + $7::bigint * interval '1 microsecond', $6::timestamptz)
+	ON CONFLICT (policy, workflow_name, policy_key) WHERE open DO UPDATE
+	   SET input = d.input || excluded.input, starts = d.starts + 1, open = d.starts + 1 < d.max_size,
+	       fire_at = CASE WHEN d.starts + 1 >= d.max_size THEN $6::timestamptz ELSE d.fire_at END, updated_at = $6::timestamptz
+	RETURNING ` + deferredColumns
+
+func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
+	p := req.Batch
+	d, err := scanDeferred(tx.QueryRow(ctx, upsertBatch, NewExecutionID(shard), req.WorkflowName, p.Key,
+		jsonArg(req.Input), p.MaxSize, now, micros(p.MaxWait)))
+	if err != nil {
+		return d, fmt.Errorf("batch %q: %w", p.Key, translate(err))
+	}
+	return d, nil
+}
+
+// throttle hands the start its key's next slot, under the lock of the
+// key's pace row, unless the key's backlog is full.
+func throttle(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
+	p := req.Throttle
+	var next time.Time
+	err := tx.QueryRow(ctx, `
+		INSERT INTO harvest_deferred_throttle AS t (workflow_name, throttle_key, next_at) VALUES ($1, $2, $3)
+		ON CONFLICT (workflow_name, throttle_key) DO UPDATE SET next_at = t.next_at
+		RETURNING next_at`, req.WorkflowName, p.Key, now).Scan(&next)
+	if err != nil {
+		return Deferred{}, fmt.Errorf("lock throttle %q: %w", p.Key, translate(err))
+	}
+	var (
+		backlog  int
+		earliest *time.Time
+	)
+	err = tx.QueryRow(ctx, `SELECT count(*), min(fire_at) FROM harvest_deferred
+		 WHERE policy = 'throttle' AND workflow_name = $1 AND policy_key = $2 AND state = 'pending'`,
+		req.WorkflowName, p.Key).Scan(&backlog, &earliest)
+	if err != nil {
+		return Deferred{}, fmt.Errorf("count throttle %q: %w", p.Key, translate(err))
+	}
+	if backlog >= p.MaxBacklog {
+		return Deferred{}, &ThrottledError{Key: p.Key, Backlog: backlog, RetryAfter: retryAfter(earliest, now)}
+	}
+	slot := now
+	if next.After(now) {
+		slot = next
+	}
+	d, err := scanDeferred(tx.QueryRow(ctx, `
+		INSERT INTO harvest_deferred (deferred_id, policy, workflow_name, policy_key, open, workflow_id, input,
+		       first_at, fire_at, deadline_at, updated_at)
+		VALUES ($1, 'throttle', $2, $3, false, $4, $5::jsonb, $6, $7, $7, $6)
+		RETURNING `+deferredColumns, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID, jsonArg(req.Input), now, slot))
+	if err != nil {
+		return d, fmt.Errorf("throttle %q: %w", p.Key, translate(err))
+	}
+	_, err = tx.Exec(ctx, `UPDATE harvest_deferred_throttle SET next_at = $3 WHERE workflow_name = $1 AND throttle_key = $2`,
+		req.WorkflowName, p.Key, slot.Add(p.Per/time.Duration(p.Rate)))
+	if err != nil {
+		return d, fmt.Errorf("pace throttle %q: %w", p.Key, translate(err))
+	}
+	return d, nil
+}
+
+// retryAfter is how long until the earliest waiting start fires, in
+// whole seconds, at least one.
+func retryAfter(earliest *time.Time, now time.Time) time.Duration {
+	if earliest == nil {
+		return time.Second
+	}
+	secs := math.Ceil(earliest.Sub(now).Seconds())
+	return time.Duration(max(secs, 1)) * time.Second
+}
+
+// jsonArg is an input as a jsonb argument: NULL when absent.
+func jsonArg(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+// GetDeferred reads one deferred item; ErrNotFound when there is none.
+func (e *Engine) GetDeferred(ctx context.Context, id uuid.UUID) (Deferred, error) {
+	d, err := scanDeferred(e.pool.QueryRow(ctx, `SELECT `+deferredColumns+` FROM harvest_deferred WHERE deferred_id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, fmt.Errorf("deferred %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return d, fmt.Errorf("read deferred %s: %w", id, translate(err))
+	}
+	return d, nil
+}
+
+// ListDeferred lists the items not fired or not started yet (pending or
+// firing), the soonest first, at most listDeferredLimit.
+func (e *Engine) ListDeferred(ctx context.Context) ([]Deferred, error) {
+	rows, err := e.pool.Query(ctx, `SELECT `+deferredColumns+` FROM harvest_deferred
+		 WHERE state IN ('pending', 'firing') ORDER BY fire_at, deferred_id LIMIT $1`, listDeferredLimit)
+	if err != nil {
+		return nil, fmt.Errorf("list deferred: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Deferred, error) { return scanDeferred(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list deferred: %w", translate(err))
+	}
+	return out, nil
+}

@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The deferred fire loop: the shard's owner fires its due deferred items
+// (deferred.go). One fenced transaction closes up to deferredBatch due
+// items (state firing, no longer open to starts) and inserts each one's
+// outbox row, whose keyed start (DeferredKey) the outbox performs. A
+// crash before the commit leaves the items pending, to be fired again;
+// after it, the outbox rows are durable and no item is closed twice. The
+// key dedups a start the outbox performs twice.
+
+// deferredBatch is how many due items one transaction fires.
+const deferredBatch = 32
+
+// deferredLoop fires due deferred items until ctx ends.
+func (e *Engine) deferredLoop(ctx context.Context) {
+	e.drainLoop(ctx, e.dfWake, e.fireDueDeferred)
+}
+
+// deferredDue is the read-only look before a fire: most polls of a shard
+// find nothing due, and then cost one indexed read.
+const deferredDue = `SELECT EXISTS (SELECT 1 FROM harvest_deferred WHERE state = 'pending' AND fire_at <= $1)`
+
+// fireDueDeferred fires up to deferredBatch due items; true if more may
+// be due.
+func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
+	now := e.now()
+	var due bool
+	if err := e.pool.QueryRow(ctx, deferredDue, now).Scan(&due); err != nil {
+		return false, fmt.Errorf("find due deferred: %w", err)
+	}
+	if !due {
+		e.armNextDeferred(ctx)
+		return false, nil
+	}
+	n := 0
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		fires, err := closeDueDeferred(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		n = len(fires)
+		var ob outboxRows
+		for _, f := range fires {
+			if err := ob.add(uuid.Nil, DeferredKey(f.DeferredID), outboxDeferredStart, f); err != nil {
+				return err
+			}
+		}
+		b := &pgx.Batch{}
+		ob.queue(b)
+		if err := e.crashAt(ctx, crashDeferredBeforeCommit); err != nil {
+			return err
+		}
+		return sendBatch(ctx, tx, b)
+	})
+	if err != nil {
+		return false, err
+	}
+	if err := e.crashAt(ctx, crashDeferredCommitted); err != nil {
+		return false, err
+	}
+	if n > 0 {
+		e.nudge(e.obWake)
+	}
+	return n == deferredBatch, nil
+}
+
+// closeDueDeferred closes the due items a concurrent start is not
+// joining right now (those fire in the next pass) and returns their
+// starts.
+func closeDueDeferred(ctx context.Context, tx *fencedTx, now time.Time) ([]deferredStartRequest, error) {
+	rows, err := tx.Query(ctx, `
+		WITH due AS (SELECT deferred_id FROM harvest_deferred WHERE state = 'pending' AND fire_at <= $1
+		              ORDER BY fire_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		UPDATE harvest_deferred d SET state = 'firing', open = false, fired_at = $1, updated_at = $1
+		  FROM due WHERE d.deferred_id = due.deferred_id
+		RETURNING d.deferred_id, d.policy, d.workflow_name, d.workflow_id, coalesce(d.input, 'null'::jsonb)`, now, deferredBatch)
+	if err != nil {
+		return nil, fmt.Errorf("close due deferred: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (deferredStartRequest, error) {
+		var f deferredStartRequest
+		var input []byte
+		err := r.Scan(&f.DeferredID, &f.Policy, &f.WorkflowName, &f.WorkflowID, &input)
+		f.Input = json.RawMessage(input)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("close due deferred: %w", err)
+	}
+	return out, nil
+}
+
+// armNextDeferred nudges the loop when the earliest pending item is due
+// sooner than the next poll tick.
+func (e *Engine) armNextDeferred(ctx context.Context) {
+	var next *time.Time
+	err := e.pool.QueryRow(ctx, `SELECT min(fire_at) FROM harvest_deferred WHERE state = 'pending'`).Scan(&next)
+	if err != nil || next == nil {
+		return
+	}
+	e.armDeferred(*next)
+}
+
+// armDeferred nudges the loop at fireAt when that is sooner than the
+// next poll tick.
+func (e *Engine) armDeferred(fireAt time.Time) {
+	wait := fireAt.Sub(e.now())
+	if wait <= 0 {
+		e.nudge(e.dfWake)
+		return
+	}
+	if wait < e.cfg.PollInterval {
+		time.AfterFunc(wait, func() { e.nudge(e.dfWake) })
+	}
+}

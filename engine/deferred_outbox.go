@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// outboxDeferredStart is a deferred item's fire (deferred_loop.go): a
+// keyed start (DeferredKey) of the item's workflow. Its row belongs to no
+// run (execution id zero, command id the key); its answer is recorded in
+// the item. An admission gate holds the start back (it is retried until
+// the gate opens); any other definite refusal fails the item.
+const outboxDeferredStart = "deferred_start"
+
+// deferredStartRequest is the request of an outboxDeferredStart row.
+type deferredStartRequest struct {
+	DeferredID   uuid.UUID       `json:"deferred_id"`
+	Policy       string          `json:"policy"`
+	WorkflowName string          `json:"workflow_name"`
+	WorkflowID   string          `json:"workflow_id,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+}
+
+// performDeferredStart performs an item's keyed start.
+func (e *Engine) performDeferredStart(ctx context.Context, r outboxRow) outboxAnswer {
+	d, err := decodeRequest[deferredStartRequest](r)
+	if err != nil {
+		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: DeferredFailed, reason: err.Error()}}
+	}
+	input := d.Input
+	if string(input) == "null" {
+		input = nil
+	}
+	res, err := e.cfg.Outbound.Start(ctx, StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID,
+		Input: input, IdempotencyKey: r.CommandID})
+	if err == nil {
+		return outboxAnswer{row: r, fire: &fireAnswer{outcome: DeferredStarted, executionID: res.ExecutionID.String()}}
+	}
+	var gate *GateError
+	if !errors.As(err, &gate) && IsDefinite(err) {
+		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: DeferredFailed, reason: err.Error()}}
+	}
+	return outboxAnswer{row: r, retry: err}
+}
+
+// queueDeferredRecord records a fire's answer in its item.
+func queueDeferredRecord(b *pgx.Batch, a outboxAnswer) {
+	f := a.fire
+	if f == nil {
+		return
+	}
+	id, err := uuid.Parse(strings.TrimPrefix(a.row.CommandID, DeferredKeyPrefix))
+	if err != nil {
+		return
+	}
+	b.Queue(`
+		UPDATE harvest_deferred SET state = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
+		 WHERE deferred_id = $1`, id, f.outcome, f.reason, f.executionID)
+}

@@ -1,0 +1,2 @@
+DROP TABLE harvest_deferred_throttle;
+DROP TABLE harvest_deferred;
