@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Deferred starts (migration 015, docs/http-api.md): a start under a
+// Deferred starts (migration 017, docs/http-api.md): a start under a
 // throttle, debounce or batch policy is not started by its request. The
 // request's transaction records it in the shard of its policy key (the
 // caller places it there) and answers its deferred id; the shard's fire

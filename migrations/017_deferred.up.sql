@@ -1,4 +1,4 @@
--- 015_deferred: deferred starts (throttle, debounce, batch) whose fires
+-- 017_deferred: deferred starts (throttle, debounce, batch) whose fires
 -- are exactly once.
 --
 -- A deferred start lives in the database of the shard its policy key
