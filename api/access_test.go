@@ -145,6 +145,8 @@ var documented = map[string]access{
 	"DELETE /api/harvest/schedules/:schedule":       needAdmin,
 	"POST /api/harvest/schedules/:schedule/pause":   needAdmin,
 	"POST /api/harvest/schedules/:schedule/resume":  needAdmin,
+	"GET /api/harvest/deferred/:deferred":           needRead,
+	"GET /api/harvest/admin/deferred":               needAdmin,
 
 	"GET /api/harvest/admin/tokens":                  needAdmin,
 	"POST /api/harvest/admin/tokens":                 needAdmin,

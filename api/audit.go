@@ -33,6 +33,7 @@ var auditActions = map[string]string{
 	"GET " + BasePath + "/admin/raft/peers":             "raft.peers",
 	"DELETE " + BasePath + "/admin/raft/peers/:peer":    "raft.remove_peer",
 	"GET " + BasePath + "/admin/gates":                  "gate.list",
+	"GET " + BasePath + "/admin/deferred":               "deferred.list",
 	"POST " + BasePath + "/admin/gates":                 "gate.close",
 	"DELETE " + BasePath + "/admin/gates/:gate":         "gate.open",
 	"GET " + BasePath + "/admin/tokens":                 "token.list",

@@ -78,6 +78,7 @@ func (s *Server) routes() {
 	s.adminRoutes(g)
 	s.gateRoutes(g)
 	s.scheduleRoutes(g)
+	s.deferredRoutes(g)
 	s.tokenRoutes(g)
 	s.webhookRoutes(g)
 	s.activityRoutes(g)

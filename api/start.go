@@ -21,8 +21,7 @@ type startBody struct {
 	IdempotencyKey *string         `json:"idempotency_key"`
 	ReusePolicy    string          `json:"reuse_policy"`
 	ConflictPolicy *string         `json:"conflict_policy"`
-	// Deferred-start policies: recognised so that combining them with a
-	// key gets its own 400; not supported by this server.
+	// Deferred-start policies (deferred.go); a key with one is refused.
 	Throttle     json.RawMessage `json:"throttle"`
 	Debounce     json.RawMessage `json:"debounce"`
 	BatchKey     json.RawMessage `json:"batch_key"`
@@ -89,6 +88,10 @@ func (s *Server) start(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
+	}
+	if body.deferred() && key == "" {
+		s.deferStart(c, name, raw, &body)
+		return
 	}
 	start := func(t Target, pl *engine.Placement) { s.startOn(c, t, pl, name, key, &body) }
 	s.routeStart(c, name, body.WorkflowID, key, raw, start)
@@ -238,12 +241,10 @@ func (s *Server) answerStart(c *gin.Context, shard Shard, status int, res engine
 }
 
 func (s *Server) startRequest(name, key string, b *startBody) (engine.StartRequest, error) {
-	switch {
-	case b.deferred() && key != "":
+	if b.deferred() {
+		// A deferred start without a key went to deferStart.
 		return engine.StartRequest{}, badRequest(codeInvalidArgument,
 			"an idempotency key cannot be combined with throttle, debounce or batch: those defer the start and return no execution_id")
-	case b.deferred():
-		return engine.StartRequest{}, badRequest(codeInvalidArgument, "throttle, debounce and batch starts are not supported by this server")
 	}
 	if err := checkText("workflow_id", b.WorkflowID, maxIDLen, false); err != nil {
 		return engine.StartRequest{}, err
