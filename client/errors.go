@@ -106,6 +106,10 @@ const (
 	// limit) shed load before any work; both are retried.
 	CodeRateLimited = "rate_limited"
 	CodeOverloaded  = "overloaded"
+	// CodeThrottled (429 with Retry-After) refuses a throttled deferred
+	// start past its key's backlog; it is not retried (the wait may be
+	// long): the caller decides.
+	CodeThrottled = "throttled"
 	// CodeUnsafeDrain and CodeShardUnreachable answer the shard catalog
 	// admin routes.
 	CodeUnsafeDrain      = "unsafe_drain"

@@ -135,7 +135,7 @@ func retryable(cl call, err error) bool {
 // shed reports whether the server refused the request before any work
 // to shed load.
 func shed(e *Error) bool {
-	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable && e.Code == CodeOverloaded
+	return e.Status == http.StatusTooManyRequests && e.Code != CodeThrottled || e.Status == http.StatusServiceUnavailable && e.Code == CodeOverloaded
 }
 
 // replaySafe reports whether sending cl twice has the effect of sending it

@@ -8,13 +8,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
 )
 
 // outboxDeferredStart is a deferred item's fire (deferred_loop.go): a
 // keyed start (DeferredKey) of the item's workflow. Its row belongs to no
 // run (execution id zero, command id the key); its answer is recorded in
 // the item. An admission gate holds the start back (it is retried until
-// the gate opens); any other definite refusal fails the item.
+// the gate opens); any other definite refusal (an input the workflow's
+// schema refuses among them) fails the item.
 const outboxDeferredStart = "deferred_start"
 
 // deferredStartRequest is the request of an outboxDeferredStart row.
@@ -41,8 +44,11 @@ func (e *Engine) performDeferredStart(ctx context.Context, r outboxRow) outboxAn
 	if err == nil {
 		return outboxAnswer{row: r, fire: &fireAnswer{outcome: DeferredStarted, executionID: res.ExecutionID.String()}}
 	}
-	var gate *GateError
-	if !errors.As(err, &gate) && IsDefinite(err) {
+	var (
+		gate   *GateError
+		schema *harvest.InputError
+	)
+	if errors.As(err, &schema) || !errors.As(err, &gate) && IsDefinite(err) {
 		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: DeferredFailed, reason: err.Error()}}
 	}
 	return outboxAnswer{row: r, retry: err}
