@@ -63,6 +63,8 @@ type Deferred struct {
 	FiredAt      *time.Time `json:"fired_at"`
 	ExecutionID  string     `json:"execution_id"`
 	Reason       string     `json:"reason"`
+	// Raw is the item's JSON object as the server sent it.
+	Raw json.RawMessage `json:"-"`
 }
 
 type deferredBody struct {
@@ -101,11 +103,12 @@ func (c *Client) StartDeferred(ctx context.Context, name string, req DeferredSta
 		return nil, err
 	}
 	var out Deferred
-	_, err = c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/start", body: enc,
+	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/start", body: enc,
 		route: byKey(name, "", key)}, &out)
 	if err != nil {
 		return nil, err
 	}
+	out.Raw = rep.body
 	return &out, nil
 }
 
@@ -115,14 +118,16 @@ func (c *Client) DeferredStart(ctx context.Context, id string) (*Deferred, error
 		return nil, fmt.Errorf("deferred id is empty: %w", ErrInvalid)
 	}
 	var out Deferred
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/deferred/" + seg(id)}, &out); err != nil {
+	rep, err := c.do(ctx, call{method: http.MethodGet, path: "/deferred/" + seg(id)}, &out)
+	if err != nil {
 		return nil, err
 	}
+	out.Raw = rep.body
 	return &out, nil
 }
 
 // PendingDeferred lists every shard's deferred starts not started yet,
 // the soonest first (admin scope).
 func (c *Client) PendingDeferred(ctx context.Context) ([]Deferred, error) {
-	return getList(ctx, c, "/admin/deferred", "deferred", "deferred start", func(*Deferred, json.RawMessage) {})
+	return getList(ctx, c, "/admin/deferred", "deferred", "deferred start", func(d *Deferred, raw json.RawMessage) { d.Raw = raw })
 }
