@@ -289,3 +289,25 @@ func jsonOrNil(t *testing.T, v any) json.RawMessage {
 	}
 	return raw(t, v)
 }
+
+func TestDeferredSweep(t *testing.T) {
+	t.Parallel()
+	db := setupDeferred(t)
+	done := deferStart(t, db.e, DeferRequest{Throttle: &Throttle{Key: "s", Rate: 1}})
+	waitDeferred(t, db.e, done.ID, DeferredStarted)
+	n, err := db.e.SweepDeferred(ctxT(t))
+	require.NoError(t, err)
+	require.Zero(t, n, "a start inside the window is kept")
+	db.clock.advance(db.e.IdempotencyWindow() + time.Minute)
+	late := deferStart(t, db.e, DeferRequest{Debounce: &Debounce{Key: "late", Window: time.Hour}})
+	n, err = db.e.SweepDeferred(ctxT(t))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	_, err = db.e.GetDeferred(ctxT(t), done.ID)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = db.e.GetDeferred(ctxT(t), late.ID)
+	require.NoError(t, err, "a pending item is never swept")
+	var keys int
+	require.NoError(t, db.pool.QueryRow(ctxT(t), `SELECT count(*) FROM harvest_deferred_throttle`).Scan(&keys))
+	require.Zero(t, keys, "the idle throttle key's pace row is swept")
+}

@@ -24,6 +24,9 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 		if _, err := e.SweepRedirects(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn().Err(err).Msg("placement redirect sweep failed")
 		}
+		if _, err := e.SweepDeferred(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn().Err(err).Msg("deferred start sweep failed")
+		}
 	}
 }
 
@@ -56,6 +59,34 @@ func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
 			e.cfg.IdempotencyWindow.Milliseconds(), e.cfg.SweepBatch)
 		n = tag.RowsAffected()
 		return err
+	})
+	return n, err
+}
+
+// SweepDeferred deletes, up to SweepBatch of each, the deferred items
+// started or failed before the idempotency window (their key no longer
+// dedups: nothing is left to answer) and the pace rows of throttle keys
+// idle as long, and returns how many items it deleted.
+func (e *Engine) SweepDeferred(ctx context.Context) (int64, error) {
+	var n int64
+	window := e.now().Add(-e.cfg.IdempotencyWindow)
+	err := e.withTx(ctx, func(tx *fencedTx) error {
+		tag, err := tx.Exec(ctx, `
+			DELETE FROM harvest_deferred WHERE deferred_id IN (
+				SELECT deferred_id FROM harvest_deferred WHERE state IN ('started', 'failed') AND updated_at < $1
+				 LIMIT $2 FOR UPDATE SKIP LOCKED)`, window, e.cfg.SweepBatch)
+		if err != nil {
+			return fmt.Errorf("sweep deferred: %w", err)
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `
+			DELETE FROM harvest_deferred_throttle WHERE (workflow_name, throttle_key) IN (
+				SELECT workflow_name, throttle_key FROM harvest_deferred_throttle WHERE next_at < $1
+				 LIMIT $2 FOR UPDATE SKIP LOCKED)`, window, e.cfg.SweepBatch)
+		if err != nil {
+			return fmt.Errorf("sweep throttle keys: %w", err)
+		}
+		return nil
 	})
 	return n, err
 }
