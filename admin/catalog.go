@@ -136,6 +136,9 @@ type Catalog struct {
 	// Webhooks are the webhook receivers by name, with their secrets
 	// (see package webhook): redact them before showing one.
 	Webhooks map[string]webhook.Config `json:"webhooks,omitempty"`
+	// Schedules are the schedules' definitions by id, deleted ones as
+	// markers (see ScheduleDef).
+	Schedules map[string]ScheduleDef `json:"schedules,omitempty"`
 	// Index is the raft log index of the last applied command.
 	Index uint64 `json:"index"`
 }
@@ -196,6 +199,7 @@ func (c Catalog) Clone() Catalog {
 	out.Shards = maps.Clone(c.Shards)
 	out.Tokens = maps.Clone(c.Tokens)
 	out.Webhooks = maps.Clone(c.Webhooks)
+	out.Schedules = maps.Clone(c.Schedules)
 	if c.Epochs != nil {
 		out.Epochs = make([]Epoch, len(c.Epochs))
 		for i, e := range c.Epochs {

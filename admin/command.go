@@ -33,6 +33,12 @@ const (
 	CmdPutWebhook
 	// CmdDeleteWebhook deletes a webhook receiver (DeleteWebhook).
 	CmdDeleteWebhook
+	// CmdPutSchedule creates a schedule (PutSchedule).
+	CmdPutSchedule
+	// CmdSetSchedulePaused pauses or resumes a schedule (SetSchedulePaused).
+	CmdSetSchedulePaused
+	// CmdDeleteSchedule deletes a schedule (DeleteSchedule).
+	CmdDeleteSchedule
 )
 
 func (t CommandType) String() string {
@@ -53,6 +59,12 @@ func (t CommandType) String() string {
 		return "put_webhook"
 	case CmdDeleteWebhook:
 		return "delete_webhook"
+	case CmdPutSchedule:
+		return "put_schedule"
+	case CmdSetSchedulePaused:
+		return "set_schedule_paused"
+	case CmdDeleteSchedule:
+		return "delete_schedule"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -265,6 +277,12 @@ func decodeCommand(data []byte) (Command, error) {
 		cmd, err = decodeBody[PutWebhook](body)
 	case CmdDeleteWebhook:
 		cmd, err = decodeBody[DeleteWebhook](body)
+	case CmdPutSchedule:
+		cmd, err = decodeBody[PutSchedule](body)
+	case CmdSetSchedulePaused:
+		cmd, err = decodeBody[SetSchedulePaused](body)
+	case CmdDeleteSchedule:
+		cmd, err = decodeBody[DeleteSchedule](body)
 	default:
 		return nil, fmt.Errorf("unknown command type %d", uint8(typ))
 	}

@@ -33,6 +33,10 @@ var (
 	// ErrOutcomeUnknown: a raft change was in flight when leadership was
 	// lost or the deadline passed; it may or may not have been applied.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrScheduleExists: PutSchedule names a live schedule.
+	ErrScheduleExists = errors.New("schedule exists")
+	// ErrUnknownSchedule: the command names no live schedule.
+	ErrUnknownSchedule = errors.New("unknown schedule")
 	// ErrTokenExists: PutToken names a token id the catalog holds with
 	// another secret.
 	ErrTokenExists = errors.New("a token with that id exists")
