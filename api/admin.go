@@ -121,6 +121,7 @@ func (s *Server) adminRoutes(g *gin.RouterGroup) {
 	s.handle(g, http.MethodGet, "/admin/raft/peers", needAdmin, s.adminPeers)
 	s.handle(g, http.MethodDelete, "/admin/raft/peers/:peer", needAdmin, s.adminRemovePeer)
 	s.handle(g, http.MethodGet, "/internal/catalog/index", nodeOnly, s.catalogIndex)
+	s.handle(g, http.MethodPost, "/internal/catalog/schedules", nodeOnly, s.applyScheduleOp)
 }
 
 // adminCall runs fn against the node's Admin; a *LeaderError forwards the

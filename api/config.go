@@ -57,6 +57,9 @@ type Config struct {
 	// Webhooks serves the /admin/webhooks routes and the webhook
 	// receivers; nil answers them with 404.
 	Webhooks Webhooks
+	// ScheduleCatalog keeps the schedules' definitions of a cluster (the
+	// raft catalog); nil: the schedules shard keeps them.
+	ScheduleCatalog ScheduleCatalog
 	// NodeKey signs and verifies requests between nodes (derived from the
 	// cluster key, clusterkey.LabelHTTP). Nil: this node neither forwards
 	// with a credential nor accepts node requests (a standalone node).

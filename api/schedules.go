@@ -119,7 +119,7 @@ func (s *Server) scheduleShard(c *gin.Context, body []byte) scheduler {
 		abort(c, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "this node's shards keep no schedules"})
 		return nil
 	}
-	return sch
+	return s.withCatalog(sch)
 }
 
 // scheduleID reads and checks the :schedule path parameter.

@@ -135,6 +135,7 @@ func (n *Node) syncLoop(ctx context.Context, done chan struct{}) {
 		n.syncPools(ctx)
 		n.finishDrains(ctx)
 		n.ensureTokens(ctx)
+		n.syncSchedules(ctx)
 		select {
 		case <-ctx.Done():
 			return

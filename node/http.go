@@ -48,6 +48,9 @@ func (n *Node) serve() error {
 	if n.webhooks != nil {
 		cfg.Webhooks = n.webhooks
 	}
+	if n.admin != nil {
+		cfg.ScheduleCatalog = raftSchedules{n}
+	}
 	n.apiAuth(&cfg)
 	handler, err := api.New(cfg, r)
 	if err != nil {

@@ -58,6 +58,9 @@ type Node struct {
 	gossipRef atomic.Pointer[membership.Membership]
 	peersRef  atomic.Pointer[viewRef]
 	certView  *certView // with TLS: members count once their certificate verified
+	// schedSynced: the schedule definitions syncLoop copied into the
+	// schedules shard (syncLoop's goroutine only).
+	schedSynced map[string]engine.ScheduleDef
 	// adminNudge and shardNudge get a copy of every gossip change each.
 	adminNudge chan struct{}
 	shardNudge chan struct{}
