@@ -153,6 +153,7 @@ var documented = map[string]access{
 	"DELETE /api/harvest/admin/tokens/:token":        needAdmin,
 	"GET /api/harvest/internal/shards/:shard/probe":  nodeOnly,
 	"GET /api/harvest/internal/catalog/index":        nodeOnly,
+	"POST /api/harvest/internal/catalog/schedules":   nodeOnly,
 	"POST /api/harvest/internal/shards/:shard/claim": nodeOnly,
 
 	"GET /api/harvest/admin/webhooks":             needAdmin,
