@@ -60,8 +60,13 @@ func TestSIGHUPReloadsTLS(t *testing.T) {
 		require.Equal(t, first, served(), "nothing changes before the signal")
 		require.NoError(t, d.cmd.Process.Signal(syscall.SIGHUP))
 		waitServed(second, "after SIGHUP")
-		require.Contains(t, d.out.String(), "TLS certificate reloaded")
 		first = second
+		// The log line follows the swap: poll for it.
+		deadline := time.Now().Add(readyTimeout)
+		for !strings.Contains(d.out.String(), "TLS certificate reloaded") {
+			require.True(t, time.Now().Before(deadline), "no log line of the reload:\n%s", d.out.String())
+			time.Sleep(pollInterval)
+		}
 	})
 	t.Run("ABrokenFileKeepsTheCertificate", func(t *testing.T) {
 		require.NoError(t, os.WriteFile(files.CertFile, []byte("not a certificate"), 0o600))
