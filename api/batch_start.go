@@ -108,8 +108,9 @@ func (s *Server) readBatch(c *gin.Context) (*batchBody, error) {
 	return &body, nil
 }
 
-// batchOne serves one item as its own start and returns its answer with
-// its status: {"status": 201, "execution_id": …} or {"status": 4xx,
+// batchOne serves one item as its own start (batch_direct.go when it
+// can, else by emulating the start route) and returns its answer with its
+// status: {"status": 201, "execution_id": …} or {"status": 4xx,
 // "error": …, "code": …}.
 func (s *Server) batchOne(c *gin.Context, keys map[any]any, raw json.RawMessage) json.RawMessage {
 	var item batchItem
@@ -119,6 +120,9 @@ func (s *Server) batchOne(c *gin.Context, keys map[any]any, raw json.RawMessage)
 	}
 	if item.WorkflowName == "" {
 		return itemAnswer(http.StatusBadRequest, errorBody(badRequest(codeInvalidArgument, "workflow_name is empty")))
+	}
+	if answer, ok := s.batchDirect(c, &item, len(raw)); ok {
+		return answer
 	}
 	body, err := json.Marshal(startItemBody(item))
 	if err != nil {

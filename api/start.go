@@ -97,59 +97,81 @@ func (s *Server) start(c *gin.Context) {
 	s.routeStart(c, name, body.WorkflowID, key, raw, start)
 }
 
-// startOn serves a start on the local shard of t: replay, else fresh.
+// startOn serves a start on the local shard of t and answers it.
+func (s *Server) startOn(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) {
+	out, err := s.serveStart(c, t, pl, name, key, body)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.answerStart(c, t.Shard, out.status, out.res, out.answer)
+}
+
+// startOutcome is a start served on a shard: its status and answer.
+type startOutcome struct {
+	status int
+	res    engine.StartResult
+	answer *startAnswer
+}
+
+// serveStart serves a start on the local shard of t: replay, else fresh.
 // A key the shard knows (it claimed it or answered a replay of it), or
 // one placed under a catalog epoch, is probed first: the read-only fast
 // path of replays. Any other key is likely fresh: the start goes straight
 // to the shard's batch, which answers a live claim as a replay all the
 // same, and only a start that fails probes, so that a replay is never
-// refused by a fresh start's checks.
-func (s *Server) startOn(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) {
+// refused by a fresh start's checks. c gives the request's context and
+// the caller's scopes; nothing is written to it (batch items share it).
+func (s *Server) serveStart(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) (startOutcome, error) {
 	probed := false
 	// Callback URLs are checked against DNS, which may hang: a start with
 	// callbacks is probed first so that its replay never waits on them.
 	if key != "" && (pl != nil || len(body.CompletionCallbacks) > 0 || t.Shard.KnownStartKey(name, key)) {
-		if s.replay(c, t.Shard, name, key) {
-			return
+		if out, ok, err := lookupReplay(c, t.Shard, name, key); err != nil || ok {
+			return out, err
 		}
 		probed = true
 	}
-	s.freshStart(c, t, pl, name, key, body, probed)
+	out, err := s.freshStart(c, t, pl, name, key, body)
+	if err != nil && key != "" && !probed {
+		// A failed start is answered by its key's live claim if it has one.
+		if replayed, ok, rerr := lookupReplay(c, t.Shard, name, key); rerr != nil || ok {
+			return replayed, rerr
+		}
+	}
+	return out, err
 }
 
-func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody, probed bool) {
+func (s *Server) freshStart(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) (startOutcome, error) {
 	req, err := s.startRequest(name, key, body)
 	if err != nil {
-		s.failStart(c, t.Shard, name, key, probed, err)
-		return
+		return startOutcome{}, err
 	}
 	req.Placement, req.AllowTerminate = pl, mayTerminate(c)
 	req.Probed = key != "" // probed above, or probed below if the start fails
 	if req.WorkflowID == "" {
 		if req.WorkflowID, err = s.router.MintWorkflowID(name, t.ShardID); err != nil {
-			s.failStart(c, t.Shard, name, key, probed, err)
-			return
+			return startOutcome{}, err
 		}
 	}
 	res, err := t.Shard.StartWorkflow(c.Request.Context(), req)
 	if err != nil {
-		s.failStart(c, t.Shard, name, key, probed, err)
-		return
+		return startOutcome{}, err
 	}
 	status := http.StatusOK
 	if res.StartedFresh {
 		status = http.StatusCreated
 	}
-	s.answerStart(c, t.Shard, status, res, startResponse(res, key != "", body.ConflictPolicy != nil))
+	return startOutcome{status: status, res: res, answer: startResponse(res, key != "", body.ConflictPolicy != nil)}, nil
 }
 
-// failStart answers a start that failed: with the replay of its key's
-// live claim when there is one and the key was not probed yet, else err.
-func (s *Server) failStart(c *gin.Context, shard Shard, name, key string, probed bool, err error) {
-	if key != "" && !probed && s.replay(c, shard, name, key) {
-		return
+// lookupReplay reads the replay of a key's live claim: ok false if none.
+func lookupReplay(c *gin.Context, shard Shard, name, key string) (startOutcome, bool, error) {
+	res, ok, err := shard.LookupStartKey(c.Request.Context(), name, key)
+	if err != nil || !ok {
+		return startOutcome{}, false, err
 	}
-	s.fail(c, err)
+	return startOutcome{status: http.StatusOK, res: res, answer: startResponse(res, true, false)}, true, nil
 }
 
 // replayOrFail handles a start whose body did not decode but carries a
@@ -207,16 +229,15 @@ func (s *Server) replayHere(c *gin.Context, name, key string) bool {
 
 // replay answers 200 from a live claim of the key; false if there is none.
 func (s *Server) replay(c *gin.Context, shard Shard, name, key string) bool {
-	res, ok, err := shard.LookupStartKey(c.Request.Context(), name, key)
+	out, ok, err := lookupReplay(c, shard, name, key)
 	if err != nil {
 		s.fail(c, err)
 		return true
 	}
-	if !ok {
-		return false
+	if ok {
+		s.answerStart(c, shard, out.status, out.res, out.answer)
 	}
-	s.answerStart(c, shard, http.StatusOK, res, startResponse(res, true, false))
-	return true
+	return ok
 }
 
 // startWaitKey holds a start's ?wait= on its gin context.
