@@ -146,27 +146,11 @@ func (e *Engine) FailActivity(ctx context.Context, token string, info harvest.Er
 // closed run is a *TerminalError and an attempt that is no longer current
 // ErrStaleAttempt.
 func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.RawMessage, runErr error) (AsyncAnswer, error) {
-	if err := e.checkOwning(); err != nil {
-		return AsyncAnswer{}, err
-	}
-	id, err := ParseTaskToken(token)
-	if err != nil {
-		return AsyncAnswer{}, err
-	}
 	var (
 		ans AsyncAnswer
 		res attemptOutcome
-		ex  *execRow
-		tok *tokenRow
 	)
-	queue := func(b *pgx.Batch) {
-		queueLockExecution(b, id, &ex)
-		queueLockToken(b, token, id, &tok)
-	}
-	err = e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
-		if tok == nil || ex == nil {
-			return ErrTaskToken
-		}
+	err := e.withTaskToken(ctx, token, func(tx *fencedTx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		switch {
 		case tok.Answer != nil && *tok.Answer == kind:
@@ -239,26 +223,8 @@ func (e *Engine) afterOutcome(res attemptOutcome) {
 // pushes its heartbeat timeout back; CancelRequested says the workflow
 // cancelled the activity (fail it then, or complete it).
 func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (AsyncAnswer, error) {
-	if err := e.checkOwning(); err != nil {
-		return AsyncAnswer{}, err
-	}
-	id, err := ParseTaskToken(token)
-	if err != nil {
-		return AsyncAnswer{}, err
-	}
-	var (
-		ans AsyncAnswer
-		ex  *execRow
-		tok *tokenRow
-	)
-	queue := func(b *pgx.Batch) {
-		queueLockExecution(b, id, &ex)
-		queueLockToken(b, token, id, &tok)
-	}
-	err = e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
-		if tok == nil || ex == nil {
-			return ErrTaskToken
-		}
+	var ans AsyncAnswer
+	err := e.withTaskToken(ctx, token, func(tx *fencedTx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		if IsTerminal(ex.State) {
 			return &TerminalError{ExecutionID: id.String(), State: ex.State}
@@ -285,6 +251,32 @@ func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details js
 		return nil
 	})
 	return ans, err
+}
+
+// withTaskToken runs fn in a fenced transaction with the run and the
+// token record of token locked: an unknown token is ErrTaskToken.
+func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fencedTx, id uuid.UUID, ex *execRow, tok *tokenRow) error) error {
+	if err := e.checkOwning(); err != nil {
+		return err
+	}
+	id, err := ParseTaskToken(token)
+	if err != nil {
+		return err
+	}
+	var (
+		ex  *execRow
+		tok *tokenRow
+	)
+	queue := func(b *pgx.Batch) {
+		queueLockExecution(b, id, &ex)
+		queueLockToken(b, token, id, &tok)
+	}
+	return e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+		if tok == nil || ex == nil {
+			return ErrTaskToken
+		}
+		return fn(tx, id, ex, tok)
+	})
 }
 
 func queueLockToken(b *pgx.Batch, token string, id uuid.UUID, tok **tokenRow) {
