@@ -9,6 +9,9 @@
 # script installs Debian's chromium when root and it is missing. Without
 # it they fail, unless HARVEST_BROWSER=0 opts out (they then skip, saying so).
 #
+# examples/polyglot's test runs a Python activity server: the script
+# installs Debian's python3 when root and it is missing.
+#
 # Before the tests it runs go vet, harvest-vet (workflow determinism, over
 # demo/), staticcheck and go mod tidy -diff; then
 # the same checks and the tests of every example app under examples/.
@@ -29,6 +32,9 @@ fi
 # shellcheck source=lib/ensure-chromium.sh
 source scripts/lib/ensure-chromium.sh
 ensure_chromium
+# shellcheck source=lib/ensure-python.sh
+source scripts/lib/ensure-python.sh
+ensure_python
 
 go vet ./...
 # Workflow code must be deterministic: harvest-vet (package workflowcheck)
