@@ -83,8 +83,12 @@ func TestPythonActivities(t *testing.T) {
 		// Scored once although asked twice: the 503 after the effect made
 		// Harvest retry with the same key, and the retry got the stored answer.
 		require.Equal(t, 1, led.Effects["score"][scoreKey], "effects of %s", scoreKey)
-		require.Equal(t, []string{"1", "2"}, led.Attempts["score"][scoreKey], "attempts of %s", scoreKey)
-		require.Equal(t, 2, attempts[loan.ScoreName], "the score completed on its second attempt")
+		// (A third attempt is possible only if the second timed out on a
+		// loaded machine; the key is the same on all of them.)
+		seen := led.Attempts["score"][scoreKey]
+		require.GreaterOrEqual(t, len(seen), 2, "attempts of %s", scoreKey)
+		require.Equal(t, []string{"1", "2"}, seen[:2], "attempts of %s", scoreKey)
+		require.Equal(t, len(seen), attempts[loan.ScoreName], "the score completed on its last attempt")
 		var score loan.Score
 		require.NoError(t, json.Unmarshal(led.Answers["score"][scoreKey], &score))
 		require.Equal(t, app.Applicant, score.Applicant)

@@ -109,6 +109,14 @@ def decide(score, amount_cents):
     return "referred"
 
 
+def json_or_text(raw):
+    """raw decoded as JSON, or as text when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
 def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -175,15 +183,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, {"error": "want an integer score and amount_cents"})
             return
 
-        def effect(seq):
-            return {"review_id": "review-%d" % seq, "decision": decide(score, amount_cents), "reviewer": "python"}
-
-        # A repeat of the key (a later attempt, after Harvest timed the first
-        # one out) reviews nothing again: it completes its own attempt, with
-        # its own token, with the stored decision.
-        answer, _ = self.server.ledger.once("review", key, attempt, effect)
+        # "I will finish later": the review runs on a thread of its own, and
+        # Harvest keeps the attempt open until the token completes it.
         self.send_json(202, {"status": "accepted"})
-        threading.Thread(target=self.server.complete, args=(token, key, attempt, answer), daemon=True).start()
+        threading.Thread(target=self.server.review_later, args=(token, key, attempt, score, amount_cents),
+                         daemon=True).start()
 
     # --- plumbing --------------------------------------------------------
 
@@ -213,6 +217,18 @@ class ScoringServer(ThreadingHTTPServer):
         self.harvest_url = harvest_url.rstrip("/")
         self.lose_first_answer = lose_first_answer
 
+    def review_later(self, token, key, attempt, score, amount_cents):
+        """Reviews an application, then completes the attempt with the
+        decision. A repeat of the key (a later attempt, after Harvest timed
+        out an earlier one) reviews nothing again: it completes its own
+        attempt, with its own token, with the stored decision."""
+
+        def effect(seq):
+            return {"review_id": "review-%d" % seq, "decision": decide(score, amount_cents), "reviewer": "python"}
+
+        decision, _ = self.ledger.once("review", key, attempt, effect)
+        self.complete(token, key, attempt, decision)
+
     def complete(self, token, key, attempt, output, tries=8):
         """Completes an async attempt with output, retrying transient failures
         with a doubling pause. A repeat of the same completion is harmless:
@@ -229,7 +245,7 @@ class ScoringServer(ThreadingHTTPServer):
                 with urllib.request.urlopen(request, timeout=10) as response:
                     status, answer = response.status, json.load(response)
             except urllib.error.HTTPError as e:
-                status, answer = e.code, e.read().decode("utf-8", "replace")
+                status, answer = e.code, json_or_text(e.read())
             except (urllib.error.URLError, OSError) as e:
                 status, answer = 0, str(e)
             retryable = status == 0 or status in RETRYABLE_STATUSES  # 0: no answer at all
