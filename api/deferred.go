@@ -78,10 +78,20 @@ func deferRequest(name string, b *startBody) (engine.DeferRequest, error) {
 	return req, err
 }
 
+// policyShape is the 400 of a policy object that did not decode: what it
+// must be, and what was wrong with it.
+func policyShape(want string, err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		want += " (" + ae.msg + ")"
+	}
+	return badRequest(codeInvalidArgument, want)
+}
+
 func throttlePolicy(raw json.RawMessage) (*engine.Throttle, error) {
 	var t throttleBody
 	if err := decodeObject(raw, &t); err != nil {
-		return nil, badRequest(codeInvalidArgument, "throttle must be an object {key, rate, per, max_backlog}")
+		return nil, policyShape("throttle must be an object {key, rate, per, max_backlog}", err)
 	}
 	per, err := parseDuration("throttle.per", t.Per)
 	if err != nil {
@@ -93,7 +103,7 @@ func throttlePolicy(raw json.RawMessage) (*engine.Throttle, error) {
 func debouncePolicy(raw json.RawMessage) (*engine.Debounce, error) {
 	var d debounceBody
 	if err := decodeObject(raw, &d); err != nil {
-		return nil, badRequest(codeInvalidArgument, "debounce must be an object {key, window, max_wait}")
+		return nil, policyShape("debounce must be an object {key, window, max_wait}", err)
 	}
 	window, err := parseDuration("debounce.window", d.Window)
 	if err != nil {

@@ -112,6 +112,9 @@ func TestDeferredAPI(t *testing.T) {
 				requireError(t, start(t, tc.body, tc.headers...), tc.status, tc.code)
 			})
 		}
+		huge := start(t, `{"throttle": {"key": "k", "rate": 1, "per": "1s", "max_backlog": 99999999999999999999}}`)
+		requireError(t, huge, http.StatusBadRequest, codeInvalidArgument)
+		require.Contains(t, huge.Body["error"], `"max_backlog"`, "the refusal names the field")
 		requireError(t, b.do(t, http.MethodPost, "/workflows/nope/start", map[string]any{"batch_key": "k"}), http.StatusNotFound, codeUnknownWorkflow)
 		requireError(t, b.do(t, http.MethodPost, "/workflows/block/start?wait=1s", map[string]any{"batch_key": "k"}), http.StatusBadRequest, codeInvalidArgument)
 		requireError(t, b.do(t, http.MethodGet, "/deferred/not-a-uuid", nil), http.StatusBadRequest, codeInvalidArgument)
