@@ -226,10 +226,6 @@ func (s *Server) describeDeferred(c *gin.Context) {
 		return
 	}
 	item, err := d.GetDeferred(c.Request.Context(), id)
-	if errors.Is(err, engine.ErrNotFound) {
-		abort(c, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "deferred start not found"})
-		return
-	}
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -118,7 +118,9 @@ func TestDeferredAPI(t *testing.T) {
 		requireError(t, b.do(t, http.MethodPost, "/workflows/nope/start", map[string]any{"batch_key": "k"}), http.StatusNotFound, codeUnknownWorkflow)
 		requireError(t, b.do(t, http.MethodPost, "/workflows/block/start?wait=1s", map[string]any{"batch_key": "k"}), http.StatusBadRequest, codeInvalidArgument)
 		requireError(t, b.do(t, http.MethodGet, "/deferred/not-a-uuid", nil), http.StatusBadRequest, codeInvalidArgument)
-		requireError(t, b.do(t, http.MethodGet, "/deferred/00030000-0000-4000-8000-000000000000", nil), http.StatusNotFound, codeNotFound)
+		missing := b.do(t, http.MethodGet, "/deferred/00030000-0000-4000-8000-000000000000", nil)
+		requireError(t, missing, http.StatusNotFound, codeNotFound)
+		require.Equal(t, `deferred item "00030000-0000-4000-8000-000000000000" not found`, missing.Body["error"])
 	})
 	t.Run("a committed keyed replay with a policy stays 200", func(t *testing.T) {
 		first := start(t, map[string]any{"input": "x"}, "Idempotency-Key", "replay-1")

@@ -82,6 +82,7 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		callback *engine.CallbackError
 		gate     *engine.GateError
 		moved    *engine.MovedError
+		notFound *engine.NotFoundError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -121,6 +122,8 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 		return badRequest(codeInvalidArgument, err.Error())
 	case errors.Is(err, engine.ErrUnknownWorkflow):
 		return &apiError{status: http.StatusNotFound, code: codeUnknownWorkflow, msg: err.Error()}
+	case errors.As(err, &notFound):
+		return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: notFound.Error()}
 	case errors.Is(err, engine.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "execution not found"}
 	case errors.Is(err, engine.ErrTerminateNotAllowed):

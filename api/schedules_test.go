@@ -166,7 +166,14 @@ func TestSchedulesAPI(t *testing.T) {
 			})
 		}
 		requireError(t, b.do(t, http.MethodGet, "/schedules/bad:id", nil), http.StatusBadRequest, codeInvalidArgument)
-		requireError(t, b.do(t, http.MethodPost, "/schedules/missing/trigger", nil), http.StatusNotFound, codeNotFound)
+		for _, r := range []struct{ method, path string }{
+			{http.MethodGet, "/schedules/missing"}, {http.MethodDelete, "/schedules/missing"},
+			{http.MethodPost, "/schedules/missing/pause"}, {http.MethodPost, "/schedules/missing/trigger"},
+		} {
+			missing := b.do(t, r.method, r.path, nil)
+			requireError(t, missing, http.StatusNotFound, codeNotFound)
+			require.Equal(t, `schedule "missing" not found`, missing.Body["error"], "%s %s", r.method, r.path)
+		}
 		require.Len(t, b.do(t, http.MethodGet, "/schedules", nil).Body["schedules"], 3, "no bad request created one")
 	})
 }

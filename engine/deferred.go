@@ -388,7 +388,7 @@ func jsonArg(raw json.RawMessage) any {
 func (e *Engine) GetDeferred(ctx context.Context, id uuid.UUID) (Deferred, error) {
 	d, err := scanDeferred(e.pool.QueryRow(ctx, `SELECT `+deferredColumns+` FROM harvest_deferred WHERE deferred_id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return d, fmt.Errorf("deferred %s: %w", id, ErrNotFound)
+		return d, &NotFoundError{What: "deferred item", ID: id.String()}
 	}
 	if err != nil {
 		return d, fmt.Errorf("read deferred %s: %w", id, translate(err))

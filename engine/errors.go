@@ -48,6 +48,18 @@ var (
 	ErrScheduleExists = errors.New("schedule exists")
 )
 
+// NotFoundError names what was not found (a schedule, a deferred item);
+// it is ErrNotFound.
+type NotFoundError struct {
+	What string // "schedule", "deferred item"
+	ID   string
+}
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("%s %q not found", e.What, e.ID) }
+
+// Is makes a NotFoundError ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
 // OwnershipLostError reports that another node took the shard lease: the
 // write was not committed. Owner and Epoch are the lease's current holder.
 type OwnershipLostError struct {

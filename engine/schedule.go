@@ -227,7 +227,7 @@ func (e *Engine) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 	s, err := scanSchedule(e.pool.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM harvest_schedules
 		 WHERE schedule_id = $1 AND deleted_at IS NULL`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, fmt.Errorf("schedule %q: %w", id, ErrNotFound)
+		return s, &NotFoundError{What: "schedule", ID: id}
 	}
 	if err != nil {
 		return s, fmt.Errorf("read schedule %s: %w", id, err)
@@ -316,7 +316,7 @@ func (e *Engine) changeSchedule(ctx context.Context, id, sql string, args ...any
 		return fmt.Errorf("change schedule %s: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("schedule %q: %w", id, ErrNotFound)
+		return &NotFoundError{What: "schedule", ID: id}
 	}
 	return nil
 }

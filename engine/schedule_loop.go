@@ -316,7 +316,7 @@ func (e *Engine) TriggerSchedule(ctx context.Context, id, key string) (fire Sche
 	err = e.withTx(ctx, func(tx *fencedTx) error {
 		s, ok, err := lockSchedule(ctx, tx, id)
 		if err != nil || !ok {
-			return cmpErr(err, fmt.Errorf("schedule %q: %w", id, ErrNotFound))
+			return cmpErr(err, &NotFoundError{What: "schedule", ID: id})
 		}
 		if key != "" {
 			// Under the schedule's lock: a concurrent same-key trigger
@@ -363,7 +363,7 @@ func (e *Engine) triggeredFire(ctx context.Context, q querier, id, key string) (
 	var generation int64
 	err := q.QueryRow(ctx, `SELECT generation FROM harvest_schedules WHERE schedule_id = $1 AND deleted_at IS NULL`, id).Scan(&generation)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ScheduleFire{}, false, fmt.Errorf("schedule %q: %w", id, ErrNotFound)
+		return ScheduleFire{}, false, &NotFoundError{What: "schedule", ID: id}
 	}
 	if err != nil {
 		return ScheduleFire{}, false, fmt.Errorf("read schedule %s: %w", id, err)

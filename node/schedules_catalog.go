@@ -53,7 +53,7 @@ func (r raftSchedules) ApplyLocal(ctx context.Context, op api.ScheduleOp) (engin
 	case errors.Is(err, admin.ErrScheduleExists):
 		return engine.ScheduleDef{}, fmt.Errorf("schedule %q: %w", op.ID, engine.ErrScheduleExists)
 	case errors.Is(err, admin.ErrUnknownSchedule):
-		return engine.ScheduleDef{}, fmt.Errorf("schedule %q: %w", op.ID, engine.ErrNotFound)
+		return engine.ScheduleDef{}, &engine.NotFoundError{What: "schedule", ID: op.ID}
 	case errors.Is(err, admin.ErrOutcomeUnknown):
 		return engine.ScheduleDef{}, fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
 	case err != nil:
@@ -113,7 +113,7 @@ func leaderAnswer(op api.ScheduleOp, status int, raw []byte) (engine.ScheduleDef
 	case http.StatusConflict:
 		return engine.ScheduleDef{}, fmt.Errorf("schedule %q: %w", op.ID, engine.ErrScheduleExists)
 	case http.StatusNotFound:
-		return engine.ScheduleDef{}, fmt.Errorf("schedule %q: %w", op.ID, engine.ErrNotFound)
+		return engine.ScheduleDef{}, &engine.NotFoundError{What: "schedule", ID: op.ID}
 	case http.StatusBadRequest:
 		return engine.ScheduleDef{}, fmt.Errorf("the leader refused the schedule change (%s): %w", bytes.TrimSpace(raw), engine.ErrInvalidArgument)
 	}
