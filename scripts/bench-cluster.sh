@@ -7,6 +7,8 @@
 #   one      every request to n1, which forwards what it does not own
 #   spread   round-robin over n1, n2, n3 (each forwards what it does not own)
 #   routing  n1 with harvestctl bench --routing: each keyed start straight to its shard's owner
+#   idle     every request to the node that owns no shard: every start is forwarded once
+#            (idle against routing, where none is, is the latency a forward adds)
 # Every run: WARM seconds of warm-up (default 5), then DURATION (10s) at CONC clients (32); it
 # prints the summary and the CPU per operation of each harvestd, of PostgreSQL (every process
 # under it) and of harvestctl. ROUNDS defaults to 2. The cluster lives in a temporary state
@@ -20,7 +22,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#modes[@]} -gt 0 ]] || modes=(one spread routing)
 for m in "${modes[@]}"; do
-  [[ $m == one || $m == spread || $m == routing ]] || { echo "bench-cluster: unknown mode $m" >&2; exit 2; }
+  [[ $m =~ ^(one|spread|routing|idle)$ ]] || { echo "bench-cluster: unknown mode $m" >&2; exit 2; }
 done
 [[ ${#extra[@]} -gt 0 ]] || extra=(--activities 0)
 rounds=${ROUNDS:-2} warm=${WARM:-5} conc=${CONC:-32} duration=${DURATION:-10s}
@@ -61,10 +63,22 @@ cpu_ticks() {
 pids=("$(cat "$state/n1.pid")" "$(cat "$state/n2.pid")" "$(cat "$state/n3.pid")" "$(head -n 1 "$PG_DIR/data/postmaster.pid")")
 ticks() { for pid in "${pids[@]}"; do printf '%s ' "$(cpu_ticks "$pid")"; done; }
 
+# member i's own shards, from its GET /cluster/members: "0 1", or "" for none
+shards_of() {
+  curl -sf ${HARVEST_CA_CERT:+--cacert "$HARVEST_CA_CERT"} -H "Authorization: Bearer $HARVEST_TOKEN" \
+    "$(url "$1")/api/harvest/cluster/members" |
+    python3 -c 'import json, sys; print(" ".join(str(s) for m in json.load(sys.stdin)["members"] if m["self"] for s in m["shards"] or []))'
+}
+# the first node whose own shards match the pattern
+node_with() {
+  for i in 0 1 2; do [[ $(shards_of "$i") =~ $1 ]] && { echo "$i"; return; }; done
+  echo "bench-cluster: no node owns shards matching $1" >&2; exit 1
+}
 addrs() {
   case $1 in
   one | routing) echo "--addr $(url 0)" ;;
   spread) echo "--addr $(url 0) --addr $(url 1) --addr $(url 2)" ;;
+  idle) echo "--addr $(url "$(node_with '^$')")" ;;
   esac
 }
 run() {
