@@ -7,6 +7,7 @@ import (
 
 	"github.com/harvestd/harvest/auth"
 
+	"github.com/harvestd/harvest/httpactivity"
 	"github.com/harvestd/harvest/ring"
 	"github.com/harvestd/harvest/webhook"
 )
@@ -139,6 +140,9 @@ type Catalog struct {
 	// Schedules are the schedules' definitions by id, deleted ones as
 	// markers (see ScheduleDef).
 	Schedules map[string]ScheduleDef `json:"schedules,omitempty"`
+	// HTTPActivities are the HTTP activities registered at run time, by
+	// name, with their header values: redact them before showing one.
+	HTTPActivities map[string]httpactivity.Config `json:"http_activities,omitempty"`
 	// Index is the raft log index of the last applied command.
 	Index uint64 `json:"index"`
 }
@@ -200,6 +204,7 @@ func (c Catalog) Clone() Catalog {
 	out.Tokens = maps.Clone(c.Tokens)
 	out.Webhooks = maps.Clone(c.Webhooks)
 	out.Schedules = maps.Clone(c.Schedules)
+	out.HTTPActivities = cloneActivities(c.HTTPActivities)
 	if c.Epochs != nil {
 		out.Epochs = make([]Epoch, len(c.Epochs))
 		for i, e := range c.Epochs {
@@ -260,6 +265,18 @@ func (c *Catalog) prune(at time.Time) {
 	if drop > 0 {
 		c.Epochs = slices.Delete(c.Epochs, 0, drop)
 	}
+}
+
+// cloneActivities deep-copies the activities (their headers are maps).
+func cloneActivities(in map[string]httpactivity.Config) map[string]httpactivity.Config {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]httpactivity.Config, len(in))
+	for name, a := range in {
+		out[name] = a.Clone()
+	}
+	return out
 }
 
 func samePlacement(a, b ring.Catalog) bool {

@@ -39,6 +39,10 @@ const (
 	CmdSetSchedulePaused
 	// CmdDeleteSchedule deletes a schedule (DeleteSchedule).
 	CmdDeleteSchedule
+	// CmdPutHTTPActivity registers an HTTP activity (PutHTTPActivity).
+	CmdPutHTTPActivity
+	// CmdDeleteHTTPActivity deletes an HTTP activity (DeleteHTTPActivity).
+	CmdDeleteHTTPActivity
 )
 
 func (t CommandType) String() string {
@@ -65,6 +69,10 @@ func (t CommandType) String() string {
 		return "set_schedule_paused"
 	case CmdDeleteSchedule:
 		return "delete_schedule"
+	case CmdPutHTTPActivity:
+		return "put_http_activity"
+	case CmdDeleteHTTPActivity:
+		return "delete_http_activity"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -283,6 +291,10 @@ func decodeCommand(data []byte) (Command, error) {
 		cmd, err = decodeBody[SetSchedulePaused](body)
 	case CmdDeleteSchedule:
 		cmd, err = decodeBody[DeleteSchedule](body)
+	case CmdPutHTTPActivity:
+		cmd, err = decodeBody[PutHTTPActivity](body)
+	case CmdDeleteHTTPActivity:
+		cmd, err = decodeBody[DeleteHTTPActivity](body)
 	default:
 		return nil, fmt.Errorf("unknown command type %d", uint8(typ))
 	}
