@@ -1,0 +1,1 @@
+DROP TABLE harvest_http_activities;
