@@ -96,7 +96,18 @@ type ActivityOptions struct {
 	Retry *RetryPolicy
 	// Queue names the task queue.
 	Queue string
+
+	// registrationRetry: the call left the retry policy to the
+	// registration of an HTTP activity registered at run time
+	// (RemoteActivity.Execute without a Retry).
+	registrationRetry bool
 }
+
+// RegistrationRetry reports whether the retry policy is left to the
+// registration of an HTTP activity registered at run time: set by
+// RemoteActivity.Execute when neither its defaults nor the call's options
+// carry a Retry. Engines read it when they run an attempt.
+func (o ActivityOptions) RegistrationRetry() bool { return o.registrationRetry }
 
 // WithDefaults returns the options with zero fields filled in.
 func (o ActivityOptions) WithDefaults() ActivityOptions {
@@ -163,6 +174,7 @@ type optionsWire struct {
 	HeartbeatTimeoutMS int64      `json:"heartbeat_timeout_ms,omitempty"`
 	Retry              *retryWire `json:"retry,omitempty"`
 	Queue              string     `json:"queue,omitempty"`
+	RegistrationRetry  bool       `json:"registration_retry,omitempty"`
 }
 
 // MarshalJSON encodes durations as integer milliseconds.
@@ -172,6 +184,7 @@ func (o ActivityOptions) MarshalJSON() ([]byte, error) {
 		ScheduleToCloseMS:  o.ScheduleToClose.Milliseconds(),
 		HeartbeatTimeoutMS: o.HeartbeatTimeout.Milliseconds(),
 		Queue:              o.Queue,
+		RegistrationRetry:  o.registrationRetry,
 	}
 	if o.Retry != nil {
 		w.Retry = &retryWire{
@@ -191,7 +204,7 @@ func (o ActivityOptions) MarshalJSON() ([]byte, error) {
 func (o ActivityOptions) Stored() ActivityOptions {
 	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
 	out := ActivityOptions{StartToClose: ms(o.StartToClose), ScheduleToClose: ms(o.ScheduleToClose),
-		HeartbeatTimeout: ms(o.HeartbeatTimeout), Queue: o.Queue}
+		HeartbeatTimeout: ms(o.HeartbeatTimeout), Queue: o.Queue, registrationRetry: o.registrationRetry}
 	if r := o.Retry; r != nil {
 		out.Retry = &RetryPolicy{MaxAttempts: r.MaxAttempts, InitialInterval: ms(r.InitialInterval),
 			BackoffCoefficient: r.BackoffCoefficient, MaxInterval: ms(r.MaxInterval),
@@ -211,6 +224,8 @@ func (o *ActivityOptions) UnmarshalJSON(b []byte) error {
 		ScheduleToClose:  time.Duration(w.ScheduleToCloseMS) * time.Millisecond,
 		HeartbeatTimeout: time.Duration(w.HeartbeatTimeoutMS) * time.Millisecond,
 		Queue:            w.Queue,
+
+		registrationRetry: w.RegistrationRetry,
 	}
 	if w.Retry != nil {
 		o.Retry = &RetryPolicy{

@@ -103,13 +103,28 @@ func (r *Registry) WorkflowNames() []string {
 	return names
 }
 
-// RunActivity runs one attempt of a registered activity on raw JSON input.
+// HasActivity reports whether an activity is registered under name.
+func (r *Registry) HasActivity(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.activities[name]
+	return ok
+}
+
+// ErrorTypeActivityNotRegistered is the type of the non-retryable
+// ApplicationError an attempt fails with when no activity of its name is
+// registered: neither in Go (Register) nor, on an engine that has them,
+// among the HTTP activities registered at run time.
+const ErrorTypeActivityNotRegistered = "activity_not_registered"
+
+// RunActivity runs one attempt of a registered activity on raw JSON
+// input; an unknown name fails it for good (ErrorTypeActivityNotRegistered).
 func (r *Registry) RunActivity(ctx *ActivityContext, name string, input json.RawMessage) (json.RawMessage, error) {
 	r.mu.RLock()
 	def, ok := r.activities[name]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, NewNonRetryableError("unknown_activity", fmt.Sprintf("%v: %q", ErrUnknownActivity, name))
+		return nil, NewNonRetryableError(ErrorTypeActivityNotRegistered, fmt.Sprintf("%v: %q", ErrUnknownActivity, name))
 	}
 	return def.run(ctx, input)
 }

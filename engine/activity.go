@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/httpactivity"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -237,6 +238,7 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 	defer free()
 	log := e.log.With().Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).
 		Str("activity", t.Name).Int("attempt", t.Attempt).Logger()
+	t, remote := e.httpActivity(t)
 	policy := t.Options.WithDefaults().Retry
 	switch {
 	case t.CloseDeadline != nil && !t.ClaimedAt.Before(*t.CloseDeadline):
@@ -260,7 +262,7 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 	info.Deadline, _ = actx.Deadline()
 	ac := harvest.NewActivityContext(actx, info, hb, log).WithOutbound(e.actHTTP).
 		WithTaskToken(func(ctx context.Context) (string, error) { return e.mintTaskToken(ctx, t) })
-	out, err := e.callActivity(ac, t)
+	out, err := e.callActivity(ac, t, remote)
 	minted := ac.TokenMinted()
 	free()
 	if ctx.Err() != nil {
@@ -304,12 +306,17 @@ func (e *Engine) leaveOpen(ctx context.Context, t claimedTask, actx context.Cont
 	return nil // marked, or answered already by the token's holder
 }
 
-func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask) (out json.RawMessage, err error) {
+// callActivity runs the attempt: remote's POST when set (an HTTP activity
+// registered at run time), else the ActivityRunner's.
+func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask, remote *httpactivity.Config) (out json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("activity panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
+	if remote != nil {
+		return callHTTPActivity(actx, remote, t.Input)
+	}
 	return e.cfg.Activities.RunActivity(actx, t.Name, t.Input)
 }
 

@@ -123,6 +123,10 @@ type Config struct {
 	// Activities runs activity attempts (default: the engine's registry).
 	// A test kit wraps it to replace activities with fakes.
 	Activities ActivityRunner
+	// HTTPActivities finds the HTTP activities registered at run time
+	// (http_activities.go); nil: none, every activity is the
+	// ActivityRunner's.
+	HTTPActivities ActivityResolver
 
 	// Outbound performs the keyed starts, signals, cancels and
 	// terminates of the outbox (child workflows, signals to other

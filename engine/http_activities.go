@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"encoding/json"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/httpactivity"
+)
+
+// HTTP activities registered at run time (harvest.RemoteActivity): an
+// attempt of an activity the engine's registry lacks runs the
+// registration its resolver holds under the name, if any. The
+// registration is read when the attempt runs, never during replay: its
+// timeout lowers the attempt's start-to-close, and its retry policy
+// replaces the call's default one when the call left it to the
+// registration (ActivityOptions.RegistrationRetry). A name registered
+// nowhere goes to the ActivityRunner as before, which fails it for good
+// (harvest.ErrorTypeActivityNotRegistered) unless a fake serves it.
+
+// ActivityResolver finds the HTTP activities registered at run time: a
+// cluster's raft catalog, a dev node's shard database.
+type ActivityResolver interface {
+	HTTPActivity(name string) (httpactivity.Config, bool)
+}
+
+// httpActivity is the registration attempt t runs (nil: the registry's,
+// or the ActivityRunner's), and t with the registration's timeout and
+// retry policy applied.
+func (e *Engine) httpActivity(t claimedTask) (claimedTask, *httpactivity.Config) {
+	if e.cfg.HTTPActivities == nil || (e.reg != nil && e.reg.HasActivity(t.Name)) {
+		return t, nil
+	}
+	reg, ok := e.cfg.HTTPActivities.HTTPActivity(t.Name)
+	if !ok {
+		return t, nil
+	}
+	opts := t.Options.WithDefaults()
+	if reg.Timeout > 0 && reg.Timeout < opts.StartToClose {
+		t.Options.StartToClose = reg.Timeout
+	}
+	if reg.Retry != nil && t.Options.RegistrationRetry() {
+		p := retryPolicy(*reg.Retry)
+		t.Options.Retry = &p
+	}
+	return t, &reg
+}
+
+// retryPolicy is a registration's retry policy as the engine applies it.
+func retryPolicy(r httpactivity.Retry) harvest.RetryPolicy {
+	return harvest.RetryPolicy{MaxAttempts: r.MaxAttempts, InitialInterval: r.InitialInterval,
+		BackoffCoefficient: r.BackoffCoefficient, MaxInterval: r.MaxInterval,
+		NonRetryableErrors: r.NonRetryableErrors}.WithDefaults()
+}
+
+// callHTTPActivity runs one attempt of a registration.
+func callHTTPActivity(actx *harvest.ActivityContext, reg *httpactivity.Config, input json.RawMessage) (json.RawMessage, error) {
+	return harvest.CallHTTPActivity(actx, reg.URL, reg.Headers, input)
+}
