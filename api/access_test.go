@@ -74,7 +74,7 @@ func (b *authBundle) as(t *testing.T, cred, method, path string, body any, heade
 func concrete(route string) string {
 	r := strings.NewReplacer(":id/start", "noop_chain/start", ":id/signal-with-start", "noop_chain/signal-with-start",
 		":id", "0003e886-0000-4000-8000-000000000001", ":signal", "go", ":shard", "3", ":gate", "g1",
-		":peer", "p1", ":schedule", "nightly", ":token", "0123456789abcdef", ":webhook", "hook1")
+		":peer", "p1", ":schedule", "nightly", ":token", "0123456789abcdef", ":webhook", "hook1", ":activity", "act1")
 	return r.Replace(route)
 }
 
@@ -156,13 +156,16 @@ var documented = map[string]access{
 	"POST /api/harvest/internal/catalog/schedules":   nodeOnly,
 	"POST /api/harvest/internal/shards/:shard/claim": nodeOnly,
 
-	"GET /api/harvest/admin/webhooks":             needAdmin,
-	"POST /api/harvest/admin/webhooks":            needAdmin,
-	"DELETE /api/harvest/admin/webhooks/:webhook": needAdmin,
-	"POST /api/harvest/webhooks/:webhook":         capability,
-	"POST /api/harvest/activities/complete":       capability,
-	"POST /api/harvest/activities/fail":           capability,
-	"POST /api/harvest/activities/heartbeat":      capability,
+	"GET /api/harvest/admin/webhooks":                needAdmin,
+	"POST /api/harvest/admin/webhooks":               needAdmin,
+	"DELETE /api/harvest/admin/webhooks/:webhook":    needAdmin,
+	"GET /api/harvest/admin/activities":              needAdmin,
+	"POST /api/harvest/admin/activities":             needAdmin,
+	"DELETE /api/harvest/admin/activities/:activity": needAdmin,
+	"POST /api/harvest/webhooks/:webhook":            capability,
+	"POST /api/harvest/activities/complete":          capability,
+	"POST /api/harvest/activities/fail":              capability,
+	"POST /api/harvest/activities/heartbeat":         capability,
 }
 
 func TestRouteAccess(t *testing.T) {

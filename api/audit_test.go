@@ -126,17 +126,18 @@ func (b *authBundle) requireNoSecret(t *testing.T, logs *logBuffer, extra ...str
 // auditTargets is the target each admin route's audit line names when
 // sent to its concrete path.
 var auditTargets = map[string]string{
-	"POST /api/harvest/workflows/:id/terminate":     "id=0003e886-0000-4000-8000-000000000001",
-	"GET /api/harvest/admin/shards/:shard":          "shard=3",
-	"POST /api/harvest/admin/shards/:shard/drain":   "shard=3",
-	"POST /api/harvest/admin/shards/:shard/undrain": "shard=3",
-	"DELETE /api/harvest/admin/raft/peers/:peer":    "peer=p1",
-	"DELETE /api/harvest/admin/gates/:gate":         "gate=g1",
-	"DELETE /api/harvest/admin/tokens/:token":       "token=0123456789abcdef",
-	"DELETE /api/harvest/admin/webhooks/:webhook":   "webhook=hook1",
-	"DELETE /api/harvest/schedules/:schedule":       "schedule=nightly",
-	"POST /api/harvest/schedules/:schedule/pause":   "schedule=nightly",
-	"POST /api/harvest/schedules/:schedule/resume":  "schedule=nightly",
+	"POST /api/harvest/workflows/:id/terminate":      "id=0003e886-0000-4000-8000-000000000001",
+	"GET /api/harvest/admin/shards/:shard":           "shard=3",
+	"POST /api/harvest/admin/shards/:shard/drain":    "shard=3",
+	"POST /api/harvest/admin/shards/:shard/undrain":  "shard=3",
+	"DELETE /api/harvest/admin/raft/peers/:peer":     "peer=p1",
+	"DELETE /api/harvest/admin/gates/:gate":          "gate=g1",
+	"DELETE /api/harvest/admin/tokens/:token":        "token=0123456789abcdef",
+	"DELETE /api/harvest/admin/webhooks/:webhook":    "webhook=hook1",
+	"DELETE /api/harvest/admin/activities/:activity": "activity=act1",
+	"DELETE /api/harvest/schedules/:schedule":        "schedule=nightly",
+	"POST /api/harvest/schedules/:schedule/pause":    "schedule=nightly",
+	"POST /api/harvest/schedules/:schedule/resume":   "schedule=nightly",
 }
 
 func TestAuditTrail(t *testing.T) {

@@ -57,6 +57,17 @@ type Config struct {
 	// Webhooks serves the /admin/webhooks routes and the webhook
 	// receivers; nil answers them with 404.
 	Webhooks Webhooks
+	// HTTPActivities serves the /admin/activities routes (HTTP activities
+	// registered at run time); nil answers them with 404.
+	HTTPActivities HTTPActivities
+	// OutboundURLs checks an HTTP activity's URL before it is registered:
+	// the engines' outbound address rules (engine.CallbackPolicy); nil:
+	// the rules without an allow list.
+	OutboundURLs URLChecker
+	// ActivityNames are the activities registered in Go on this node
+	// (its *harvest.Registry): an HTTP activity may not take one of their
+	// names. Nil: no such check.
+	ActivityNames ActivityNames
 	// ScheduleCatalog keeps the schedules' definitions of a cluster (the
 	// raft catalog); nil: the schedules shard keeps them.
 	ScheduleCatalog ScheduleCatalog

@@ -81,6 +81,7 @@ func (s *Server) routes() {
 	s.deferredRoutes(g)
 	s.tokenRoutes(g)
 	s.webhookRoutes(g)
+	s.httpActivityRoutes(g)
 	s.activityRoutes(g)
 	s.uiRoutes(top, g)
 	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)
