@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/engine"
 )
 
 // HTTP server timeouts. There is no write timeout: the result long-poll
@@ -47,6 +48,11 @@ func (n *Node) serve() error {
 	}
 	if n.webhooks != nil {
 		cfg.Webhooks = n.webhooks
+	}
+	if n.activities != nil {
+		cfg.HTTPActivities = n.activities
+		cfg.OutboundURLs = engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs}
+		cfg.ActivityNames = n.reg
 	}
 	if n.admin != nil {
 		cfg.ScheduleCatalog = raftSchedules{n}

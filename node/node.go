@@ -45,6 +45,9 @@ type Node struct {
 	tokens  tokenBackend // nil with authentication off
 	// webhooks keeps the webhook receivers; nil on static shards with gossip.
 	webhooks api.Webhooks
+	// activities keeps the HTTP activities registered at run time; nil on
+	// static shards with gossip.
+	activities httpActivities
 	// indexEnd stops, and indexOut reports the end of, the loop that
 	// learns the raft leader's catalog index (tokens on a raft catalog).
 	indexEnd context.CancelFunc
@@ -151,6 +154,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startWebhooks(ctx); err != nil {
 		return err
 	}
+	if err := n.startHTTPActivities(ctx); err != nil {
+		return err
+	}
 	if err := n.joinCluster(ctx); err != nil {
 		return err
 	}
@@ -248,6 +254,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			StateCacheBytes:   n.cfg.StateCacheBytes,
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
 			Outbound:          n.engineOutbound(),
+			HTTPActivities:    n.engineActivities(),
 		},
 		Window: n.engineWindow(),
 		Logger: n.root,
