@@ -47,6 +47,17 @@ func (a *RemoteActivity[In, Out]) Name() string { return a.name }
 // Execute schedules the activity from workflow code and returns its
 // future.
 func (a *RemoteActivity[In, Out]) Execute(ctx Context, in In, opts ...ActivityOptions) Future[Out] {
+	o := a.options(opts)
+	raw, err := encodeValue(in)
+	if err != nil {
+		return Future[Out]{f: resolvedFuture(nil, fmt.Errorf("encode input of activity %s: %w", a.name, err))}
+	}
+	return Future[Out]{f: startIn(ctx, EventActivityCancelRequested, func() *future { return ctx.state().scheduleActivity(a.name, raw, o) })}
+}
+
+// options are the call's options: the defaults, then opts, with the
+// retry policy left to the registration when neither has one.
+func (a *RemoteActivity[In, Out]) options(opts []ActivityOptions) ActivityOptions {
 	o := a.opts
 	for _, extra := range opts {
 		o = o.merge(extra)
@@ -54,11 +65,7 @@ func (a *RemoteActivity[In, Out]) Execute(ctx Context, in In, opts ...ActivityOp
 	registrationRetry := o.Retry == nil
 	o = o.WithDefaults()
 	o.registrationRetry = registrationRetry
-	raw, err := encodeValue(in)
-	if err != nil {
-		return Future[Out]{f: resolvedFuture(nil, fmt.Errorf("encode input of activity %s: %w", a.name, err))}
-	}
-	return Future[Out]{f: startIn(ctx, EventActivityCancelRequested, func() *future { return ctx.state().scheduleActivity(a.name, raw, o) })}
+	return o
 }
 
 // CallHTTPActivity makes one attempt of an HTTP activity registered at
