@@ -75,3 +75,34 @@ func TestClusterHTTPActivities(t *testing.T) {
 		})
 	}
 }
+
+// TestDevNodeHTTPActivities: a node without gossip keeps its HTTP
+// activities in its shard database: a registration survives a restart,
+// and a run calls it.
+func TestDevNodeHTTPActivities(t *testing.T) {
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"ok": true}`))
+	}))
+	t.Cleanup(down.Close)
+	b := setup(t)
+	b.cfg.CallbackAllowCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	b.cfg.PollInterval = 20 * time.Millisecond
+	charge := harvest.NewRemoteActivity[map[string]any, json.RawMessage]("charge")
+	require.NoError(t, b.reg.Register(harvest.NewWorkflow("remote_charge", func(ctx harvest.Context, in map[string]any) (json.RawMessage, error) {
+		return charge.Execute(ctx, in).Get(ctx)
+	})))
+
+	first := b.start(t, b.cfg)
+	r := call(t, first, "POST", "/admin/activities", map[string]any{"name": "charge", "url": down.URL})
+	require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
+	require.NoError(t, first.Stop(ctxT(t)))
+
+	n := b.start(t, b.cfg)
+	list := call(t, n, "GET", "/admin/activities", nil)
+	require.Len(t, list.Body["activities"], 1, "the registration outlived the restart")
+	s := call(t, n, "POST", "/workflows/remote_charge/start", map[string]any{"input": map[string]any{}})
+	require.Equal(t, http.StatusCreated, s.Status, "%v", s.Body)
+	res := call(t, n, "GET", fmt.Sprintf("/workflows/%v/result?wait=20s", s.Body["execution_id"]), nil)
+	require.Equal(t, "COMPLETED", res.Body["state"], "%v", res.Body)
+	require.Equal(t, map[string]any{"ok": true}, res.Body["output"])
+}
