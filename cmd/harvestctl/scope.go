@@ -54,6 +54,9 @@ var commandScopes = map[string]client.TokenScope{
 	"webhook create":             client.ScopeAdmin,
 	"webhook list":               client.ScopeAdmin,
 	"webhook delete":             client.ScopeAdmin,
+	"activity register":          client.ScopeAdmin,
+	"activity list":              client.ScopeAdmin,
+	"activity delete":            client.ScopeAdmin,
 	"certs create":               "", // local files: no request, no token
 	"bench":                      client.ScopeWrite,
 }
