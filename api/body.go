@@ -35,9 +35,20 @@ func (s *Server) bodyDeadline(c *gin.Context) {
 // readBody reads the whole body under the size limit and the read
 // deadline, which it lifts once the body is read (net/http lifts it too
 // when the body hits EOF): the answer may be held (?wait=) longer.
+// A request of the node's own outbox or of another node is held to
+// maxNodeBodyBytes instead: a client's body met the limit where it came
+// in, and what the engine sends itself may be larger (a deferred batch's
+// fire carries every input it collected).
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+	if fromNode(c) {
+		return s.readBodyLimit(c, max(s.cfg.MaxBodyBytes, maxNodeBodyBytes))
+	}
 	return s.readBodyLimit(c, s.cfg.MaxBodyBytes)
 }
+
+// maxNodeBodyBytes bounds the body of a node's request: about the
+// largest value PostgreSQL's jsonb stores.
+const maxNodeBodyBytes = 256 << 20
 
 // readBodyLimit is readBody with its own size limit.
 func (s *Server) readBodyLimit(c *gin.Context, limit int64) ([]byte, error) {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func (b *testBundle) waitDeferred(t *testing.T, id string) map[string]any {
 			require.Equal(t, "hv:deferred:"+id, x["idempotency_key"])
 			return x
 		}
-		require.Contains(t, []any{"pending", "firing"}, r.Body["state"])
+		require.Contains(t, []any{"pending", "firing"}, r.Body["state"], "%s", r.Raw)
 		require.True(t, time.Now().Before(deadline), "deferred %s never started: %s", id, r.Raw)
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -58,6 +59,19 @@ func TestDeferredAPI(t *testing.T) {
 			require.Equal(t, id, r.Body["deferred_id"], "the second start joins the batch")
 		}
 		require.JSONEq(t, `["a", "b"]`, inputJSON(t, b.waitDeferred(t, id)))
+	})
+	t.Run("a batch whose inputs together pass the body limit still starts", func(t *testing.T) {
+		// Each start is well inside the limit (64 KiB here); the batch's
+		// list of them is not, and its fire is the node's own request.
+		big := strings.Repeat("x", 40<<10)
+		var id string
+		for range 2 {
+			r := start(t, map[string]any{"input": big, "batch_key": "big", "batch_max_size": 2})
+			require.Equal(t, http.StatusAccepted, r.Status, "body %s", r.Raw)
+			id = r.Body["deferred_id"].(string)
+		}
+		x := b.waitDeferred(t, id)
+		require.JSONEq(t, `["`+big+`", "`+big+`"]`, inputJSON(t, x))
 	})
 	t.Run("debounce starts the last input after the window", func(t *testing.T) {
 		p := map[string]any{"key": "user-1", "window": "300ms"}
