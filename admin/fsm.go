@@ -55,11 +55,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("admin fsm: log index %d: %v", l.Index, err))
 	}
 	f.mu.Lock()
+	f.state.Index = l.Index // a command's apply sees its own index
 	resp := cmd.check()
 	if resp == nil {
 		resp = cmd.apply(&f.state)
 	}
-	f.state.Index = l.Index
 	pub := f.state.Clone()
 	f.mu.Unlock()
 	f.publish(&pub)

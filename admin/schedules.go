@@ -19,8 +19,12 @@ type ScheduleDef struct {
 	Paused     bool            `json:"paused"`
 	Generation int64           `json:"generation"`
 	Deleted    bool            `json:"deleted,omitempty"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
+	// Revision is the raft index of the definition's last change: a
+	// shard's copy never goes back to an older revision (a replica may
+	// lag behind the leader's answer). Zero before it was kept.
+	Revision  uint64    `json:"revision,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // PutSchedule creates a schedule (the next generation of one deleted
@@ -91,7 +95,7 @@ func (p PutSchedule) apply(c *Catalog) error {
 	}
 	at := p.At.UTC()
 	c.Schedules[p.ID] = ScheduleDef{ID: p.ID, Spec: p.Spec, Paused: p.Paused, Generation: old.Generation + 1,
-		CreatedAt: at, UpdatedAt: at}
+		Revision: c.Index, CreatedAt: at, UpdatedAt: at}
 	return nil
 }
 
@@ -100,7 +104,7 @@ func (s SetSchedulePaused) apply(c *Catalog) error {
 	if err != nil {
 		return err
 	}
-	d.Paused, d.UpdatedAt = s.Paused, s.At.UTC()
+	d.Paused, d.UpdatedAt, d.Revision = s.Paused, s.At.UTC(), c.Index
 	c.Schedules[s.ID] = d
 	return nil
 }
@@ -110,7 +114,7 @@ func (d DeleteSchedule) apply(c *Catalog) error {
 	if err != nil {
 		return err
 	}
-	def.Deleted, def.Paused, def.Spec, def.UpdatedAt = true, false, nil, d.At.UTC()
+	def.Deleted, def.Paused, def.Spec, def.UpdatedAt, def.Revision = true, false, nil, d.At.UTC(), c.Index
 	c.Schedules[d.ID] = def
 	return nil
 }

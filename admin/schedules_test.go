@@ -51,6 +51,18 @@ func TestScheduleCommands(t *testing.T) {
 		require.Equal(t, int64(2), d.Generation, "a new generation: new fire keys")
 		require.False(t, d.Deleted)
 	})
+	t.Run("EveryChangeIsANewerRevision", func(t *testing.T) {
+		// A shard's copy compares revisions so that a lagging replica
+		// never undoes a newer change.
+		f, b := setup(t)
+		put := f.catalog().Schedules["nightly"].Revision
+		require.Equal(t, f.catalog().Index, put, "the raft index of the put")
+		b.mustApply(t, f, SetSchedulePaused{ID: "nightly", Paused: true, At: at(1)})
+		paused := f.catalog().Schedules["nightly"].Revision
+		require.Greater(t, paused, put)
+		b.mustApply(t, f, DeleteSchedule{ID: "nightly", At: at(2)})
+		require.Greater(t, f.catalog().Schedules["nightly"].Revision, paused)
+	})
 	t.Run("Invalid", func(t *testing.T) {
 		f, b := setup(t)
 		// Admin.Apply checks a command before it proposes it.

@@ -181,14 +181,17 @@ type ScheduleDefView struct {
 	Paused     bool            `json:"paused"`
 	Generation int64           `json:"generation"`
 	Deleted    bool            `json:"deleted"`
+	Revision   uint64          `json:"revision,omitempty"`
 }
 
 // ScheduleDefJSON is d on the wire.
 func ScheduleDefJSON(d engine.ScheduleDef) ScheduleDefView {
-	return ScheduleDefView{ID: d.ID, Spec: d.Spec, Paused: d.Paused, Generation: d.Generation, Deleted: d.Deleted}
+	return ScheduleDefView{ID: d.ID, Spec: d.Spec, Paused: d.Paused, Generation: d.Generation, Deleted: d.Deleted,
+		Revision: d.Revision}
 }
 
 // Def is v as the engine takes it.
 func (v ScheduleDefView) Def() engine.ScheduleDef {
-	return engine.ScheduleDef{ID: v.ID, Spec: v.Spec, Paused: v.Paused, Generation: v.Generation, Deleted: v.Deleted}
+	return engine.ScheduleDef{ID: v.ID, Spec: v.Spec, Paused: v.Paused, Generation: v.Generation, Deleted: v.Deleted,
+		Revision: v.Revision}
 }

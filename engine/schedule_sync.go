@@ -3,10 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
+	"time"
 )
 
 // Schedules whose definitions live elsewhere (a cluster's raft catalog):
@@ -25,6 +23,10 @@ type ScheduleDef struct {
 	Paused     bool
 	Generation int64
 	Deleted    bool
+	// Revision is the catalog's version of the definition (the raft index
+	// of its last change): a copy never goes back to an older one. Zero:
+	// unversioned (copied as it is).
+	Revision uint64
 }
 
 // NormalizeSchedule checks spec for this engine's registry and fills its
@@ -57,41 +59,55 @@ func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) 
 	}
 	now := e.now()
 	var n int
+	var changed bool
 	err = e.withTx(ctx, func(tx *fencedTx) error {
-		return tx.QueryRow(ctx, `
+		err := tx.QueryRow(ctx, `
 			WITH up AS (
-			  INSERT INTO harvest_schedules (schedule_id, generation, spec, paused, cursor_at, next_at)
-			  VALUES ($1, $2, $3, $4, $5, $6)
+			  INSERT INTO harvest_schedules (schedule_id, generation, spec, paused, cursor_at, next_at, catalog_revision)
+			  VALUES ($1, $2, $3, $4, $5, $6, $7)
 			  ON CONFLICT (schedule_id) DO UPDATE
 			     SET generation = EXCLUDED.generation, spec = EXCLUDED.spec, paused = EXCLUDED.paused,
 			         cursor_at = EXCLUDED.cursor_at, next_at = EXCLUDED.next_at, created_at = now(), updated_at = now(),
-			         deleted_at = NULL
+			         deleted_at = NULL, catalog_revision = EXCLUDED.catalog_revision
 			   WHERE harvest_schedules.generation < EXCLUDED.generation
 			  RETURNING 1)
-			SELECT count(*) FROM up`, d.ID, d.Generation, raw, d.Paused, now, e.nextDue(d.ID, d.Generation, spec, clock, now)).Scan(&n)
+			SELECT count(*) FROM up`, d.ID, d.Generation, raw, d.Paused, now, e.nextDue(d.ID, d.Generation, spec, clock, now),
+			int64(d.Revision)).Scan(&n)
+		if err != nil || n > 0 {
+			return err
+		}
+		changed, err = syncPaused(ctx, tx, d, now)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("sync schedule %s: %w", d.ID, err)
 	}
-	if n > 0 {
+	if n > 0 || changed && !d.Paused {
 		e.nudge(e.schWake)
-		return true, nil
 	}
-	return e.syncPaused(ctx, d)
+	return n > 0 || changed, nil
 }
 
-// syncPaused pauses or resumes the copy of d's generation when it differs.
-func (e *Engine) syncPaused(ctx context.Context, d ScheduleDef) (bool, error) {
-	var paused bool
-	err := e.pool.QueryRow(ctx, `SELECT paused FROM harvest_schedules
-		 WHERE schedule_id = $1 AND generation = $2 AND deleted_at IS NULL`, d.ID, d.Generation).Scan(&paused)
-	if err != nil || paused == d.Paused {
-		return false, ignoreNoRows(err)
+// syncPaused pauses or resumes the copy of d's generation when it differs
+// and d is not older than the copy (an unversioned d is never older). A
+// resume starts from now, as ResumeSchedule does.
+func syncPaused(ctx context.Context, tx *fencedTx, d ScheduleDef, now time.Time) (bool, error) {
+	var changed bool
+	err := tx.QueryRow(ctx, `
+		WITH old AS (SELECT paused FROM harvest_schedules
+		              WHERE schedule_id = $1 AND generation = $2 AND deleted_at IS NULL
+		                AND ($4 = 0 OR catalog_revision < $4) FOR UPDATE),
+		     up AS (UPDATE harvest_schedules s SET paused = $3, catalog_revision = greatest(s.catalog_revision, $4),
+		                   updated_at = CASE WHEN old.paused <> $3 THEN now() ELSE s.updated_at END,
+		                   cursor_at = CASE WHEN old.paused AND NOT $3 THEN greatest(s.cursor_at, $5) ELSE s.cursor_at END,
+		                   next_at = CASE WHEN old.paused AND NOT $3 THEN $5 ELSE s.next_at END
+		              FROM old WHERE s.schedule_id = $1
+		            RETURNING old.paused <> $3 AS changed)
+		SELECT coalesce(bool_or(changed), false) FROM up`, d.ID, d.Generation, d.Paused, int64(d.Revision), now).Scan(&changed)
+	if err != nil {
+		return false, fmt.Errorf("paused: %w", err)
 	}
-	if d.Paused {
-		return true, e.PauseSchedule(ctx, d.ID)
-	}
-	return true, e.ResumeSchedule(ctx, d.ID)
+	return changed, nil
 }
 
 // syncDeleted deletes the copy of d's generation (or an older one).
@@ -108,12 +124,4 @@ func (e *Engine) syncDeleted(ctx context.Context, d ScheduleDef) (bool, error) {
 		return false, fmt.Errorf("sync deleted schedule %s: %w", d.ID, err)
 	}
 	return n > 0, nil
-}
-
-// ignoreNoRows is err, nil for no row.
-func ignoreNoRows(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	return err
 }

@@ -61,6 +61,30 @@ func TestSyncSchedule(t *testing.T) {
 		require.Equal(t, ScheduleFireKey("cat", 2, sb.minute(2)), fires[0].Key, "its own fire keys")
 		require.Equal(t, 1, runsPerKey(t, sb.pool)[fires[0].Key])
 	})
+	t.Run("AnOlderReplicaDoesNotUndoAPause", func(t *testing.T) {
+		// The owner of the schedules shard paused it through the leader
+		// (catalog revision 7) and copied that; its own replica still
+		// holds revision 5 (not paused) until it applies the entry, and
+		// every read, trigger and sync loop tick copies the replica.
+		t.Parallel()
+		sb := setupSchedules(t)
+		at := func(rev uint64, paused bool) ScheduleDef {
+			d := def(1, paused, false)
+			d.Revision = rev
+			return d
+		}
+		require.True(t, sync(t, sb, at(5, false)), "created")
+		require.True(t, sync(t, sb, at(7, true)), "paused")
+		require.False(t, sync(t, sb, at(5, false)), "an older revision changes nothing")
+		got, err := sb.e.GetSchedule(ctxT(t), "cat")
+		require.NoError(t, err)
+		require.True(t, got.Paused, "still paused")
+		require.True(t, sync(t, sb, at(9, false)), "a newer resume")
+		require.False(t, sync(t, sb, at(7, true)), "the older pause changes nothing")
+		got, err = sb.e.GetSchedule(ctxT(t), "cat")
+		require.NoError(t, err)
+		require.False(t, got.Paused, "still resumed")
+	})
 	t.Run("AnInvalidSpecIsRefused", func(t *testing.T) {
 		t.Parallel()
 		sb := setupSchedules(t)

@@ -130,7 +130,8 @@ func (r raftSchedules) Schedules() []engine.ScheduleDef {
 }
 
 func engineDef(d admin.ScheduleDef) engine.ScheduleDef {
-	return engine.ScheduleDef{ID: d.ID, Spec: d.Spec, Paused: d.Paused, Generation: d.Generation, Deleted: d.Deleted}
+	return engine.ScheduleDef{ID: d.ID, Spec: d.Spec, Paused: d.Paused, Generation: d.Generation, Deleted: d.Deleted,
+		Revision: d.Revision}
 }
 
 // syncSchedules copies the catalog's schedule definitions into the
@@ -164,5 +165,6 @@ func (n *Node) syncSchedules(ctx context.Context) {
 }
 
 func sameDef(a, b engine.ScheduleDef) bool {
-	return a.Generation == b.Generation && a.Paused == b.Paused && a.Deleted == b.Deleted && bytes.Equal(a.Spec, b.Spec)
+	return a.Generation == b.Generation && a.Paused == b.Paused && a.Deleted == b.Deleted && a.Revision == b.Revision &&
+		bytes.Equal(a.Spec, b.Spec)
 }

@@ -1,0 +1,1 @@
+ALTER TABLE harvest_schedules DROP COLUMN catalog_revision;
