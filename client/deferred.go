@@ -103,8 +103,10 @@ func (c *Client) StartDeferred(ctx context.Context, name string, req DeferredSta
 		return nil, err
 	}
 	var out Deferred
+	// once: a node whose forward to the key's shard failed answers 503
+	// also when the owner recorded the start.
 	rep, err := c.do(ctx, call{method: http.MethodPost, path: "/workflows/" + seg(name) + "/start", body: enc,
-		route: byKey(name, "", key)}, &out)
+		route: byKey(name, "", key), once: true}, &out)
 	if err != nil {
 		return nil, err
 	}

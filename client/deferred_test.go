@@ -71,3 +71,35 @@ func TestServerDeferred(t *testing.T) {
 		require.ErrorIs(t, err, client.ErrInvalid)
 	})
 }
+
+// TestDeferredRetries: a deferred start takes no key, so one that may
+// have reached a node is not resent: a node whose forward to the shard's
+// owner failed answers 503 also when the owner recorded the start (a
+// second batch entry, a second throttled start). A shed request did no
+// work and is resent.
+func TestDeferredRetries(t *testing.T) {
+	t.Parallel()
+	fast := client.WithRetryPolicy(client.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	item := answer{status: http.StatusAccepted, body: `{"deferred_id":"0003e55d-7b8b-43d8-a500-3e0495338084","state":"pending","starts":1}`}
+	req := client.DeferredStartRequest{Input: 1, Batch: &client.Batch{Key: "orders"}}
+
+	t.Run("a 503 or 502 is not resent", func(t *testing.T) {
+		t.Parallel()
+		for _, lost := range []answer{unavailable, {status: http.StatusBadGateway, body: "bad gateway"}} {
+			s := script(t, lost, item)
+			_, err := client.New(s.srv.URL, fast).StartDeferred(ctxT(t), "order", req)
+			require.Error(t, err, "%d", lost.status)
+			reqs, _ := s.received()
+			require.Len(t, reqs, 1, "%d: sent once", lost.status)
+		}
+	})
+	t.Run("a shed start is resent", func(t *testing.T) {
+		t.Parallel()
+		s := script(t, answer{status: http.StatusTooManyRequests, body: `{"error":"slow down","code":"rate_limited"}`}, item)
+		d, err := client.New(s.srv.URL, fast).StartDeferred(ctxT(t), "order", req)
+		require.NoError(t, err)
+		require.Equal(t, 1, d.Starts)
+		reqs, _ := s.received()
+		require.Len(t, reqs, 2)
+	})
+}
