@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -76,6 +77,7 @@ type ActivityContext struct {
 	logger    zerolog.Logger
 	outbound  OutboundHTTP // set by the engine (WithOutbound); HTTP activities need it
 	mint      TokenFunc    // set by the engine (WithTaskToken)
+	tokenMu   sync.Mutex   // guards token: goroutines of the activity may ask at once
 	token     string       // minted once per attempt
 }
 
@@ -95,6 +97,8 @@ func (c *ActivityContext) WithTaskToken(mint TokenFunc) *ActivityContext {
 // POST /api/harvest/activities/complete|fail|heartbeat (header
 // Harvest-Task-Token) for this attempt only: keep it out of URLs and logs.
 func (c *ActivityContext) TaskToken() (string, error) {
+	c.tokenMu.Lock()
+	defer c.tokenMu.Unlock()
 	if c.token != "" {
 		return c.token, nil
 	}
@@ -111,7 +115,11 @@ func (c *ActivityContext) TaskToken() (string, error) {
 
 // TokenMinted reports whether TaskToken minted a token (engines check it
 // when an activity returns ErrResultPending).
-func (c *ActivityContext) TokenMinted() bool { return c.token != "" }
+func (c *ActivityContext) TokenMinted() bool {
+	c.tokenMu.Lock()
+	defer c.tokenMu.Unlock()
+	return c.token != ""
+}
 
 // NewActivityContext builds an activity context; engines (and unit tests of
 // activity functions) call it. A nil heartbeat function accepts heartbeats
