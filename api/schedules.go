@@ -133,8 +133,11 @@ func scheduleID(c *gin.Context) (string, error) {
 
 // failSchedule answers a schedule operation's error.
 func (s *Server) failSchedule(c *gin.Context, err error) {
-	if errors.Is(err, engine.ErrScheduleExists) {
+	switch {
+	case errors.Is(err, engine.ErrScheduleExists):
 		err = &apiError{status: http.StatusConflict, code: codeConflict, msg: err.Error()}
+	case errors.Is(err, ErrOutcomeUnknown): // the catalog change through the raft leader
+		err = s.adminError(err)
 	}
 	s.fail(c, err)
 }

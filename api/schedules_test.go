@@ -1,12 +1,17 @@
 package api
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/engine"
 )
 
 // waitFire polls a schedule's describe until its newest fire is no
@@ -176,4 +181,46 @@ func TestSchedulesAPI(t *testing.T) {
 		}
 		require.Len(t, b.do(t, http.MethodGet, "/schedules", nil).Body["schedules"], 3, "no bad request created one")
 	})
+}
+
+// lostCatalog is a schedule catalog whose every change may or may not
+// have been made (the leader's answer was lost).
+type lostCatalog struct{}
+
+func (lostCatalog) Apply(context.Context, ScheduleOp) (engine.ScheduleDef, error) {
+	return engine.ScheduleDef{}, fmt.Errorf("%w: ask the raft leader: connection reset", ErrOutcomeUnknown)
+}
+
+func (c lostCatalog) ApplyLocal(ctx context.Context, op ScheduleOp) (engine.ScheduleDef, error) {
+	return c.Apply(ctx, op)
+}
+
+func (lostCatalog) Schedules() []engine.ScheduleDef { return nil }
+
+// TestScheduleCatalogOutcomeUnknown: a change whose catalog outcome is
+// unknown is a 503 saying so (retry after reading), not a 500.
+func TestScheduleCatalogOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv, err := New(Config{MaxBodyBytes: 64 << 10, Gates: b.engine, NodeKey: testNodeKey, ScheduleCatalog: lostCatalog{}},
+		SingleShard(b.engine))
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	b.url = ts.URL + BasePath
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+	}{
+		{"create", http.MethodPost, "/schedules", map[string]any{"schedule_id": "lost", "workflow_name": "block", "interval": "1h"}},
+		{"pause", http.MethodPost, "/schedules/lost/pause", nil},
+		{"resume", http.MethodPost, "/schedules/lost/resume", nil},
+		{"delete", http.MethodDelete, "/schedules/lost", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := b.do(t, tc.method, tc.path, tc.body)
+			requireError(t, r, http.StatusServiceUnavailable, codeUnavailable)
+			require.Contains(t, r.Body["error"], "outcome unknown")
+		})
+	}
 }
