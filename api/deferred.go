@@ -66,13 +66,13 @@ func deferRequest(name string, b *startBody) (engine.DeferRequest, error) {
 	}
 	req := engine.DeferRequest{WorkflowName: name, WorkflowID: b.WorkflowID, Input: b.Input}
 	var err error
-	if b.Throttle != nil {
+	if given(b.Throttle) {
 		req.Throttle, err = throttlePolicy(b.Throttle)
 	}
-	if err == nil && b.Debounce != nil {
+	if err == nil && given(b.Debounce) {
 		req.Debounce, err = debouncePolicy(b.Debounce)
 	}
-	if err == nil && (b.BatchKey != nil || b.BatchMaxSize != nil || b.BatchMaxWait != nil) {
+	if err == nil && (given(b.BatchKey) || given(b.BatchMaxSize) || given(b.BatchMaxWait)) {
 		req.Batch, err = batchPolicy(b)
 	}
 	return req, err

@@ -136,6 +136,12 @@ func TestDeferredAPI(t *testing.T) {
 		requireError(t, missing, http.StatusNotFound, codeNotFound)
 		require.Equal(t, `deferred item "00030000-0000-4000-8000-000000000000" not found`, missing.Body["error"])
 	})
+	t.Run("null policies are absent: an immediate start", func(t *testing.T) {
+		// As "delay": null is: clients that send every field send null.
+		r := start(t, `{"input": 1, "throttle": null, "debounce": null, "batch_key": null, "batch_max_size": null, "batch_max_wait": null}`)
+		require.Equal(t, http.StatusCreated, r.Status, "body %s", r.Raw)
+		require.NotEmpty(t, r.Body["execution_id"])
+	})
 	t.Run("a committed keyed replay with a policy stays 200", func(t *testing.T) {
 		first := start(t, map[string]any{"input": "x"}, "Idempotency-Key", "replay-1")
 		require.Equal(t, http.StatusCreated, first.Status, "body %s", first.Raw)

@@ -38,8 +38,11 @@ type startBody struct {
 }
 
 func (b *startBody) deferred() bool {
-	return b.Throttle != nil || b.Debounce != nil || b.BatchKey != nil || b.BatchMaxSize != nil || b.BatchMaxWait != nil
+	return given(b.Throttle) || given(b.Debounce) || given(b.BatchKey) || given(b.BatchMaxSize) || given(b.BatchMaxWait)
 }
+
+// given reports whether a field was sent with a value: null is absent.
+func given(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 // start handles POST /workflows/{name}/start. A committed keyed replay is
 // answered before any check a fresh start runs (see docs/http-api.md).
