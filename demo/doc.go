@@ -12,4 +12,6 @@
 //     workflows) and returns the sum of their results.
 //   - approver: approves an order run by sending it "approved" from
 //     workflow code (harvest.SignalExternal).
+//   - tally: counts the items of its input, a JSON list (what a batch
+//     start's run gets), in one activity.
 package demo

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -93,6 +94,8 @@ type Demo struct {
 	// an order from workflow code.
 	ParentChain *harvest.Workflow[ParentChainInput, int]
 	Approver    *harvest.Workflow[ApproverInput, string]
+	// Tally counts a batch start's collected inputs (tally.go).
+	Tally *harvest.Workflow[[]json.RawMessage, int]
 }
 
 // New binds the demo definitions to svc.
@@ -128,6 +131,7 @@ func New(svc *Services) *Demo {
 	d.Counter = harvest.NewWorkflow(CounterName, d.counter).WithInputSchema(counterSchema).WithSignals(Add)
 	d.ParentChain = harvest.NewWorkflow(ParentChainName, d.parentChain)
 	d.Approver = harvest.NewWorkflow(ApproverName, d.approver)
+	d.Tally = harvest.NewWorkflow(TallyName, d.tally)
 	return d
 }
 
@@ -191,7 +195,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
 	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
-		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver}
+		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally}
 }
 
 // Register adds the demo definitions to reg.
