@@ -232,7 +232,8 @@ func runInside(t *testing.T) {
 	hist := NewHistory(hf)
 	client := NewClient(Nodes(cl), secrets.Token, hist).WithTLS(cl.TLS.clientConfig())
 	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08, CounterShare: 0.12,
-		ParentShare: 0.04, ApproverShare: 0.03, Schedules: 4, ScheduleEvery: 25 * time.Second, ScheduleLife: 45 * time.Second}
+		ParentShare: 0.04, ApproverShare: 0.03, Schedules: 4, ScheduleEvery: 25 * time.Second, ScheduleLife: 45 * time.Second,
+		DebounceKeys: 3, BatchKeys: 3, ThrottleKeys: 1}
 	nem := &Nemesis{Cluster: cl, PG: pg, Client: client, Logf: logf, Hold: prof.hold, Settle: prof.settle,
 		AddShard: 2, NewShard: newShard}
 
@@ -268,6 +269,10 @@ func runInside(t *testing.T) {
 	redone, left := wl.Redeliver(rctx, 2*time.Minute)
 	rcancel()
 	logf("re-delivered %d parked chains (%d still unanswered or refused)", redone, left)
+	// Every deferred item fires within its policy's wait of the heal (a
+	// throttle key's backlog at its rate): wait until none is pending.
+	pending, took := WaitDeferred(ctx, client, 2*time.Minute)
+	logf("deferred items pending or firing: %d, %s after the re-delivery", pending, took.Round(100*time.Millisecond))
 	bugs := wl.Bugs()
 	for _, b := range bugs {
 		notes = append(notes, "WORKLOAD BUG (not sent): "+b)
@@ -283,7 +288,7 @@ func runInside(t *testing.T) {
 	}
 	ops := hist.Ops()
 	vs := Check(ops, st)
-	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st))
+	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st), DeferredStats(ops, st))
 
 	rep := &Report{Profile: prof.name, Seed: seed, Nodes: nodes, Duration: loadDur, Total: time.Since(began), Ops: ops,
 		Faults: nem.Faults, Violations: vs, Executions: st.Executions(), Redelivered: redone, StillParked: left,

@@ -42,7 +42,8 @@ const (
 // AllChecks lists the checks in report order.
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
-	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap}
+	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
+	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -71,13 +72,17 @@ type DBState struct {
 	extTerminal map[string]int64 // ExternalSignalFailed execution_terminal events per execution
 	outbox      map[uint16]int64
 	fires       []*fireRow // the schedules' recorded fires (checker_schedule.go)
+	// The deferred items, and the inputs of the runs of a deferred key
+	// (checker_deferred.go).
+	deferred  []*deferredRow
+	runInputs map[string]string
 }
 
 // ReadDB reads every shard database.
 func ReadDB(ctx context.Context, dsns map[uint16]string) (*DBState, error) {
 	st := &DBState{execs: map[string]*execRow{}, signals: map[[2]string]int64{}, acts: map[[2]string][2]int64{},
 		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}, cancels: map[string]*cancelRow{},
-		childInits: map[string]int64{}, extTerminal: map[string]int64{}, outbox: map[uint16]int64{}}
+		childInits: map[string]int64{}, extTerminal: map[string]int64{}, outbox: map[uint16]int64{}, runInputs: map[string]string{}}
 	for shard, dsn := range dsns {
 		if err := st.readShard(ctx, shard, dsn); err != nil {
 			return nil, fmt.Errorf("shard %d: %w", shard, err)
@@ -169,6 +174,9 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 	if err := st.readFires(ctx, shard, conn); err != nil {
 		return err
 	}
+	if err := st.readDeferred(ctx, shard, conn); err != nil {
+		return err
+	}
 	return st.readCancels(ctx, conn)
 }
 
@@ -219,6 +227,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 			}
 		case strings.HasPrefix(x.ik, schedKeyPrefix):
 			// A schedule's fire: checkSchedules counts them.
+		case strings.HasPrefix(x.ik, deferredKeyPrefix):
+			// A deferred item's fire: checkDeferred counts them.
 		case x.ik != "":
 			k := [2]string{x.name, x.ik}
 			byKey[k] = append(byKey[k], x.id)
@@ -264,12 +274,12 @@ func Check(ops []*Op, st *DBState) []Violation {
 		if op.Chain != "" {
 			req = op.Kind + " " + op.Workflow + " " + op.Key + " chain " + op.Chain
 		}
-		if op.Kind == KindCancel || isScheduleOp(op) {
-			// checkCancels and checkSchedules check what the answers
-			// did; here only whether one came.
+		if op.Kind == KindCancel || isScheduleOp(op) || isDeferredOp(op) {
+			// checkCancels, checkSchedules and checkDeferred check what
+			// the answers did; here only whether one came.
 			if op.Answered() || op.Status/100 == 4 && op.Status != 429 {
 				answeredIDs[req] = true
-				if isScheduleOp(op) && !op.Answered() {
+				if (isScheduleOp(op) || isDeferredOp(op)) && !op.Answered() {
 					add(CheckRefusal, "op %d %s %q answered %d: %s", op.ID, op.Kind, op.Key, op.Status, op.Err)
 				}
 			} else {
@@ -343,6 +353,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	checkChains(ops, st, add)
 	checkFamily(ops, st, add)
 	checkSchedules(ops, st, add)
+	checkDeferred(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).

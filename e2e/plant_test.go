@@ -113,6 +113,10 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 		want = append(want, CheckScheduleOnce)
 		plants = append(plants, plant{shard, func(c *pgx.Conn) error { return plantScheduleDup(ctx, c, shard) }})
 	}
+	if batch := answeredBatch(ops); batch != nil {
+		want = append(want, CheckDeferredOnce, CheckDeferredInput)
+		plants = append(plants, plant{shardOf(batch.DeferredID), func(c *pgx.Conn) error { return plantDeferredFaults(ctx, c, dsns, batch) }})
+	}
 	for _, p := range plants {
 		conn, err := pgx.Connect(ctx, dsns[p.shard])
 		if err != nil {
@@ -182,6 +186,51 @@ func plantScheduleDup(ctx context.Context, conn *pgx.Conn, shard uint16) error {
 		return fmt.Errorf("find a schedule's run: %w", err)
 	}
 	return plantExecution(ctx, conn, newExecID(shard), name, wfID, key, "COMPLETED")
+}
+
+// answeredBatch is a batch start answered at its first attempt (its
+// input is in its item for sure).
+func answeredBatch(ops []*Op) *Op {
+	for _, op := range ops {
+		if op.OK && op.Kind == KindBatch && len(op.Attempts) == 1 {
+			return op
+		}
+	}
+	return nil
+}
+
+// plantDeferredFaults plants a second run of the key of op's item (in the
+// shard of the item's run), as a fire performed twice without its key
+// would leave it, and drops op's input from the item and its run, as a
+// lost batch input would leave them. conn is the item's shard.
+func plantDeferredFaults(ctx context.Context, conn *pgx.Conn, dsns map[uint16]string, op *Op) error {
+	var run string
+	if err := conn.QueryRow(ctx, `
+		UPDATE harvest_deferred SET starts = starts - 1,
+		       input = coalesce((SELECT jsonb_agg(e ORDER BY o) FROM jsonb_array_elements(input) WITH ORDINALITY AS t(e, o)
+		                          WHERE e->>'token' <> $2), '[]'::jsonb)
+		 WHERE deferred_id = $1 RETURNING coalesce(execution_id::text, '')`, op.DeferredID, deferredToken(op.ID, 0)).Scan(&run); err != nil {
+		return fmt.Errorf("drop a batch input: %w", err)
+	}
+	if run == "" {
+		return fmt.Errorf("batch item %s records no run", op.DeferredID)
+	}
+	rc, err := pgx.Connect(ctx, dsns[shardOf(run)])
+	if err != nil {
+		return err
+	}
+	defer rc.Close(ctx)
+	var name, wfID, key string
+	if err := rc.QueryRow(ctx, `SELECT workflow_name, workflow_id, idempotency_key FROM harvest_executions WHERE execution_id = $1`,
+		run).Scan(&name, &wfID, &key); err != nil {
+		return fmt.Errorf("find batch run %s: %w", run, err)
+	}
+	if _, err := rc.Exec(ctx, `UPDATE harvest_executions SET input = coalesce((SELECT jsonb_agg(e ORDER BY o)
+		  FROM jsonb_array_elements(input) WITH ORDINALITY AS t(e, o) WHERE e->>'token' <> $2), '[]'::jsonb)
+		 WHERE execution_id = $1`, run, deferredToken(op.ID, 0)); err != nil {
+		return fmt.Errorf("drop a batch run's input: %w", err)
+	}
+	return plantExecution(ctx, rc, newExecID(shardOf(run)), name, wfID, key, "COMPLETED")
 }
 
 // plantChainFaults doubles an add in the output of chain's last run and

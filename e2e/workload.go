@@ -52,19 +52,22 @@ type Op struct {
 	Children   int       `json:"children,omitempty"`    // parent start: its children
 	IntervalMS int64     `json:"interval_ms,omitempty"` // schedule create: its interval
 	Overlap    string    `json:"overlap,omitempty"`     // schedule create: its overlap policy
+	PolicyKey  string    `json:"policy_key,omitempty"`  // deferred start: its debounce, batch or throttle key
 	Probe      bool      `json:"probe,omitempty"`       // sent by the nemesis to time recovery
 	Redelivery bool      `json:"redelivery,omitempty"`  // sent after the heal for an unanswered op
 	Begin      time.Time `json:"begin"`
 	End        time.Time `json:"end"`
 	Attempts   []Attempt `json:"attempts"`
 
-	OK        bool   `json:"ok"` // answered 2xx
-	Status    int    `json:"status,omitempty"`
-	ExecID    string `json:"execution_id,omitempty"`
-	Fresh     *bool  `json:"started_fresh,omitempty"`
-	Dedup     *bool  `json:"deduplicated,omitempty"`
-	Delivered *bool  `json:"signal_delivered,omitempty"`
-	Err       string `json:"error,omitempty"` // last error when !OK
+	OK     bool   `json:"ok"` // answered 2xx
+	Status int    `json:"status,omitempty"`
+	ExecID string `json:"execution_id,omitempty"`
+	// DeferredID is the item a deferred start's 202 named.
+	DeferredID string `json:"deferred_id,omitempty"`
+	Fresh      *bool  `json:"started_fresh,omitempty"`
+	Dedup      *bool  `json:"deduplicated,omitempty"`
+	Delivered  *bool  `json:"signal_delivered,omitempty"`
+	Err        string `json:"error,omitempty"` // last error when !OK
 
 	// Current is the chain's current run as the answer named it: a
 	// signal's current_execution_id, a keyed start replay's
@@ -198,6 +201,8 @@ func (c *Client) requestOf(op *Op) request {
 				"input": orderInput(op.WorkflowID), "idempotency_key": op.Key}}
 	case KindSchedule, KindSchedulePause:
 		return scheduleRequest(op)
+	case KindDebounce, KindBatch, KindThrottle:
+		return deferredRequest(op, 0)
 	case KindCancel:
 		// The cancel route takes no idempotency key (the header is ignored):
 		// a repeat finds the recorded request.
@@ -227,6 +232,11 @@ func (c *Client) Do(ctx context.Context, op *Op, node int) *Op {
 		n := node
 		if n < 1 {
 			n = 1 + rand.IntN(len(c.Nodes))
+		}
+		if isDeferredOp(op) && len(op.Attempts) > 0 {
+			// Each attempt of a deferred start carries an input of its own.
+			req = deferredRequest(op, len(op.Attempts))
+			body, _ = json.Marshal(req.body)
 		}
 		a, retry := c.attempt(ctx, op, n, req, body)
 		op.Attempts = append(op.Attempts, a)
@@ -265,7 +275,9 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 		return a, false
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Idempotency-Key", req.key)
+	if req.key != "" {
+		hr.Header.Set("Idempotency-Key", req.key)
+	}
 	if c.Token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Token)
 	}
@@ -299,6 +311,7 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 	}
 	var out struct {
 		ExecutionID     string `json:"execution_id"`
+		DeferredID      string `json:"deferred_id"`
 		StartedFresh    *bool  `json:"started_fresh"`
 		Deduplicated    *bool  `json:"deduplicated"`
 		SignalDelivered *bool  `json:"signal_delivered"`
@@ -315,6 +328,7 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 	op.OK, op.Status, op.Err, op.Code = true, resp.StatusCode, "", ""
 	op.ExecID, op.Fresh, op.Dedup, op.Delivered = out.ExecutionID, out.StartedFresh, out.Deduplicated, out.SignalDelivered
 	op.CancelRequested, op.NewlyCancelled, op.State = out.CancelRequested, out.NewlyCancelled, out.State
+	op.DeferredID = out.DeferredID
 	op.Current = cmp.Or(out.Current, out.Latest)
 	return a, false
 }
@@ -346,6 +360,9 @@ type Workload struct {
 	// (workload_schedule.go; 0: none).
 	Schedules                   int
 	ScheduleEvery, ScheduleLife time.Duration
+	// DebounceKeys, BatchKeys and ThrottleKeys are how many policy keys
+	// of each kind get deferred starts (workload_deferred.go; 0: none).
+	DebounceKeys, BatchKeys, ThrottleKeys int
 
 	mu     sync.Mutex
 	parked []chain
@@ -452,6 +469,7 @@ func cancelChain(n int64) chain {
 func (w *Workload) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.runSchedules(ctx) })
+	wg.Go(func() { w.runDeferred(ctx) })
 	for range w.Workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
