@@ -354,7 +354,7 @@ func sortedDeferred(ds []*deferredRow) []*deferredRow {
 
 // DeferredStats summarizes the deferred starts for the report's notes.
 func DeferredStats(ops []*Op, st *DBState) string {
-	subs := map[string]int{}
+	subs, answeredBy := map[string]int{}, map[string]int{}
 	var answered, attempts, lost, throttled int
 	for _, op := range ops {
 		if !isDeferredOp(op) {
@@ -364,6 +364,7 @@ func DeferredStats(ops []*Op, st *DBState) string {
 		attempts += len(op.Attempts)
 		if op.OK {
 			answered++
+			answeredBy[op.Kind]++
 		}
 		for i, a := range op.Attempts {
 			switch {
@@ -386,6 +387,12 @@ func DeferredStats(ops []*Op, st *DBState) string {
 			full++
 		}
 	}
+	// Every answered submission is one start of an item: the starts beyond
+	// them are attempts whose answer was lost after they committed.
+	extra := 0
+	for _, k := range []string{KindDebounce, KindBatch, KindThrottle} {
+		extra += starts[k] - answeredBy[k]
+	}
 	runs := 0
 	for _, x := range st.execs {
 		if strings.HasPrefix(x.ik, deferredKeyPrefix) {
@@ -393,9 +400,9 @@ func DeferredStats(ops []*Op, st *DBState) string {
 		}
 	}
 	return fmt.Sprintf("deferred starts: %d submissions (debounce %d, batch %d, throttle %d), %d answered 202, %d attempts, "+
-		"%d with a lost answer or a 5xx, %d answered 429; items: debounce %d (%d starts), batch %d (%d inputs, %d full), throttle %d; "+
-		"%d items fired, %d runs of their keys",
+		"%d not answered 2xx (%d of them 429), %d starts committed whose answer was lost; items: debounce %d (%d starts), "+
+		"batch %d (%d inputs, %d full), throttle %d; %d items fired, %d runs of their keys",
 		subs[KindDebounce]+subs[KindBatch]+subs[KindThrottle], subs[KindDebounce], subs[KindBatch], subs[KindThrottle], answered,
-		attempts, lost, throttled, items[KindDebounce], starts[KindDebounce], items[KindBatch], starts[KindBatch], full,
+		attempts, lost+throttled, throttled, extra, items[KindDebounce], starts[KindDebounce], items[KindBatch], starts[KindBatch], full,
 		items[KindThrottle], fired, runs)
 }

@@ -132,7 +132,7 @@ func TestCheckDeferred(t *testing.T) {
 		require.Empty(t, w.check())
 		st, err := ReadDB(w.ctx, w.dsns)
 		require.NoError(t, err)
-		require.Contains(t, DeferredStats(w.ops, st), "items: debounce 1 (2 starts), batch 2 (4 inputs, 0 full), throttle 2; 5 items fired, 5 runs")
+		require.Contains(t, DeferredStats(w.ops, st), "1 starts committed whose answer was lost; items: debounce 1 (2 starts), batch 2 (4 inputs, 0 full), throttle 2; 5 items fired, 5 runs")
 	})
 	t.Run("planted duplicate run of an item's key", func(t *testing.T) {
 		w := newDeferredWorld(t)
