@@ -234,6 +234,10 @@ func runInside(t *testing.T) {
 	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08, CounterShare: 0.12,
 		ParentShare: 0.04, ApproverShare: 0.03, Schedules: 4, ScheduleEvery: 25 * time.Second, ScheduleLife: 45 * time.Second,
 		DebounceKeys: 3, BatchKeys: 3, ThrottleKeys: 1}
+	if cl.Raft {
+		// Receivers live in the raft catalog.
+		wl.WebhookEvery = 200 * time.Millisecond
+	}
 	nem := &Nemesis{Cluster: cl, PG: pg, Client: client, Logf: logf, Hold: prof.hold, Settle: prof.settle,
 		AddShard: 2, NewShard: newShard}
 
@@ -288,7 +292,7 @@ func runInside(t *testing.T) {
 	}
 	ops := hist.Ops()
 	vs := Check(ops, st)
-	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st), DeferredStats(ops, st))
+	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st), DeferredStats(ops, st), WebhookStats(ops, st))
 
 	rep := &Report{Profile: prof.name, Seed: seed, Nodes: nodes, Duration: loadDur, Total: time.Since(began), Ops: ops,
 		Faults: nem.Faults, Violations: vs, Executions: st.Executions(), Redelivered: redone, StillParked: left,

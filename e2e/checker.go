@@ -43,7 +43,7 @@ const (
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
-	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace}
+	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -72,8 +72,8 @@ type DBState struct {
 	extTerminal map[string]int64 // ExternalSignalFailed execution_terminal events per execution
 	outbox      map[uint16]int64
 	fires       []*fireRow // the schedules' recorded fires (checker_schedule.go)
-	// The deferred items, and the inputs of the runs of a deferred key
-	// (checker_deferred.go).
+	// The deferred items, and the inputs of the runs of a deferred or a
+	// webhook key (checker_deferred.go, checker_webhook.go).
 	deferred  []*deferredRow
 	runInputs map[string]string
 }
@@ -229,6 +229,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 			// A schedule's fire: checkSchedules counts them.
 		case strings.HasPrefix(x.ik, deferredKeyPrefix):
 			// A deferred item's fire: checkDeferred counts them.
+		case strings.HasPrefix(x.ik, webhookKeyPrefix):
+			// A webhook delivery: checkWebhooks counts them.
 		case x.ik != "":
 			k := [2]string{x.name, x.ik}
 			byKey[k] = append(byKey[k], x.id)
@@ -274,12 +276,13 @@ func Check(ops []*Op, st *DBState) []Violation {
 		if op.Chain != "" {
 			req = op.Kind + " " + op.Workflow + " " + op.Key + " chain " + op.Chain
 		}
-		if op.Kind == KindCancel || isScheduleOp(op) || isDeferredOp(op) {
-			// checkCancels, checkSchedules and checkDeferred check what
-			// the answers did; here only whether one came.
+		if op.Kind == KindCancel || isScheduleOp(op) || isDeferredOp(op) || isWebhookOp(op) {
+			// checkCancels, checkSchedules, checkDeferred and
+			// checkWebhooks check what the answers did; here only
+			// whether one came.
 			if op.Answered() || op.Status/100 == 4 && op.Status != 429 {
 				answeredIDs[req] = true
-				if (isScheduleOp(op) || isDeferredOp(op)) && !op.Answered() {
+				if op.Kind != KindCancel && !op.Answered() {
 					add(CheckRefusal, "op %d %s %q answered %d: %s", op.ID, op.Kind, op.Key, op.Status, op.Err)
 				}
 			} else {
@@ -354,6 +357,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	checkFamily(ops, st, add)
 	checkSchedules(ops, st, add)
 	checkDeferred(ops, st, add)
+	checkWebhooks(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).

@@ -61,7 +61,7 @@ type deferredRow struct {
 }
 
 // readDeferred reads the shard's deferred items and the inputs of the
-// runs they fired.
+// runs they fired (and of the webhook deliveries' runs).
 func (st *DBState) readDeferred(ctx context.Context, shard uint16, conn *pgx.Conn) error {
 	rows, err := conn.Query(ctx, `
 		SELECT deferred_id::text, policy, workflow_name, policy_key, state, workflow_id, coalesce(input::text, 'null'),
@@ -82,7 +82,7 @@ func (st *DBState) readDeferred(ctx context.Context, shard uint16, conn *pgx.Con
 		return err
 	}
 	rows, err = conn.Query(ctx, `SELECT execution_id::text, coalesce(input::text, 'null') FROM harvest_executions
-		 WHERE idempotency_key LIKE 'hv:deferred:%'`)
+		 WHERE idempotency_key LIKE 'hv:deferred:%' OR idempotency_key LIKE 'hv:webhook:%'`)
 	if err != nil {
 		return err
 	}

@@ -117,6 +117,12 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 		want = append(want, CheckDeferredOnce, CheckDeferredInput)
 		plants = append(plants, plant{shardOf(batch.DeferredID), func(c *pgx.Conn) error { return plantDeferredFaults(ctx, c, dsns, batch) }})
 	}
+	if delivery := answeredDelivery(ops); delivery != nil {
+		want = append(want, CheckWebhookOnce)
+		plants = append(plants, plant{shardOf(delivery.ExecID), func(c *pgx.Conn) error {
+			return plantWebhookDup(ctx, c, delivery)
+		}})
+	}
 	for _, p := range plants {
 		conn, err := pgx.Connect(ctx, dsns[p.shard])
 		if err != nil {
@@ -231,6 +237,27 @@ func plantDeferredFaults(ctx context.Context, conn *pgx.Conn, dsns map[uint16]st
 		return fmt.Errorf("drop a batch run's input: %w", err)
 	}
 	return plantExecution(ctx, rc, newExecID(shardOf(run)), name, wfID, key, "COMPLETED")
+}
+
+// answeredDelivery is an answered webhook delivery.
+func answeredDelivery(ops []*Op) *Op {
+	for _, op := range ops {
+		if op.OK && op.Kind == KindWebhook {
+			return op
+		}
+	}
+	return nil
+}
+
+// plantWebhookDup plants a second run of a delivery's key, with its
+// payload, as a redelivery that missed the key would leave it.
+func plantWebhookDup(ctx context.Context, conn *pgx.Conn, op *Op) error {
+	id := newExecID(shardOf(op.ExecID))
+	if err := plantExecution(ctx, conn, id, op.Workflow, "planted-webhook-dup", webhookKeyPrefix+op.Key, "COMPLETED"); err != nil {
+		return err
+	}
+	_, err := conn.Exec(ctx, `UPDATE harvest_executions SET input = $2::jsonb WHERE execution_id = $1`, id, string(webhookPayload(op.Key)))
+	return err
 }
 
 // plantChainFaults doubles an add in the output of chain's last run and

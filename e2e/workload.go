@@ -170,7 +170,7 @@ func (c *Client) WithTLS(cfg *tls.Config) *Client {
 // request is what an Op sends.
 type request struct {
 	method, path string
-	key          string // Idempotency-Key header
+	key          string // Idempotency-Key header ("" for none)
 	body         any
 }
 
@@ -203,6 +203,8 @@ func (c *Client) requestOf(op *Op) request {
 		return scheduleRequest(op)
 	case KindDebounce, KindBatch, KindThrottle:
 		return deferredRequest(op, 0)
+	case KindWebhookCreate, KindWebhook:
+		return webhookRequest(op)
 	case KindCancel:
 		// The cancel route takes no idempotency key (the header is ignored):
 		// a repeat finds the recorded request.
@@ -277,6 +279,9 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 	hr.Header.Set("Content-Type", "application/json")
 	if req.key != "" {
 		hr.Header.Set("Idempotency-Key", req.key)
+	}
+	if op.Kind == KindWebhook {
+		hr.Header.Set(webhookSignatureHeader, "sha256="+webhookSignature(body)) // over the bytes sent
 	}
 	if c.Token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Token)
@@ -363,6 +368,9 @@ type Workload struct {
 	// DebounceKeys, BatchKeys and ThrottleKeys are how many policy keys
 	// of each kind get deferred starts (workload_deferred.go; 0: none).
 	DebounceKeys, BatchKeys, ThrottleKeys int
+	// WebhookEvery is the mean pause between two webhook events
+	// (workload_webhook.go; 0: no webhooks).
+	WebhookEvery time.Duration
 
 	mu     sync.Mutex
 	parked []chain
@@ -470,6 +478,7 @@ func (w *Workload) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.runSchedules(ctx) })
 	wg.Go(func() { w.runDeferred(ctx) })
+	wg.Go(func() { w.runWebhooks(ctx) })
 	for range w.Workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {

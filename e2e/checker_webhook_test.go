@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/internal/pgtest"
+	"github.com/harvestd/harvest/webhook"
+)
+
+// webhookWorld is what a correct cluster leaves of two deliveries: evt-1
+// delivered, its answer lost, redelivered (deduplicated) through another
+// node; evt-2 delivered and redelivered, each answered; one run each, in
+// the two shards.
+type webhookWorld struct {
+	t     *testing.T
+	ctx   context.Context
+	conns [2]*pgx.Conn
+	dsns  map[uint16]string
+	ops   []*Op
+	runs  map[string]string
+}
+
+func newWebhookWorld(t *testing.T) *webhookWorld {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	w := &webhookWorld{t: t, ctx: ctx, dsns: map[uint16]string{}, runs: map[string]string{}}
+	for shard := range 2 {
+		dsn := pgtest.NewDB(t)
+		conn, err := pgx.Connect(ctx, dsn)
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		w.conns[shard], w.dsns[uint16(shard)] = conn, dsn
+	}
+	w.runs["evt-1"] = w.plantRun(0, "evt-1")
+	w.runs["evt-2"] = w.plantRun(1, "evt-2")
+	yes, no := true, false
+	w.ops = []*Op{
+		{ID: 1, Kind: KindWebhookCreate, Workflow: wfChild, Key: webhookName, OK: true, Status: http.StatusCreated},
+		{ID: 2, Kind: KindWebhook, Workflow: wfChild, Key: "evt-1", Status: 0, Err: "timeout", Attempts: []Attempt{{Node: 1, Err: "timeout"}}},
+		{ID: 3, Kind: KindWebhook, Workflow: wfChild, Key: "evt-1", Dup: true, OK: true, Status: http.StatusOK, ExecID: w.runs["evt-1"], Dedup: &yes,
+			Attempts: []Attempt{{Node: 2, Status: 200}}},
+		{ID: 4, Kind: KindWebhook, Workflow: wfChild, Key: "evt-2", OK: true, Status: http.StatusCreated, ExecID: w.runs["evt-2"], Dedup: &no,
+			Attempts: []Attempt{{Node: 3, Status: 201}}},
+		{ID: 5, Kind: KindWebhook, Workflow: wfChild, Key: "evt-2", Dup: true, OK: true, Status: http.StatusOK, ExecID: w.runs["evt-2"], Dedup: &yes,
+			Attempts: []Attempt{{Node: 1, Status: 200}}},
+	}
+	return w
+}
+
+// plantRun plants a completed run of delivery id in shard, with its
+// payload as its input.
+func (w *webhookWorld) plantRun(shard uint16, id string) string {
+	run := newExecID(shard)
+	require.NoError(w.t, plantExecution(w.ctx, w.conns[shard], run, wfChild, run, webhookKeyPrefix+id, "COMPLETED"))
+	_, err := w.conns[shard].Exec(w.ctx, `UPDATE harvest_executions SET input = $2::jsonb WHERE execution_id = $1`, run, string(webhookPayload(id)))
+	require.NoError(w.t, err)
+	return run
+}
+
+func (w *webhookWorld) check() map[string]int {
+	w.t.Helper()
+	st, err := ReadDB(w.ctx, w.dsns)
+	require.NoError(w.t, err)
+	got := map[string]int{}
+	for _, v := range Check(w.ops, st) {
+		w.t.Logf("violation [%s] %s", v.Check, v.Detail)
+		got[v.Check]++
+	}
+	return got
+}
+
+func TestCheckWebhooks(t *testing.T) {
+	t.Run("clean", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		require.Empty(t, w.check())
+		st, err := ReadDB(w.ctx, w.dsns)
+		require.NoError(t, err)
+		require.Contains(t, WebhookStats(w.ops, st), "2 delivery ids, 4 deliveries (2 redeliveries), 3 answered (1 started a run, 2 deduplicated); 2 runs")
+	})
+	t.Run("planted second run of a delivery", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		w.plantRun(0, "evt-2")
+		require.Equal(t, map[string]int{CheckWebhookOnce: 1}, w.check())
+	})
+	t.Run("an answered delivery without its run", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		w.ops[4].ExecID, w.ops[3].ExecID = newExecID(0), newExecID(0)
+		_, err := w.conns[1].Exec(w.ctx, `UPDATE harvest_executions SET idempotency_key = NULL, workflow_id = 'x' WHERE execution_id = $1`, w.runs["evt-2"])
+		require.NoError(t, err)
+		require.Equal(t, 1, w.check()[CheckWebhookOnce])
+	})
+	t.Run("an answer naming another run", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		w.ops[4].ExecID = w.runs["evt-1"]
+		require.Equal(t, map[string]int{CheckWebhookOnce: 1}, w.check())
+	})
+	t.Run("two fresh answers", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		no := false
+		w.ops[4].Dedup = &no
+		require.Equal(t, map[string]int{CheckWebhookOnce: 1}, w.check())
+	})
+	t.Run("a run with another input", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		_, err := w.conns[0].Exec(w.ctx, `UPDATE harvest_executions SET input = '{"id": "evt-9"}'::jsonb WHERE execution_id = $1`, w.runs["evt-1"])
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{CheckWebhookOnce: 1}, w.check())
+	})
+	t.Run("a run of a delivery nobody sent", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		w.plantRun(1, "evt-9")
+		require.Equal(t, map[string]int{CheckPhantom: 1}, w.check())
+	})
+	t.Run("a delivery never answered", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		w.ops = w.ops[:3]
+		w.ops = append(w.ops, &Op{ID: 6, Kind: KindWebhook, Workflow: wfChild, Key: "evt-2", Err: "timeout"})
+		require.Equal(t, map[string]int{CheckAnswered: 1}, w.check())
+	})
+	t.Run("a delivery refused", func(t *testing.T) {
+		w := newWebhookWorld(t)
+		w.ops[4].OK, w.ops[4].Status, w.ops[4].Err = false, http.StatusNotFound, `{"code":"not_found"}`
+		require.Equal(t, map[string]int{CheckRefusal: 1}, w.check())
+	})
+}
+
+func TestWebhookRequest(t *testing.T) {
+	req := webhookRequest(&Op{Kind: KindWebhook, Workflow: wfChild, Key: "evt-7"})
+	require.Empty(t, req.key)
+	require.Equal(t, "/api/harvest/webhooks/"+webhookName, req.path)
+	require.JSONEq(t, `{"id": "evt-7", "activities": 1}`, string(req.body.(json.RawMessage)))
+	// The receiver's own check accepts the signature the client sends.
+	body, err := json.Marshal(req.body)
+	require.NoError(t, err)
+	h := http.Header{}
+	h.Set(webhookSignatureHeader, "sha256="+webhookSignature(body))
+	cfg := webhook.Config{Name: webhookName, Provider: webhook.Generic, Secret: webhookSecret, Action: webhook.ActionStart,
+		Workflow: wfChild, KeyPointer: "/id", SignatureHeader: webhookSignatureHeader}
+	require.NoError(t, cfg.Validate())
+	d, err := cfg.Verify(h, body, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, "evt-7", d.ID)
+	h.Set(webhookSignatureHeader, "sha256="+webhookSignature([]byte("other")))
+	_, err = cfg.Verify(h, body, time.Now())
+	require.ErrorIs(t, err, webhook.ErrSignature)
+}
