@@ -129,11 +129,7 @@ func (n *Node) startTokens(ctx context.Context) error {
 	}
 	log := n.logger("auth")
 	if n.admin != nil {
-		li := &leaderIndex{}
-		n.tokens = &raftTokens{a: n.admin, leader: li, cfg: n.cfg.Auth, dataDir: n.cfg.DataDir, log: log, secure: n.tls != nil}
-		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		n.indexEnd, n.indexOut = cancel, make(chan struct{})
-		go n.watchLeaderIndex(ctx, li, n.indexOut)
+		n.tokens = &raftTokens{a: n.admin, leader: n.catalogIndex(ctx), cfg: n.cfg.Auth, dataDir: n.cfg.DataDir, log: log, secure: n.tls != nil}
 		return nil
 	}
 	store, err := tokenstore.Load(ctx, n.pools[slices.Min(slices.Collect(maps.Keys(n.pools)))])

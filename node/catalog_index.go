@@ -56,6 +56,19 @@ func (l *leaderIndex) current(cat catalogState, now time.Time, staleAfter time.D
 	return !l.at.IsZero() && now.Sub(l.at) < staleAfter && cat.Catalog().Index >= l.index
 }
 
+// catalogIndex is the leader's catalog index as this node learns it (a
+// raft catalog only), its loop started by the first call: tokens and
+// webhook receivers ask it whether the catalog is current.
+func (n *Node) catalogIndex(ctx context.Context) *leaderIndex {
+	if n.catIndex == nil {
+		n.catIndex = &leaderIndex{}
+		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		n.indexEnd, n.indexOut = cancel, make(chan struct{})
+		go n.watchLeaderIndex(ctx, n.catIndex, n.indexOut)
+	}
+	return n.catIndex
+}
+
 // watchLeaderIndex keeps li up to date until ctx ends.
 func (n *Node) watchLeaderIndex(ctx context.Context, li *leaderIndex, done chan struct{}) {
 	defer close(done)

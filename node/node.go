@@ -48,8 +48,10 @@ type Node struct {
 	// activities keeps the HTTP activities registered at run time; nil on
 	// static shards with gossip.
 	activities httpActivities
-	// indexEnd stops, and indexOut reports the end of, the loop that
-	// learns the raft leader's catalog index (tokens on a raft catalog).
+	// catIndex is the raft leader's catalog index as last learned (nil
+	// without a raft catalog, see catalogIndex); indexEnd stops, and
+	// indexOut reports the end of, the loop that learns it.
+	catIndex *leaderIndex
 	indexEnd context.CancelFunc
 	indexOut chan struct{}
 	router   *router

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/webhookstore"
 	"github.com/harvestd/harvest/webhook"
 )
@@ -21,7 +23,9 @@ import (
 func (n *Node) startWebhooks(ctx context.Context) error {
 	log := n.logger("webhooks")
 	if n.admin != nil {
-		n.webhooks = &raftWebhooks{a: n.admin, secure: n.tls != nil, log: log}
+		li, staleAfter := n.catalogIndex(ctx), n.cfg.Auth.withDefaults().StaleAfter
+		n.webhooks = &raftWebhooks{a: n.admin, secure: n.tls != nil, log: log,
+			current: func() bool { return li.current(n.admin, time.Now(), staleAfter) }}
 		return nil
 	}
 	if n.cfg.Gossip != nil || len(n.pools) == 0 {
@@ -42,6 +46,9 @@ type raftWebhooks struct {
 	a      *admin.Admin
 	secure bool
 	log    zerolog.Logger
+	// current reports whether this node's catalog is known to be
+	// current (leaderIndex, as for tokens).
+	current func() bool
 }
 
 var _ api.Webhooks = (*raftWebhooks)(nil)
@@ -71,7 +78,20 @@ func (r *raftWebhooks) Webhooks(context.Context) ([]webhook.Config, error) {
 }
 
 func (r *raftWebhooks) Webhook(name string) (webhook.Config, bool, error) {
-	w, ok := r.a.Catalog().Webhooks[name]
+	return lookupWebhook(r.a.Catalog(), name, r.current)
+}
+
+// lookupWebhook finds receiver name in cat. A receiver cat lacks while
+// it is not known to be current (a restarted node replays its log only
+// once the leader's replication reaches it) may exist: that is a 503 to
+// retry, never a final 404, which a provider that does not retry (or
+// gives up) would take as the end of the delivery.
+func lookupWebhook(cat admin.Catalog, name string, current func() bool) (webhook.Config, bool, error) {
+	w, ok := cat.Webhooks[name]
+	if !ok && !current() {
+		return webhook.Config{}, false, fmt.Errorf("webhook %q is not in this node's catalog, which may trail the leader's: %w",
+			name, engine.ErrNotRunning)
+	}
 	return w, ok, nil
 }
 

@@ -9,7 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest/admin"
+	"github.com/harvestd/harvest/engine"
 	"github.com/harvestd/harvest/internal/webhooktest"
+	"github.com/harvestd/harvest/webhook"
 )
 
 // TestClusterWebhooks: a receiver created through one node reaches every
@@ -70,4 +73,23 @@ func count(list []string, want string) int {
 		}
 	}
 	return n
+}
+
+// A receiver missing from a catalog not known to be current (a restarted
+// node replaying its log) is a 503 to retry, not a final 404; a current
+// catalog's missing receiver is unknown, and a receiver a catalog holds
+// is served however current it is.
+func TestLookupWebhookOnALaggingCatalog(t *testing.T) {
+	cat := admin.Catalog{Webhooks: map[string]webhook.Config{"pay": {Name: "pay"}}}
+	for _, current := range []bool{true, false} {
+		w, ok, err := lookupWebhook(cat, "pay", func() bool { return current })
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "pay", w.Name)
+	}
+	_, ok, err := lookupWebhook(cat, "other", func() bool { return true })
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, _, err = lookupWebhook(cat, "other", func() bool { return false })
+	require.ErrorIs(t, err, engine.ErrNotRunning)
 }
