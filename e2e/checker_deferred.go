@@ -35,7 +35,8 @@ import (
 //     submissions, the one answered before the other began comes first)
 //     and as many as its starts;
 //   - a debounce runs the last input of its burst: no submission answered
-//     with the item began after the one whose input it runs ended;
+//     with the item began after the one whose answered input it runs
+//     ended;
 //   - a throttle key's items are due per/rate apart (per shard: a drain
 //     gives the key a pace of its own on the next shard).
 
@@ -293,9 +294,11 @@ func checkBatchOrder(d *deferredRow, toks []string, sent map[string]sentAttempt,
 
 // checkDebounceLast checks that a debounce item runs the last input of
 // its burst: no submission answered with the item began after the one
-// whose input it holds had ended.
+// whose input it holds had ended. Only an answered attempt's input is
+// known to have joined before its op ended: an attempt the client gave
+// up on may still join later (held by a paused node).
 func checkDebounceLast(d *deferredRow, last sentAttempt, answered []*Op, add func(check, format string, args ...any)) {
-	if last.op == nil {
+	if last.op == nil || !last.answered() {
 		return
 	}
 	for _, op := range answered {

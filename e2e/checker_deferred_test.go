@@ -215,6 +215,14 @@ func TestCheckDeferred(t *testing.T) {
 		w.exec(1, `UPDATE harvest_executions SET workflow_id = $2 WHERE execution_id = $1`, w.runs["deb"], debounceWorkflowID("1.0"))
 		require.Equal(t, map[string]int{CheckDeferredInput: 1}, w.check())
 	})
+	t.Run("a debounce that ran a lost answer's input, which may have joined late", func(t *testing.T) {
+		w := newDeferredWorld(t)
+		w.ops[0].Attempts = []Attempt{{Err: "timeout"}, {Status: http.StatusAccepted}}
+		w.setInput("deb", `{"activities": 1, "token": "1.0"}`, 3)
+		w.exec(0, `UPDATE harvest_deferred SET workflow_id = $2 WHERE deferred_id = $1`, w.items["deb"], debounceWorkflowID("1.0"))
+		w.exec(1, `UPDATE harvest_executions SET workflow_id = $2 WHERE execution_id = $1`, w.runs["deb"], debounceWorkflowID("1.0"))
+		require.Empty(t, w.check())
+	})
 	t.Run("a debounce run under another workflow id", func(t *testing.T) {
 		w := newDeferredWorld(t)
 		w.exec(1, `UPDATE harvest_executions SET workflow_id = 'other' WHERE execution_id = $1`, w.runs["deb"])
