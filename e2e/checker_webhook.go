@@ -110,6 +110,20 @@ func WebhookStats(ops []*Op, st *DBState) string {
 			}
 		}
 	}
+	// Redeliveries answered through another node than the delivery id's
+	// first answer.
+	firstNode, elsewhere := map[string]int{}, 0
+	for _, op := range sortedOps(ops) {
+		if op.Kind != KindWebhook || !op.OK {
+			continue
+		}
+		n := op.Attempts[len(op.Attempts)-1].Node
+		if f, ok := firstNode[op.Key]; !ok {
+			firstNode[op.Key] = n
+		} else if f != n {
+			elsewhere++
+		}
+	}
 	runs := 0
 	var nodes []string
 	for _, x := range st.execs {
@@ -129,6 +143,7 @@ func WebhookStats(ops []*Op, st *DBState) string {
 		nodes = append(nodes, fmt.Sprintf("n%d %d", n, byNode[n]))
 	}
 	sort.Strings(nodes)
-	return fmt.Sprintf("webhooks: %d delivery ids, %d deliveries (%d redeliveries), %d answered (%d started a run, %d deduplicated); "+
-		"%d runs of their keys; attempts by node: %s", len(ids), deliveries, redeliveries, answered, fresh, dedup, runs, strings.Join(nodes, ", "))
+	return fmt.Sprintf("webhooks: %d delivery ids, %d deliveries (%d redeliveries), %d answered (%d started a run, %d deduplicated, "+
+		"%d answered through another node than the id's first answer); %d runs of their keys; attempts by node: %s",
+		len(ids), deliveries, redeliveries, answered, fresh, dedup, elsewhere, runs, strings.Join(nodes, ", "))
 }
