@@ -43,7 +43,7 @@ const (
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
-	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce}
+	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -231,6 +231,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 			// A deferred item's fire: checkDeferred counts them.
 		case strings.HasPrefix(x.ik, webhookKeyPrefix):
 			// A webhook delivery: checkWebhooks counts them.
+		case x.name == wfCounter && x.ik == "" && strings.HasPrefix(x.wfID, webhookCounterPrefix):
+			// A counter webhook deliveries feed: checkWebhooks counts them.
 		case x.ik != "":
 			k := [2]string{x.name, x.ik}
 			byKey[k] = append(byKey[k], x.id)

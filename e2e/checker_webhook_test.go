@@ -27,7 +27,8 @@ type webhookWorld struct {
 	runs  map[string]string
 }
 
-func newWebhookWorld(t *testing.T) *webhookWorld {
+// newWebhookDBs is an empty world of two shards.
+func newWebhookDBs(t *testing.T) *webhookWorld {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	w := &webhookWorld{t: t, ctx: ctx, dsns: map[uint16]string{}, runs: map[string]string{}}
@@ -38,6 +39,11 @@ func newWebhookWorld(t *testing.T) *webhookWorld {
 		t.Cleanup(func() { conn.Close(context.Background()) })
 		w.conns[shard], w.dsns[uint16(shard)] = conn, dsn
 	}
+	return w
+}
+
+func newWebhookWorld(t *testing.T) *webhookWorld {
+	w := newWebhookDBs(t)
 	w.runs["evt-1"] = w.plantRun(0, "evt-1")
 	w.runs["evt-2"] = w.plantRun(1, "evt-2")
 	yes, no := true, false
@@ -59,7 +65,7 @@ func newWebhookWorld(t *testing.T) *webhookWorld {
 func (w *webhookWorld) plantRun(shard uint16, id string) string {
 	run := newExecID(shard)
 	require.NoError(w.t, plantExecution(w.ctx, w.conns[shard], run, wfChild, run, webhookKeyPrefix+id, "COMPLETED"))
-	_, err := w.conns[shard].Exec(w.ctx, `UPDATE harvest_executions SET input = $2::jsonb WHERE execution_id = $1`, run, string(webhookPayload(id)))
+	_, err := w.conns[shard].Exec(w.ctx, `UPDATE harvest_executions SET input = $2::jsonb WHERE execution_id = $1`, run, string(webhookPayload(&Op{Workflow: wfChild, Key: id})))
 	require.NoError(w.t, err)
 	return run
 }
@@ -82,7 +88,7 @@ func TestCheckWebhooks(t *testing.T) {
 		require.Empty(t, w.check())
 		st, err := ReadDB(w.ctx, w.dsns)
 		require.NoError(t, err)
-		require.Contains(t, WebhookStats(w.ops, st), "2 delivery ids, 4 deliveries (2 redeliveries), 3 answered (1 started a run, 2 deduplicated, 1 answered through another node than the id's first answer); 2 runs")
+		require.Contains(t, WebhookStats(w.ops, st), "2 delivery ids, 4 deliveries (2 redeliveries), 3 answered (1 fresh, 2 deduplicated, 1 answered through another node than the id's first answer); 2 runs")
 	})
 	t.Run("planted second run of a delivery", func(t *testing.T) {
 		w := newWebhookWorld(t)
@@ -131,11 +137,87 @@ func TestCheckWebhooks(t *testing.T) {
 	})
 }
 
+// newCounterWorld is a counter fed by three deliveries to the
+// signal-with-start receiver, each delivered again (the last one after
+// the counter completed), each answer deduplicated but the first, and
+// the counter completed with each event once.
+func newCounterWorld(t *testing.T) (*webhookWorld, string) {
+	w := newWebhookDBs(t)
+	w.ops = append(w.ops, &Op{ID: 10, Kind: KindWebhookCreate, Workflow: wfCounter, Key: webhookSWSName, OK: true, Status: http.StatusCreated})
+	run := newExecID(1)
+	require.NoError(t, plantExecution(w.ctx, w.conns[1], run, wfCounter, "whc-1", "", "COMPLETED"))
+	for i, id := range []string{"evt-3", "evt-4", "evt-5"} {
+		require.NoError(t, plantSignal(w.ctx, w.conns[1], run, webhookSWSKeyPrefix+id))
+		yes, no := true, false
+		w.ops = append(w.ops, &Op{ID: int64(11 + 2*i), Kind: KindWebhook, Workflow: wfCounter, WorkflowID: "whc-1", Key: id, OK: true,
+			Status: http.StatusCreated, ExecID: run, Dedup: &no, Attempts: []Attempt{{Node: 1, Status: 201}}},
+			&Op{ID: int64(12 + 2*i), Kind: KindWebhook, Workflow: wfCounter, WorkflowID: "whc-1", Key: id, Dup: true, OK: true,
+				Status: http.StatusOK, ExecID: run, Dedup: &yes, Attempts: []Attempt{{Node: 2, Status: 200}}})
+	}
+	w.output(run, `{"count": 3, "sum": 3, "ids": ["evt-3", "evt-4", "evt-5"], "runs": 1}`)
+	return w, run
+}
+
+func (w *webhookWorld) output(run, out string) {
+	_, err := w.conns[shardOf(run)].Exec(w.ctx, `UPDATE harvest_executions SET output = $2::jsonb WHERE execution_id = $1`, run, out)
+	require.NoError(w.t, err)
+}
+
+func TestCheckWebhookCounters(t *testing.T) {
+	clean := newCounterWorld
+	t.Run("clean", func(t *testing.T) {
+		w, _ := clean(t)
+		require.Empty(t, w.check())
+		st, err := ReadDB(w.ctx, w.dsns)
+		require.NoError(t, err)
+		require.Contains(t, WebhookStats(w.ops, st), "1 counters fed by signal-with-start, 1 runs of them")
+	})
+	t.Run("a second run of the workflow id", func(t *testing.T) {
+		w, _ := clean(t)
+		require.NoError(t, plantExecution(w.ctx, w.conns[0], newExecID(0), wfCounter, "whc-1", "", "COMPLETED"))
+		got := w.check()
+		require.Equal(t, map[string]int{CheckWebhookSWS: 1}, got)
+	})
+	t.Run("an event added twice", func(t *testing.T) {
+		w, run := clean(t)
+		w.output(run, `{"count": 4, "sum": 4, "ids": ["evt-3", "evt-4", "evt-5", "evt-4"], "runs": 1}`)
+		got := w.check()
+		require.Equal(t, map[string]int{CheckWebhookSWS: 1}, got)
+	})
+	t.Run("an event lost", func(t *testing.T) {
+		w, run := clean(t)
+		w.output(run, `{"count": 2, "sum": 2, "ids": ["evt-3", "evt-5"], "runs": 1}`)
+		got := w.check()
+		require.Equal(t, map[string]int{CheckWebhookSWS: 1}, got)
+	})
+	t.Run("a second SignalReceived with a delivery's key", func(t *testing.T) {
+		w, run := clean(t)
+		require.NoError(t, plantSignal(w.ctx, w.conns[1], run, webhookSWSKeyPrefix+"evt-4"))
+		got := w.check()
+		require.Equal(t, map[string]int{CheckWebhookSWS: 1, CheckSignalOnce: 1}, got)
+	})
+	t.Run("a redelivery answered as delivered", func(t *testing.T) {
+		w, _ := clean(t)
+		no := false
+		w.ops[len(w.ops)-1].Dedup = &no
+		got := w.check()
+		require.Equal(t, map[string]int{CheckWebhookSWS: 1}, got)
+	})
+	t.Run("a counter nobody fed", func(t *testing.T) {
+		w, _ := clean(t)
+		require.NoError(t, plantExecution(w.ctx, w.conns[0], newExecID(0), wfCounter, "whc-9", "", "COMPLETED"))
+		require.Equal(t, map[string]int{CheckPhantom: 1}, w.check())
+	})
+}
+
 func TestWebhookRequest(t *testing.T) {
 	req := webhookRequest(&Op{Kind: KindWebhook, Workflow: wfChild, Key: "evt-7"})
 	require.Empty(t, req.key)
 	require.Equal(t, "/api/harvest/webhooks/"+webhookName, req.path)
 	require.JSONEq(t, `{"id": "evt-7", "activities": 1}`, string(req.body.(json.RawMessage)))
+	sws := webhookRequest(&Op{Kind: KindWebhook, Workflow: wfCounter, WorkflowID: "whc-3", Key: "evt-8"})
+	require.Equal(t, "/api/harvest/webhooks/"+webhookSWSName, sws.path)
+	require.JSONEq(t, `{"id": "evt-8", "n": 1, "wf": "whc-3", "until": 3, "every": 5}`, string(sws.body.(json.RawMessage)))
 	// The receiver's own check accepts the signature the client sends.
 	body, err := json.Marshal(req.body)
 	require.NoError(t, err)

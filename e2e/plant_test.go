@@ -117,10 +117,18 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 		want = append(want, CheckDeferredOnce, CheckDeferredInput)
 		plants = append(plants, plant{shardOf(batch.DeferredID), func(c *pgx.Conn) error { return plantDeferredFaults(ctx, c, dsns, batch) }})
 	}
-	if delivery := answeredDelivery(ops); delivery != nil {
+	if delivery := answeredDelivery(ops, wfChild); delivery != nil {
 		want = append(want, CheckWebhookOnce)
 		plants = append(plants, plant{shardOf(delivery.ExecID), func(c *pgx.Conn) error {
 			return plantWebhookDup(ctx, c, delivery)
+		}})
+	}
+	if delivery := answeredDelivery(ops, wfCounter); delivery != nil {
+		// A second run of a counter's workflow id, as a redelivery after
+		// it completed that missed the key's scope would start.
+		want = append(want, CheckWebhookSWS)
+		plants = append(plants, plant{shardOf(delivery.ExecID), func(c *pgx.Conn) error {
+			return plantExecution(ctx, c, newExecID(shardOf(delivery.ExecID)), wfCounter, delivery.WorkflowID, "", "COMPLETED")
 		}})
 	}
 	for _, p := range plants {
@@ -239,10 +247,11 @@ func plantDeferredFaults(ctx context.Context, conn *pgx.Conn, dsns map[uint16]st
 	return plantExecution(ctx, rc, newExecID(shardOf(run)), name, wfID, key, "COMPLETED")
 }
 
-// answeredDelivery is an answered webhook delivery.
-func answeredDelivery(ops []*Op) *Op {
+// answeredDelivery is an answered webhook delivery to the receiver of
+// workflow.
+func answeredDelivery(ops []*Op, workflow string) *Op {
 	for _, op := range ops {
-		if op.OK && op.Kind == KindWebhook {
+		if op.OK && op.Kind == KindWebhook && op.Workflow == workflow {
 			return op
 		}
 	}
@@ -256,7 +265,7 @@ func plantWebhookDup(ctx context.Context, conn *pgx.Conn, op *Op) error {
 	if err := plantExecution(ctx, conn, id, op.Workflow, "planted-webhook-dup", webhookKeyPrefix+op.Key, "COMPLETED"); err != nil {
 		return err
 	}
-	_, err := conn.Exec(ctx, `UPDATE harvest_executions SET input = $2::jsonb WHERE execution_id = $1`, id, string(webhookPayload(op.Key)))
+	_, err := conn.Exec(ctx, `UPDATE harvest_executions SET input = $2::jsonb WHERE execution_id = $1`, id, string(webhookPayload(op)))
 	return err
 }
 

@@ -17,14 +17,18 @@ import (
 
 // Webhook deliveries: the webhook part of the workload.
 //
-// The workload creates one generic HMAC receiver (webhookName: action
-// start of noop_chain, the delivery id at /id, signed in
-// webhookSignatureHeader), waits until every node knows it, then
-// delivers signed events through random nodes until the load ends: each
-// delivery is retried on transport errors, 5xx and 429, as a provider
-// retries, and delivered again (the same id and body) through a random
-// node once or twice after its answer, as a provider redelivers. The
-// checker (checker_webhook.go) counts the runs per delivery id.
+// The workload creates two generic HMAC receivers (the delivery id at
+// /id, signed in webhookSignatureHeader): webhookName starts noop_chain,
+// webhookSWSName signals "add" with signal-with-start to the counter
+// whose workflow id is at /wf (until 3: three events complete it). It
+// waits until every node knows both, then delivers signed events through
+// random nodes until the load ends — two thirds single events to the
+// first, one third groups of three events to one counter through the
+// second: each delivery is retried on transport errors, 5xx and 429, as
+// a provider retries, and delivered again (the same id and body) through
+// a random node once or twice after its answer, as a provider redelivers
+// (a counter's last event's redeliveries find it closed). The checker
+// (checker_webhook.go) counts the runs per delivery id and per counter.
 
 // Operation kinds of the webhook part.
 const (
@@ -35,17 +39,37 @@ const (
 // The receiver the workload creates.
 const (
 	webhookName            = "chaos"
+	webhookSWSName         = "chaos-sws"
 	webhookSecret          = "chaos-webhook-secret"
 	webhookSignatureHeader = "X-Chaos-Signature"
 	webhookKeyPrefix       = "hv:webhook:" + webhookName + ":"
+	webhookSWSKeyPrefix    = "hv:webhook:" + webhookSWSName + ":"
+	// webhookCounterPrefix begins the workflow ids of the counters the
+	// signal-with-start receiver feeds; webhookCounterEvents events
+	// complete one.
+	webhookCounterPrefix = "whc-"
+	webhookCounterEvents = 3
 )
+
+// webhookReceiver is the receiver a delivery of op goes to.
+func webhookReceiver(op *Op) string {
+	if op.Workflow == wfCounter {
+		return webhookSWSName
+	}
+	return webhookName
+}
 
 // isWebhookOp reports whether op is of the webhook part.
 func isWebhookOp(op *Op) bool { return op.Kind == KindWebhookCreate || op.Kind == KindWebhook }
 
-// webhookPayload is the event delivery id carries: the run's input.
-func webhookPayload(id string) []byte {
-	b, _ := json.Marshal(map[string]any{"id": id, "activities": 1})
+// webhookPayload is the event of a delivery of op: the run's input (and
+// a counter's add).
+func webhookPayload(op *Op) []byte {
+	ev := map[string]any{"id": op.Key, "activities": 1}
+	if op.Workflow == wfCounter {
+		ev = map[string]any{"id": op.Key, "n": 1, "wf": op.WorkflowID, "until": webhookCounterEvents, "every": webhookCounterEvents + 2}
+	}
+	b, _ := json.Marshal(ev)
 	return b
 }
 
@@ -60,12 +84,15 @@ func webhookSignature(body []byte) string {
 // webhookRequest is the request of a webhook op.
 func webhookRequest(op *Op) request {
 	if op.Kind == KindWebhookCreate {
-		return request{http.MethodPost, "/api/harvest/admin/webhooks", "", map[string]any{
-			"name": webhookName, "provider": "generic", "secret": webhookSecret, "action": "start", "workflow": op.Workflow,
-			"key_pointer": "/id", "signature_header": webhookSignatureHeader}}
+		body := map[string]any{"name": op.Key, "provider": "generic", "secret": webhookSecret, "action": "start", "workflow": op.Workflow,
+			"key_pointer": "/id", "signature_header": webhookSignatureHeader}
+		if op.Key == webhookSWSName {
+			body["action"], body["signal"], body["workflow_id_pointer"] = "signal_with_start", sigAdd, "/wf"
+		}
+		return request{http.MethodPost, "/api/harvest/admin/webhooks", "", body}
 	}
 	// The client signs the bytes it sends (Client.attempt).
-	return request{http.MethodPost, "/api/harvest/webhooks/" + webhookName, "", json.RawMessage(webhookPayload(op.Key))}
+	return request{http.MethodPost, "/api/harvest/webhooks/" + webhookReceiver(op), "", json.RawMessage(webhookPayload(op))}
 }
 
 // runWebhooks creates the receiver and delivers events until ctx ends.
@@ -73,33 +100,46 @@ func (w *Workload) runWebhooks(ctx context.Context) {
 	if w.WebhookEvery <= 0 {
 		return
 	}
-	create := &Op{Kind: KindWebhookCreate, Workflow: wfChild, Key: webhookName}
-	for ctx.Err() == nil {
-		op := *create
-		octx, cancel := context.WithTimeout(ctx, w.OpTimeout)
-		res := w.Client.Do(octx, &op, 0)
-		cancel()
-		if res.OK {
-			break
+	for _, create := range []*Op{{Kind: KindWebhookCreate, Workflow: wfChild, Key: webhookName},
+		{Kind: KindWebhookCreate, Workflow: wfCounter, Key: webhookSWSName}} {
+		for ctx.Err() == nil {
+			op := *create
+			octx, cancel := context.WithTimeout(ctx, w.OpTimeout)
+			res := w.Client.Do(octx, &op, 0)
+			cancel()
+			if res.OK {
+				break
+			}
+			if res.Status/100 == 4 && res.Status != http.StatusTooManyRequests {
+				w.bug("webhook receiver %q create refused %d: %s", create.Key, res.Status, res.Err)
+				return
+			}
 		}
-		if res.Status/100 == 4 && res.Status != http.StatusTooManyRequests {
-			w.bug("webhook receiver create refused %d: %s", res.Status, res.Err)
+		if err := w.Client.waitWebhook(ctx, create.Key, time.Minute); err != nil {
+			if ctx.Err() == nil {
+				w.bug("webhook receiver %q: %v", create.Key, err)
+			}
 			return
 		}
-	}
-	if err := w.Client.waitWebhook(ctx, time.Minute); err != nil {
-		if ctx.Err() == nil {
-			w.bug("webhook receiver %q: %v", webhookName, err)
-		}
-		return
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for ctx.Err() == nil {
-		id := fmt.Sprintf("evt-%d", w.seq.Add(1))
-		ops := []*Op{{Kind: KindWebhook, Workflow: wfChild, Key: id}}
-		for range 1 + rand.IntN(2) {
-			ops = append(ops, &Op{Kind: KindWebhook, Workflow: wfChild, Key: id, Dup: true})
+		var ops []*Op
+		deliver := func(workflow, wfID string) {
+			id := fmt.Sprintf("evt-%d", w.seq.Add(1))
+			ops = append(ops, &Op{Kind: KindWebhook, Workflow: workflow, WorkflowID: wfID, Key: id})
+			for range 1 + rand.IntN(2) {
+				ops = append(ops, &Op{Kind: KindWebhook, Workflow: workflow, WorkflowID: wfID, Key: id, Dup: true})
+			}
+		}
+		if rand.IntN(3) > 0 {
+			deliver(wfChild, "")
+		} else {
+			wfID := fmt.Sprintf("%s%d", webhookCounterPrefix, w.seq.Add(1))
+			for range webhookCounterEvents {
+				deliver(wfCounter, wfID)
+			}
 		}
 		wg.Go(func() { w.runChain(ctx, chain{ops: ops}, w.OpTimeout, false) })
 		select {
@@ -110,12 +150,12 @@ func (w *Workload) runWebhooks(ctx context.Context) {
 }
 
 // waitWebhook polls every node's GET /admin/webhooks until each lists
-// the receiver (a node knows it once it applied the catalog entry), or
+// receiver name (a node knows it once it applied the catalog entry), or
 // timeout.
-func (c *Client) waitWebhook(ctx context.Context, timeout time.Duration) error {
+func (c *Client) waitWebhook(ctx context.Context, name string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for n := 1; n <= len(c.Nodes); {
-		ok, err := c.listsWebhook(ctx, n)
+		ok, err := c.listsWebhook(ctx, n, name)
 		if ok {
 			n++
 			continue
@@ -132,7 +172,7 @@ func (c *Client) waitWebhook(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-func (c *Client) listsWebhook(ctx context.Context, n int) (bool, error) {
+func (c *Client) listsWebhook(ctx context.Context, n int, name string) (bool, error) {
 	actx, cancel := context.WithTimeout(ctx, c.Attempt)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, c.Nodes[n-1]+"/api/harvest/admin/webhooks", nil)
@@ -151,5 +191,5 @@ func (c *Client) listsWebhook(ctx context.Context, n int) (bool, error) {
 	if resp.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	return strings.Contains(string(b), `"name":"`+webhookName+`"`), nil
+	return strings.Contains(string(b), `"name":"`+name+`"`), nil
 }
