@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
-	"github.com/harvestd/harvest/httpactivity"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -308,7 +307,7 @@ func (e *Engine) leaveOpen(ctx context.Context, t claimedTask, actx context.Cont
 
 // callActivity runs the attempt: remote's POST when set (an HTTP activity
 // registered at run time), else the ActivityRunner's.
-func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask, remote *httpactivity.Config) (out json.RawMessage, err error) {
+func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask, remote *remoteCall) (out json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("activity panicked: %v\n%s", r, debug.Stack())

@@ -18,20 +18,33 @@ import (
 // (harvest.ErrorTypeActivityNotRegistered) unless a fake serves it.
 
 // ActivityResolver finds the HTTP activities registered at run time: a
-// cluster's raft catalog, a dev node's shard database.
+// cluster's raft catalog, a dev node's shard database. An error says it
+// cannot tell now whether name is registered (a replica that may trail
+// its leader's): the attempt fails with it and is retried, never failed
+// for good as activity_not_registered.
 type ActivityResolver interface {
-	HTTPActivity(name string) (httpactivity.Config, bool)
+	HTTPActivity(name string) (httpactivity.Config, bool, error)
+}
+
+// remoteCall is what an attempt of a runtime-registered name runs: the
+// registration, or the error its lookup gave.
+type remoteCall struct {
+	reg *httpactivity.Config
+	err error
 }
 
 // httpActivity is the registration attempt t runs (nil: the registry's,
 // or the ActivityRunner's), and t with the registration's timeout and
 // retry policy applied.
-func (e *Engine) httpActivity(t claimedTask) (claimedTask, *httpactivity.Config) {
+func (e *Engine) httpActivity(t claimedTask) (claimedTask, *remoteCall) {
 	if e.cfg.HTTPActivities == nil || (e.reg != nil && e.reg.HasActivity(t.Name)) {
 		return t, nil
 	}
-	reg, ok := e.cfg.HTTPActivities.HTTPActivity(t.Name)
-	if !ok {
+	reg, ok, err := e.cfg.HTTPActivities.HTTPActivity(t.Name)
+	switch {
+	case err != nil:
+		return t, &remoteCall{err: err}
+	case !ok:
 		return t, nil
 	}
 	opts := t.Options.WithDefaults()
@@ -42,7 +55,7 @@ func (e *Engine) httpActivity(t claimedTask) (claimedTask, *httpactivity.Config)
 		p := retryPolicy(*reg.Retry)
 		t.Options.Retry = &p
 	}
-	return t, &reg
+	return t, &remoteCall{reg: &reg}
 }
 
 // retryPolicy is a registration's retry policy as the engine applies it.
@@ -53,6 +66,9 @@ func retryPolicy(r httpactivity.Retry) harvest.RetryPolicy {
 }
 
 // callHTTPActivity runs one attempt of a registration.
-func callHTTPActivity(actx *harvest.ActivityContext, reg *httpactivity.Config, input json.RawMessage) (json.RawMessage, error) {
-	return harvest.CallHTTPActivity(actx, reg.URL, reg.Headers, input)
+func callHTTPActivity(actx *harvest.ActivityContext, call *remoteCall, input json.RawMessage) (json.RawMessage, error) {
+	if call.err != nil {
+		return nil, call.err
+	}
+	return harvest.CallHTTPActivity(actx, call.reg.URL, call.reg.Headers, input)
 }

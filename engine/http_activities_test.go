@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -17,9 +18,23 @@ import (
 // resolverMap is an ActivityResolver over a fixed map.
 type resolverMap map[string]httpactivity.Config
 
-func (m resolverMap) HTTPActivity(name string) (httpactivity.Config, bool) {
+func (m resolverMap) HTTPActivity(name string) (httpactivity.Config, bool, error) {
 	a, ok := m[name]
-	return a, ok
+	return a, ok, nil
+}
+
+// laggingResolver cannot tell for its first behind lookups, as a
+// restarted replica of the raft catalog that may trail its leader's.
+type laggingResolver struct {
+	resolverMap
+	behind atomic.Int32
+}
+
+func (l *laggingResolver) HTTPActivity(name string) (httpactivity.Config, bool, error) {
+	if l.behind.Add(-1) >= 0 {
+		return httpactivity.Config{}, false, errors.New("catalog may trail the leader's")
+	}
+	return l.resolverMap.HTTPActivity(name)
 }
 
 // registerRemoteCall registers workflow "remote_call" calling the
@@ -114,6 +129,21 @@ func TestRuntimeHTTPActivity(t *testing.T) {
 		info := failure(t, run(t, resolverMap{}, "nope", nil))
 		require.Equal(t, harvest.ErrorTypeActivityNotRegistered, info.Type, "%+v", info)
 		require.True(t, info.NonRetryable)
+	})
+
+	t.Run("ACatalogThatCannotTellIsRetried", func(t *testing.T) {
+		d := newDownstream(t, answer{status: 200, body: `"charged"`})
+		b := setup(t)
+		b.registerRemoteCall(t, "charge", harvest.ActivityOptions{
+			Retry: &harvest.RetryPolicy{MaxAttempts: 3, InitialInterval: 10 * time.Millisecond}})
+		acts := &laggingResolver{resolverMap: resolverMap{"charge": {Name: "charge", URL: d.URL}}}
+		acts.behind.Store(1)
+		e := b.engine(t, func(c *Config) { c.CallbackPolicy, c.HTTPActivities = loopbackOnly, acts })
+		r := start(t, e, StartRequest{WorkflowName: "remote_call", Input: []byte(`{}`)})
+		x := waitClosed(t, e, r.ExecutionID)
+		require.Equal(t, StateCompleted, x.State, "%s", x.Error)
+		require.JSONEq(t, `"charged"`, string(x.Output))
+		require.Len(t, d.seen(), 1, "the lagging lookup sent nothing")
 	})
 
 	t.Run("GoActivityWinsOverRegistration", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -31,7 +32,9 @@ type httpActivities interface {
 func (n *Node) startHTTPActivities(ctx context.Context) error {
 	log := n.logger("activities")
 	if n.admin != nil {
-		n.activities = &raftActivities{a: n.admin, secure: n.tls != nil, log: log}
+		li, staleAfter := n.catalogIndex(ctx), n.cfg.Auth.withDefaults().StaleAfter
+		n.activities = &raftActivities{a: n.admin, secure: n.tls != nil, log: log,
+			current: func() bool { return li.current(n.admin, time.Now(), staleAfter) }}
 		return nil
 	}
 	if n.cfg.Gossip != nil || len(n.pools) == 0 {
@@ -60,6 +63,9 @@ type raftActivities struct {
 	a      *admin.Admin
 	secure bool
 	log    zerolog.Logger
+	// current reports whether this node's catalog is known to be
+	// current (leaderIndex, as for tokens and webhooks).
+	current func() bool
 }
 
 var _ httpActivities = (*raftActivities)(nil)
@@ -81,9 +87,21 @@ func (r *raftActivities) HTTPActivities(context.Context) ([]httpactivity.Config,
 	return out, nil
 }
 
-func (r *raftActivities) HTTPActivity(name string) (httpactivity.Config, bool) {
-	a, ok := r.a.Catalog().HTTPActivities[name]
-	return a.Clone(), ok
+// HTTPActivity finds name in this node's replica. A name the replica
+// lacks while it is not known to be current (a restarted node replays
+// its log only once the leader's replication reaches it) may be
+// registered: the attempt is retried, never failed for good.
+func (r *raftActivities) HTTPActivity(name string) (httpactivity.Config, bool, error) {
+	return lookupActivity(r.a.Catalog(), name, r.current)
+}
+
+func lookupActivity(cat admin.Catalog, name string, current func() bool) (httpactivity.Config, bool, error) {
+	a, ok := cat.HTTPActivities[name]
+	if !ok && !current() {
+		return httpactivity.Config{}, false, fmt.Errorf("activity %q is not in this node's catalog, which may trail the leader's: %w",
+			name, ErrCatalogBehind)
+	}
+	return a.Clone(), ok, nil
 }
 
 func (r *raftActivities) DeleteHTTPActivity(ctx context.Context, name string) error {
@@ -129,8 +147,9 @@ func (l *localActivities) HTTPActivities(ctx context.Context) ([]httpactivity.Co
 	return l.store.HTTPActivities(ctx)
 }
 
-func (l *localActivities) HTTPActivity(name string) (httpactivity.Config, bool) {
-	return l.store.HTTPActivity(name)
+func (l *localActivities) HTTPActivity(name string) (httpactivity.Config, bool, error) {
+	a, ok := l.store.HTTPActivity(name)
+	return a, ok, nil
 }
 
 func (l *localActivities) DeleteHTTPActivity(ctx context.Context, name string) error {

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/admin"
+	"github.com/harvestd/harvest/httpactivity"
 )
 
 // TestClusterHTTPActivities: an HTTP activity registered through a
@@ -48,7 +50,7 @@ func TestClusterHTTPActivities(t *testing.T) {
 	require.Equal(t, map[string]any{"Authorization": "[redacted]"}, r.Body["headers"])
 	for _, n := range c.nodes {
 		eventually(t, "the activity on "+n.NodeID(), 10*time.Second, func() bool {
-			_, ok := n.activities.HTTPActivity("charge")
+			_, ok, _ := n.activities.HTTPActivity("charge")
 			return ok
 		})
 	}
@@ -70,7 +72,7 @@ func TestClusterHTTPActivities(t *testing.T) {
 	require.Equal(t, http.StatusOK, del.Status, "%v", del.Body)
 	for _, n := range c.nodes {
 		eventually(t, "the delete on "+n.NodeID(), 10*time.Second, func() bool {
-			_, ok := n.activities.HTTPActivity("charge")
+			_, ok, _ := n.activities.HTTPActivity("charge")
 			return !ok
 		})
 	}
@@ -105,4 +107,21 @@ func TestDevNodeHTTPActivities(t *testing.T) {
 	res := call(t, n, "GET", fmt.Sprintf("/workflows/%v/result?wait=20s", s.Body["execution_id"]), nil)
 	require.Equal(t, "COMPLETED", res.Body["state"], "%v", res.Body)
 	require.Equal(t, map[string]any{"ok": true}, res.Body["output"])
+}
+
+// A name a replica lacks while it is not known to be current may be
+// registered: its attempt is retried (an error), not failed for good.
+func TestLookupActivityOnALaggingCatalog(t *testing.T) {
+	cat := admin.Catalog{HTTPActivities: map[string]httpactivity.Config{"charge": {Name: "charge"}}}
+	for _, current := range []bool{true, false} {
+		a, ok, err := lookupActivity(cat, "charge", func() bool { return current })
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "charge", a.Name)
+	}
+	_, ok, err := lookupActivity(cat, "other", func() bool { return true })
+	require.NoError(t, err)
+	require.False(t, ok, "a current replica that lacks it: not registered")
+	_, _, err = lookupActivity(cat, "other", func() bool { return false })
+	require.ErrorIs(t, err, ErrCatalogBehind)
 }
