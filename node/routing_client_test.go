@@ -132,6 +132,17 @@ func TestRoutingClient(t *testing.T) {
 		key := keyFor(t, before, "noop_chain", 1, "drained")
 		d := call(t, base, "POST", "/admin/shards/1/drain", nil)
 		require.Equal(t, http.StatusAccepted, d.Status, "%v", d.Body)
+		// Every live node places by the drained catalog (a node that has
+		// not applied it yet would still place the key on shard 1); the
+		// client's own table may still name shard 1's owner.
+		eventually(t, "every live node applied the drain", 10*time.Second, func() bool {
+			for _, nd := range c.live() {
+				if slices.Contains(nd.admin.Catalog().Current().Writable, 1) {
+					return false
+				}
+			}
+			return true
+		})
 		first := start(t, key) // a table still placing on shard 1, or a fresh one
 		require.Equal(t, uint16(0), shardOfRun(t, first.ExecutionID), "placed on the writable shard")
 		again := start(t, key)
