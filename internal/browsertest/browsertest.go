@@ -113,12 +113,13 @@ func (b *Browser) Do(steps ...chromedp.Action[chromedp.Void]) {
 	require.NoError(b.t, chromedp.Do(ctx, steps...))
 }
 
-// Eval evaluates a JavaScript expression in the page.
-func Eval[T any](b *Browser, expr string) T {
+// Eval evaluates a JavaScript expression in the page (with
+// chromedp.EvalAwaitPromise among opts, the value a promise resolves to).
+func Eval[T any](b *Browser, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	require.NoError(b.t, err, "evaluate %s", expr)
 	return v
 }

@@ -25,6 +25,13 @@ function headers(extra) {
   return h;
 }
 
+// readRetries is how often a GET answered 503 is sent again: a node
+// whose token table may trail the leader's (just restarted, or a catalog
+// change not applied yet), an owner moving, answer 503 with Retry-After
+// for a moment. Other methods are never resent: their 503 may come after
+// the work was done.
+const readRetries = 4;
+
 // call sends a request; body is JSON-encoded unless it is a string.
 export async function call(method, path, { body, header = {}, signal } = {}) {
   const init = { method, headers: headers(header), cache: 'no-store', signal };
@@ -32,7 +39,11 @@ export async function call(method, path, { body, header = {}, signal } = {}) {
     init.headers['Content-Type'] = 'application/json';
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
   }
-  const res = await fetch(BASE + path, init);
+  let res = await fetch(BASE + path, init);
+  for (let i = 0; i < readRetries && method === 'GET' && res.status === 503; i++) {
+    await pause(retryAfter(res), signal);
+    res = await fetch(BASE + path, init);
+  }
   const text = await res.text();
   let data = {};
   if (text) {
@@ -40,6 +51,20 @@ export async function call(method, path, { body, header = {}, signal } = {}) {
   }
   if (!res.ok) throw new ApiError(res.status, data);
   return data;
+}
+
+// retryAfter is the pause a 503 asks for, in ms (1 s at most).
+function retryAfter(res) {
+  const v = res.headers.get('Retry-After');
+  const secs = v === null ? NaN : Number(v);
+  return Number.isFinite(secs) && secs >= 0 ? Math.min(secs, 1) * 1000 : 500;
+}
+
+function pause(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    if (signal) signal.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason); }, { once: true });
+  });
 }
 
 // stream reads a run's event stream after event id `after` (-1: all),
