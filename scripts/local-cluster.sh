@@ -37,6 +37,7 @@
 #   HARVEST_CLUSTER_TIMEOUT       seconds up waits for the cluster (90)
 #   HARVEST_CLUSTER_TLS           1: mutual TLS with certs/ (1); 0: clear text
 #   HARVEST_CLUSTER_PG_BIN_DIR    where initdb/pg_ctl are      (PATH, then /usr/lib/postgresql/*/bin)
+#   HARVEST_CLUSTER_PPROF_PORTS   Go profiler ports of n1 n2 n3 on 127.0.0.1 (none: no profiler)
 # As root, PostgreSQL runs as the user postgres. When that user cannot reach
 # the state directory (a clone in root's 0700 home, say), PostgreSQL's pg/
 # (data, socket, and its log postgres.log) goes to
@@ -159,6 +160,14 @@ ensure_certs() {
 tls_args() {
 	[[ "${TLS:-0}" == 1 ]] || return 0
 	echo --tls-cert "$CERTS/node.pem" --tls-key "$CERTS/node-key.pem" --tls-ca "$CERTS/ca.pem"
+}
+
+# pprof_args k: node k's --pprof-addr, when HARVEST_CLUSTER_PPROF_PORTS names ports.
+pprof_args() {
+	local -a ports
+	read -r -a ports <<<"${HARVEST_CLUSTER_PPROF_PORTS:-}"
+	[[ -n "${ports[$1]:-}" ]] || return 0
+	echo --pprof-addr "127.0.0.1:${ports[$1]}"
 }
 
 # load_token exports the admin token for harvestctl.
@@ -385,7 +394,7 @@ start_node() {
 	# The DSNs go in the environment (HARVEST_SHARD is --shard), which only this user can read.
 	# shellcheck disable=SC2046 # tls_args is words (paths without spaces)
 	HARVEST_SHARD="0=$dsn/harvest_shard0?sslmode=disable,1=$dsn/harvest_shard1?sslmode=disable" \
-		"$BIN/harvestd" --node-id "n$i" --data-dir "$STATE/n$i" --log-format console $(tls_args) \
+		"$BIN/harvestd" --node-id "n$i" --data-dir "$STATE/n$i" --log-format console $(tls_args) $(pprof_args "$k") \
 		--cluster-key-file "$KEYFILE" --initial-token-file "$TOKENFILE" \
 		--http-addr "127.0.0.1:${HTTP[k]}" \
 		--gossip-addr "127.0.0.1:${GOSSIP[k]}" --gossip-profile local --join "127.0.0.1:${GOSSIP[0]}" \
