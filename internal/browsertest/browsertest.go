@@ -17,6 +17,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,13 +97,21 @@ func (b *Browser) watchConsole() {
 			if err != nil {
 				return
 			}
-			if m.Type == chromedp.ConsoleError || m.IsException() {
+			if (m.Type == chromedp.ConsoleError || m.IsException()) && !unavailable(m.String()) {
 				b.mu.Lock()
 				b.errs = append(b.errs, m.String()+" at "+m.URL)
 				b.mu.Unlock()
 			}
 		}
 	}()
+}
+
+// unavailable is Chromium's log line of a request answered 503: a node
+// briefly unable to serve (its token table trailing a catalog change, an
+// owner moving), which the page's API client sends again (api.js call).
+// It is not the page's error; a page that cannot recover shows one.
+func unavailable(msg string) bool {
+	return strings.Contains(msg, "Failed to load resource: the server responded with a status of 503")
 }
 
 // Do runs steps, failing the test on an error.
