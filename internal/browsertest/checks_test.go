@@ -59,9 +59,9 @@ func TestNotBlank(t *testing.T) {
 
 func TestUnavailable(t *testing.T) {
 	for msg, want := range map[string]bool{
-		"error: Failed to load resource: the server responded with a status of 503 (Service Unavailable)": true,
+		"error: Failed to load resource: the server responded with a status of 503 (Service Unavailable)":   true,
 		"error: Failed to load resource: the server responded with a status of 500 (Internal Server Error)": false,
-		"error: Uncaught TypeError: x is undefined": false,
+		"error: Uncaught TypeError: x is undefined":                                                         false,
 	} {
 		require.Equal(t, want, unavailable(msg), msg)
 	}
