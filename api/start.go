@@ -118,9 +118,8 @@ type startOutcome struct {
 }
 
 // serveStart serves a start on the local shard of t: replay, else fresh.
-// A key the shard knows (it claimed it or answered a replay of it), or
-// one placed under a catalog epoch, is probed first: the read-only fast
-// path of replays. Any other key is likely fresh: the start goes straight
+// A key the shard knows (it claimed it or answered a replay of it) is
+// probed first: the read-only fast path of replays. Any other key is likely fresh: the start goes straight
 // to the shard's batch, which answers a live claim as a replay all the
 // same, and only a start that fails probes, so that a replay is never
 // refused by a fresh start's checks. c gives the request's context and
@@ -129,7 +128,7 @@ func (s *Server) serveStart(c *gin.Context, t Target, pl *engine.Placement, name
 	probed := false
 	// Callback URLs are checked against DNS, which may hang: a start with
 	// callbacks is probed first so that its replay never waits on them.
-	if key != "" && (pl != nil || len(body.CompletionCallbacks) > 0 || t.Shard.KnownStartKey(name, key)) {
+	if key != "" && (len(body.CompletionCallbacks) > 0 || t.Shard.KnownStartKey(name, key)) {
 		if out, ok, err := lookupReplay(c, t.Shard, name, key); err != nil || ok {
 			return out, err
 		}
