@@ -100,6 +100,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 		runs.ran[i] = true
 		if res.Closed {
 			f.closed = append(f.closed, id)
+			f.w.newRunsReport = f.w.newRunsReport || isChildKey(runs.keys[i])
 		}
 	}
 	if n := len(f.w.tasks.ids); n > 0 {
@@ -114,6 +115,15 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 		}
 	}
 	return f, nil
+}
+
+// isChildKey reports whether a run's idempotency key is a child's.
+func isChildKey(key *string) bool {
+	if key == nil {
+		return false
+	}
+	_, _, ok := harvest.ParseChildStartKey(*key)
+	return ok
 }
 
 // queue queues the tasks' writes; the runs' inserts are queued already.

@@ -50,6 +50,11 @@ type writeSet struct {
 	// callbacks those the transaction inserted (newRunCallbacks says if
 	// any): closing them need not look for others.
 	newRuns, newRunCallbacks bool
+	// newRunsReport: a closed run of the set's own (newRuns) is a child
+	// (its key is a harvest.ChildStartKey), whose close reports to its
+	// parent. A new run has started no child yet, so without such a run
+	// closing them inserts no outbox row and closeOutbox is skipped.
+	newRunsReport bool
 	// stamps, when set, stamps each run's events with its time instead of
 	// the transaction's now(): the time the task that made them saw, when
 	// the transaction's own is not known yet (one_trip.go).
@@ -320,10 +325,12 @@ func (w *writeSet) queueCloses(b *pgx.Batch) {
 	if len(w.closed) == 0 {
 		return
 	}
-	b.Queue(closeOutbox, w.closed).Exec(func(tag pgconn.CommandTag) error {
-		w.outboxDue = w.outboxDue || tag.RowsAffected() > 0
-		return nil
-	})
+	if !w.newRuns || w.newRunsReport {
+		b.Queue(closeOutbox, w.closed).Exec(func(tag pgconn.CommandTag) error {
+			w.outboxDue = w.outboxDue || tag.RowsAffected() > 0
+			return nil
+		})
+	}
 	if !w.newRuns || len(w.tasks.ids) > 0 {
 		b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = ANY($1)`, w.closed)
 	}
