@@ -38,6 +38,8 @@
 #   HARVEST_CLUSTER_TLS           1: mutual TLS with certs/ (1); 0: clear text
 #   HARVEST_CLUSTER_PG_BIN_DIR    where initdb/pg_ctl are      (PATH, then /usr/lib/postgresql/*/bin)
 #   HARVEST_CLUSTER_PPROF_PORTS   Go profiler ports of n1 n2 n3 on 127.0.0.1 (none: no profiler)
+#   HARVEST_CLUSTER_PG_OPTS       more server options for PostgreSQL's start, e.g.
+#                                 "-c shared_preload_libraries=pg_stat_statements" (none)
 # As root, PostgreSQL runs as the user postgres. When that user cannot reach
 # the state directory (a clone in root's 0700 home, say), PostgreSQL's pg/
 # (data, socket, and its log postgres.log) goes to
@@ -333,7 +335,7 @@ pg_up() {
 	if ! pg_running; then
 		log "starting PostgreSQL on 127.0.0.1:$PG_PORT (socket $PGSOCK)"
 		as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PG_LOG" -w -t 60 \
-			-o "-p $PG_PORT -k $PGSOCK -c listen_addresses=127.0.0.1" start >/dev/null ||
+			-o "-p $PG_PORT -k $PGSOCK -c listen_addresses=127.0.0.1 ${HARVEST_CLUSTER_PG_OPTS:-}" start >/dev/null ||
 			die "PostgreSQL did not start: see $PG_LOG"
 	fi
 	pg_secure
