@@ -29,7 +29,9 @@ rounds=${ROUNDS:-2} warm=${WARM:-5} conc=${CONC:-32} duration=${DURATION:-10s}
 
 state=$(mktemp -d /tmp/harvest-bench-cluster.XXXXXX)
 chmod 755 "$state"
-p=$((20000 + RANDOM % 20000))
+# Ports stay below the kernel's ephemeral range (32768 and up), where a
+# client connection may hold one.
+p=$((10000 + RANDOM % 20000))
 export HARVEST_CLUSTER_DIR=$state HARVEST_CLUSTER_PG_PORT=$p \
   HARVEST_CLUSTER_HTTP_PORTS="$((p + 1)) $((p + 2)) $((p + 3))" \
   HARVEST_CLUSTER_GOSSIP_PORTS="$((p + 4)) $((p + 5)) $((p + 6))" \

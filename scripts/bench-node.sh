@@ -20,7 +20,7 @@ duration=${DURATION:-10s}
 work=$(mktemp -d /tmp/harvest-bench.XXXXXX)
 chmod 755 "$work"
 if [[ "$(id -u)" -eq 0 ]]; then chown postgres "$work" 2>/dev/null || true; fi
-port=$((30000 + RANDOM % 20000))
+port=$((10000 + RANDOM % 20000)) # below the ephemeral range (32768 and up)
 addr=http://127.0.0.1:$port
 tlsargs=()
 if [[ "${TLS:-off}" == on ]]; then

@@ -16,7 +16,7 @@ if [[ "$(id -u)" -eq 0 ]]; then chown postgres "$work"; fi
 cleanup() { as_pg "$bindir/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 as_pg "$bindir/initdb" -D "$work/data" -U postgres --auth=trust -E UTF8 --no-locale >/dev/null
-port=$(( 20000 + RANDOM % 20000 ))
+port=$(( 10000 + RANDOM % 20000 )) # below the ephemeral range (32768 and up)
 sync=$([[ "$fsync" == on ]] && echo on || echo off)
 as_pg "$bindir/pg_ctl" -D "$work/data" -l "$work/pg.log" -w -o "-p $port -k $work -c listen_addresses='' -c fsync=$fsync -c synchronous_commit=$sync -c max_connections=200" start >/dev/null
 psql=(psql -h "$work" -p "$port" -U postgres -qX)
