@@ -30,6 +30,7 @@ const (
 	codeTooLarge         = "payload_too_large"
 	codeBodyTimeout      = "request_timeout"
 	codeUnavailable      = "unavailable"
+	codeForwardFailed    = "forward_failed"
 	codeInternal         = "internal"
 	codeUnknownQuery     = "unknown_query"
 	codeQueryCommand     = "query_command"

@@ -3,8 +3,10 @@ package api
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -79,9 +81,7 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 	s.signNode(req, identity(c))
 	res, err := s.client.Do(req)
 	if err != nil {
-		abort(c, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
-			msg:   fmt.Sprintf("forward to the owner of shard %d (%s) failed", t.ShardID, t.Owner),
-			extra: gin.H{"owner": t.Owner, "shard_id": t.ShardID}})
+		abort(c, forwardFailed(t, err))
 		return
 	}
 	defer res.Body.Close()
@@ -95,6 +95,23 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 		s.log.Debug().Err(err).Msg("copy forwarded answer")
 	}
 	c.Abort()
+}
+
+// forwardFailed answers a forward that got no answer. When the owner
+// could not be reached, nothing was sent: 503, which any client retries.
+// Otherwise the request may have reached the owner and taken effect
+// before its answer was lost: 502 forward_failed, which a client retries
+// only when a replay has the effect of one (an idempotency key, a GET),
+// never a keyless start or signal.
+func forwardFailed(t Target, err error) *apiError {
+	extra := gin.H{"owner": t.Owner, "shard_id": t.ShardID}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, extra: extra,
+			msg: fmt.Sprintf("the owner of shard %d (%s) cannot be reached", t.ShardID, t.Owner)}
+	}
+	return &apiError{status: http.StatusBadGateway, code: codeForwardFailed, extra: extra,
+		msg: fmt.Sprintf("the forward to the owner of shard %d (%s) got no answer; the request may have taken effect", t.ShardID, t.Owner)}
 }
 
 // pinnedShard is the shard a forwarded request names (ok false otherwise).
