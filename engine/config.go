@@ -47,6 +47,9 @@ const (
 	// StateCacheBytesDefault bounds the event data the cached runs of a
 	// shard applied (64 MiB).
 	StateCacheBytesDefault = 64 << 20
+	// BatchInputBytesDefault bounds the inputs one deferred batch
+	// collects, as JSON text (see Config.BatchInputBytes).
+	BatchInputBytesDefault = 16 << 20
 	// StartBatchMaxLimit is the largest StartBatchMax Validate accepts.
 	StartBatchMaxLimit = 4096
 )
@@ -98,6 +101,13 @@ type Config struct {
 	// History page and of Describe's events (default
 	// HistoryPageBytesDefault); a page always has at least one event.
 	HistoryPageBytes int64
+	// BatchInputBytes bounds the inputs, as JSON text, a deferred batch
+	// collects (default BatchInputBytesDefault): a start whose input
+	// would take its key's open batch past it closes that batch, due at
+	// once, and opens the next. A batch is past it only when its one
+	// start's input is, so its run's input stays within PostgreSQL's
+	// limits whatever batch_max_size is.
+	BatchInputBytes int64
 	// StateCacheEntries is the most runs whose live state (coroutines,
 	// positions, pending commands) the shard keeps between workflow tasks,
 	// so that a task applies only the events recorded since instead of
@@ -159,6 +169,7 @@ func (c Config) withDefaults() Config {
 	c.TaskRetryMax = cmp.Or(c.TaskRetryMax, TaskRetryMaxDefault)
 	c.StartBatchMax = cmp.Or(c.StartBatchMax, StartBatchMaxDefault)
 	c.HistoryPageBytes = cmp.Or(c.HistoryPageBytes, HistoryPageBytesDefault)
+	c.BatchInputBytes = cmp.Or(c.BatchInputBytes, BatchInputBytesDefault)
 	c.StateCacheEntries = cmp.Or(c.StateCacheEntries, StateCacheEntriesDefault)
 	c.StateCacheBytes = cmp.Or(c.StateCacheBytes, StateCacheBytesDefault)
 	if c.Clock == nil {
@@ -187,8 +198,8 @@ func (c Config) Validate() error {
 	if c.WorkflowWorkers < 0 || c.ActivityWorkers < 0 || c.SweepBatch < 0 || c.WorkflowTaskBatch < 0 {
 		errs = append(errs, errors.New("worker counts, workflow task batch and sweep batch must not be negative"))
 	}
-	if c.HistoryPageBytes < 0 || c.StateCacheBytes < 0 {
-		errs = append(errs, errors.New("history page bytes and state cache bytes must not be negative"))
+	if c.HistoryPageBytes < 0 || c.StateCacheBytes < 0 || c.BatchInputBytes < 0 {
+		errs = append(errs, errors.New("history page bytes, state cache bytes and batch input bytes must not be negative"))
 	}
 	if c.StartBatchMax < 0 || c.StartBatchMax > StartBatchMaxLimit {
 		errs = append(errs, fmt.Errorf("start batch max %d is outside 0..%d", c.StartBatchMax, StartBatchMaxLimit))

@@ -152,13 +152,16 @@ func (e *Engine) Defer(ctx context.Context, req DeferRequest) (Deferred, error) 
 		return Deferred{}, err
 	}
 	now := e.now().UTC()
-	var d Deferred
+	var (
+		d      Deferred
+		closed bool
+	)
 	err = e.withTx(ctx, func(tx *fencedTx) error {
 		switch policy {
 		case PolicyDebounce:
 			d, err = debounce(ctx, tx, e.cfg.ShardID, req, now)
 		case PolicyBatch:
-			d, err = batch(ctx, tx, e.cfg.ShardID, req, now)
+			d, closed, err = batch(ctx, tx, e.cfg.ShardID, req, now, e.cfg.BatchInputBytes)
 		default:
 			d, err = throttle(ctx, tx, e.cfg.ShardID, req, now)
 		}
@@ -166,6 +169,9 @@ func (e *Engine) Defer(ctx context.Context, req DeferRequest) (Deferred, error) 
 	})
 	if err != nil {
 		return Deferred{}, err
+	}
+	if closed {
+		e.armDeferred(now)
 	}
 	e.armDeferred(d.FireAt)
 	return d, nil
@@ -300,25 +306,49 @@ func debounce(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest,
 }
 
 // upsertBatch appends the input to the key's open batch (the batch
-// closes, due at once, when it is full) or opens one.
+// closes, due at once, when it is full) or opens one. It appends nothing,
+// and returns no row, when the input would take the open batch past $9
+// bytes (closeBatch).
 const upsertBatch = `
 	INSERT INTO harvest_deferred AS d (deferred_id, policy, workflow_name, policy_key, open, input, max_size,
-	       first_at, fire_at, deadline_at, updated_at)
+	       first_at, fire_at, deadline_at, updated_at, input_bytes)
 	VALUES ($1, 'batch', $2, $3, $5::int > 1, jsonb_build_array($4::jsonb), $5, $6::timestamptz,
-	       CASE WHEN $5::int > 1 THEN $6::timestamptz + $7::bigint * interval '1 microsecond' ELSE $6::timestamptz END, $6::timestamptz + $7::bigint * interval '1 microsecond', $6::timestamptz)
+	       CASE WHEN $5::int > 1 THEN $6::timestamptz + $7::bigint * interval '1 microsecond' ELSE $6::timestamptz END,
+	       $6::timestamptz + $7::bigint * interval '1 microsecond', $6::timestamptz, $8)
 	ON CONFLICT (policy, workflow_name, policy_key) WHERE open DO UPDATE
 	   SET input = d.input || excluded.input, starts = d.starts + 1, open = d.starts + 1 < d.max_size,
-	       fire_at = CASE WHEN d.starts + 1 >= d.max_size THEN $6::timestamptz ELSE d.fire_at END, updated_at = $6::timestamptz
+	       fire_at = CASE WHEN d.starts + 1 >= d.max_size THEN $6::timestamptz ELSE d.fire_at END, updated_at = $6::timestamptz,
+	       input_bytes = d.input_bytes + excluded.input_bytes
+	 WHERE d.input_bytes + excluded.input_bytes <= $9
 	RETURNING ` + deferredColumns
 
-func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
+// closeBatch closes the key's open batch, due at once: the next start's
+// input would take it past its bytes.
+const closeBatch = `
+	UPDATE harvest_deferred SET open = false, fire_at = $3, updated_at = $3
+	 WHERE policy = 'batch' AND workflow_name = $1 AND policy_key = $2 AND open`
+
+// batch appends the start to its key's open batch, or opens one; closed
+// reports that it closed a full batch (due at once) to make room.
+func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time, maxBytes int64) (d Deferred, closed bool, err error) {
 	p := req.Batch
-	d, err := scanDeferred(tx.QueryRow(ctx, upsertBatch, NewExecutionID(shard), req.WorkflowName, p.Key,
-		jsonArg(req.Input), p.MaxSize, now, micros(p.MaxWait)))
-	if err != nil {
-		return d, fmt.Errorf("batch %q: %w", p.Key, translate(err))
+	input := jsonArg(req.Input)
+	size := int64(len(inputOrNull(req.Input)))
+	for range 3 {
+		d, err = scanDeferred(tx.QueryRow(ctx, upsertBatch, NewExecutionID(shard), req.WorkflowName, p.Key,
+			input, p.MaxSize, now, micros(p.MaxWait), size, maxBytes))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+		if _, err = tx.Exec(ctx, closeBatch, req.WorkflowName, p.Key, now); err != nil {
+			break
+		}
+		closed = true
 	}
-	return d, nil
+	if err != nil {
+		return d, closed, fmt.Errorf("batch %q: %w", p.Key, translate(err))
+	}
+	return d, closed, nil
 }
 
 // throttle hands the start its key's next slot, under the lock of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,11 +25,11 @@ type deferredBundle struct {
 	e     *Engine
 }
 
-func setupDeferred(t *testing.T) *deferredBundle {
+func setupDeferred(t *testing.T, mutate ...func(*Config)) *deferredBundle {
 	t.Helper()
 	db := &deferredBundle{testBundle: setup(t), clock: newStepClock(0)}
 	require.NoError(t, db.reg.Register(echoWF))
-	db.e = db.engine(t)
+	db.e = db.engine(t, mutate...)
 	return db
 }
 
@@ -172,6 +173,23 @@ func TestDeferredBatch(t *testing.T) {
 		stillPending(t, db.e, first.ID)
 		db.clock.advance(31 * time.Second)
 		require.JSONEq(t, `[1, 2]`, startedOutput(t, db.e, first.ID))
+	})
+	t.Run("an input that would take a batch past its bytes closes it", func(t *testing.T) {
+		t.Parallel()
+		db := setupDeferred(t, func(c *Config) { c.BatchInputBytes = 16 })
+		p := &Batch{Key: "b", MaxSize: 100, MaxWait: time.Hour}
+		a := deferStart(t, db.e, DeferRequest{Input: raw(t, "aaaaa"), Batch: p}) // 7 bytes of JSON
+		require.Equal(t, a.ID, deferStart(t, db.e, DeferRequest{Input: raw(t, "bbbbb"), Batch: p}).ID)
+		c := deferStart(t, db.e, DeferRequest{Input: raw(t, "ccccc"), Batch: p})
+		require.NotEqual(t, a.ID, c.ID, "21 bytes would pass 16: the next batch")
+		require.JSONEq(t, `["aaaaa", "bbbbb"]`, startedOutput(t, db.e, a.ID), "closed, it fires at once, not at max_wait")
+		big := deferStart(t, db.e, DeferRequest{Input: raw(t, strings.Repeat("x", 40)), Batch: p})
+		require.NotEqual(t, c.ID, big.ID)
+		require.JSONEq(t, `["ccccc"]`, startedOutput(t, db.e, c.ID))
+		next := deferStart(t, db.e, DeferRequest{Input: raw(t, "d"), Batch: p})
+		require.NotEqual(t, big.ID, next.ID, "a batch past the bound by its one input takes no more")
+		require.JSONEq(t, `["`+strings.Repeat("x", 40)+`"]`, startedOutput(t, db.e, big.ID))
+		require.Equal(t, map[string]int{DeferredKey(a.ID): 1, DeferredKey(c.ID): 1, DeferredKey(big.ID): 1}, deferredRuns(t, db.pool))
 	})
 	t.Run("a batch of one fires at once", func(t *testing.T) {
 		t.Parallel()

@@ -1,0 +1,1 @@
+ALTER TABLE harvest_deferred DROP COLUMN input_bytes;
