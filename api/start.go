@@ -119,10 +119,11 @@ type startOutcome struct {
 
 // serveStart serves a start on the local shard of t: replay, else fresh.
 // A key the shard knows (it claimed it or answered a replay of it) is
-// probed first: the read-only fast path of replays. Any other key is likely fresh: the start goes straight
-// to the shard's batch, which answers a live claim as a replay all the
-// same, and only a start that fails probes, so that a replay is never
-// refused by a fresh start's checks. c gives the request's context and
+// probed first: the read-only fast path of replays. Any other key is
+// likely fresh, a placed one included: the start goes straight to the
+// shard's batch, which answers a live claim as a replay all the same, and
+// only a start that fails (or is refused as moved) probes, so that a
+// replay is never refused by a fresh start's checks. c gives the request's context and
 // the caller's scopes; nothing is written to it (batch items share it).
 func (s *Server) serveStart(c *gin.Context, t Target, pl *engine.Placement, name, key string, body *startBody) (startOutcome, error) {
 	probed := false

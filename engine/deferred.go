@@ -322,6 +322,9 @@ const upsertBatch = `
 	 WHERE d.input_bytes + excluded.input_bytes <= $9
 	RETURNING ` + deferredColumns
 
+// batchCloseTries bounds the batches one start closes to make room.
+const batchCloseTries = 4
+
 // closeBatch closes the key's open batch, due at once: the next start's
 // input would take it past its bytes.
 const closeBatch = `
@@ -334,11 +337,15 @@ func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, no
 	p := req.Batch
 	input := jsonArg(req.Input)
 	size := int64(len(inputOrNull(req.Input)))
-	for range 3 {
+	for try := 1; ; try++ {
 		d, err = scanDeferred(tx.QueryRow(ctx, upsertBatch, NewExecutionID(shard), req.WorkflowName, p.Key,
 			input, p.MaxSize, now, micros(p.MaxWait), size, maxBytes))
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
+		}
+		if try == batchCloseTries {
+			// Concurrent starts filled each batch this one opened room in.
+			return d, closed, fmt.Errorf("batch %q: its batches fill faster than they close: %w", p.Key, ErrUnavailable)
 		}
 		if _, err = tx.Exec(ctx, closeBatch, req.WorkflowName, p.Key, now); err != nil {
 			break
