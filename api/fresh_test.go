@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -230,5 +231,50 @@ func TestReplayOfAKeyTheShardDoesNotKnow(t *testing.T) {
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 		require.Equal(t, true, r.Body["started_fresh"])
 		require.True(t, b.engine.KnownStartKey("block", "new-key"))
+	})
+}
+
+// placedHeaders are the headers of a start another node forwarded to
+// shard 0, placed under catalog epoch epoch, with key.
+func placedHeaders(path string, epoch int, key string) []string {
+	return nodeHeaders(http.MethodPost, path, ShardHeader, "0", EpochHeader, strconv.Itoa(epoch), "Idempotency-Key", key)
+}
+
+// TestPlacedStartOfAKeyTheShardDoesNotKnow: a start placed under a
+// catalog epoch is not probed before its batch. The batch answers a live
+// claim as the replay, writing nothing; a start the placement check
+// refuses as moved (a newer epoch redirected its key) is answered by its
+// key's live claim when it has one, else refused 503 with nothing written.
+func TestPlacedStartOfAKeyTheShardDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const path = "/workflows/typed/start"
+	good := map[string]any{"input": map[string]any{"user_id": 7}}
+	first := map[string]response{}
+	for _, k := range []string{"placed-live", "placed-moved"} {
+		r := b.do(t, "POST", path, good, "Idempotency-Key", k)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		first[k] = r
+	}
+	b.restart(t)
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO harvest_placement_redirects (workflow_name, routing_key, epoch, target_shard)
+		VALUES ('typed', 'placed-moved', 5, 1), ('typed', 'moved-fresh', 5, 1)`)
+	require.NoError(t, err)
+
+	for _, k := range []string{"placed-live", "placed-moved"} {
+		t.Run("Replay/"+k, func(t *testing.T) {
+			before := b.counts(t)
+			r := b.do(t, "POST", path, good, placedHeaders(path, 3, k)...)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+			require.Equal(t, first[k].Body["execution_id"], r.Body["execution_id"])
+			require.Equal(t, true, r.Body["deduplicated"])
+			require.Equal(t, before, b.counts(t), "a replay writes nothing")
+		})
+	}
+	t.Run("MovedFreshKeyIsRefused", func(t *testing.T) {
+		before := b.counts(t)
+		r := b.do(t, "POST", path, good, placedHeaders(path, 3, "moved-fresh")...)
+		requireError(t, r, http.StatusServiceUnavailable, codeUnavailable)
+		require.Equal(t, before, b.counts(t))
 	})
 }

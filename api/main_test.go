@@ -104,9 +104,13 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 var testNodeKey = []byte("api tests' node key, 32 bytes or more")
 
 // nodeHeaders are the headers that make method and path (under BasePath)
-// a request of another node, signed with testNodeKey; do takes them.
-func nodeHeaders(method, path string) []string {
+// a request of another node, signed with testNodeKey; do takes them. set
+// (name, value pairs) are set before signing.
+func nodeHeaders(method, path string, set ...string) []string {
 	req := httptest.NewRequest(method, BasePath+path, nil)
+	for i := 1; i < len(set); i += 2 {
+		req.Header.Set(set[i-1], set[i])
+	}
 	SignNode(req, testNodeKey, "n2", auth.Anonymous, time.Now())
 	var out []string
 	for name := range req.Header {
