@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -90,11 +91,26 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 			c.Header(h, v)
 		}
 	}
+	if res.ContentLength >= 0 {
+		c.Header("Content-Length", strconv.FormatInt(res.ContentLength, 10))
+	}
 	c.Status(res.StatusCode)
-	if _, err := io.Copy(c.Writer, res.Body); err != nil {
+	if err := copyAnswer(c.Writer, res.Body); err != nil {
 		s.log.Debug().Err(err).Msg("copy forwarded answer")
 	}
 	c.Abort()
+}
+
+// copyBufs are the buffers forwarded answers are copied through (io.Copy
+// would allocate 32 KiB for each: gin's writer has no ReadFrom).
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+
+// copyAnswer copies a forwarded answer's body to w.
+func copyAnswer(w io.Writer, body io.Reader) error {
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	_, err := io.CopyBuffer(w, body, *buf)
+	return err
 }
 
 // forwardFailed answers a forward that got no answer. When the owner

@@ -2,9 +2,11 @@ package api
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,6 +67,43 @@ func TestForwardFailed(t *testing.T) {
 		after := b.counts(t)
 		require.Equal(t, before[0]+1, after[0], "one run, which a retry of the keyless start would double")
 	})
+}
+
+// TestForwardedAnswer: a forwarded answer reaches the client as the owner
+// wrote it, status, body and length, even one longer than a copy buffer.
+func TestForwardedAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	owner, err := New(Config{NodeKey: testNodeKey, NodeID: "owner"}, SingleShard(b.engine))
+	require.NoError(t, err)
+	ots := httptest.NewServer(owner)
+	t.Cleanup(ots.Close)
+	proxy, err := New(Config{NodeKey: testNodeKey, NodeID: "proxy"}, remoteStarts{&movingRouter{single: single{b.engine}, url: ots.URL}})
+	require.NoError(t, err)
+	pts := httptest.NewServer(proxy)
+	t.Cleanup(pts.Close)
+	get := func(t *testing.T, url string) (*http.Response, []byte) {
+		res, err := http.Get(url)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res, body
+	}
+	pad := strings.Repeat("x", 10<<10)
+	res, err := http.Post(pts.URL+BasePath+"/workflows/typed/start", "application/json",
+		strings.NewReader(`{"input":{"user_id":1,"pad":"`+pad+`"}}`))
+	require.NoError(t, err)
+	started := decodeResponse(t, res)
+	require.Equal(t, http.StatusCreated, started.Status, string(started.Raw))
+	require.Equal(t, int64(len(started.Raw)), res.ContentLength)
+	path := BasePath + "/workflows/" + started.Body["execution_id"].(string) + "/history"
+	fwd, fwdBody := get(t, pts.URL+path)
+	direct, directBody := get(t, ots.URL+path)
+	require.Equal(t, direct.StatusCode, fwd.StatusCode)
+	require.Equal(t, string(directBody), string(fwdBody))
+	require.Contains(t, string(fwdBody), pad)
+	require.Equal(t, direct.ContentLength, fwd.ContentLength, "the owner's length, or chunked as the owner's")
 }
 
 // remoteStarts places every start on the moving router's remote shard.
