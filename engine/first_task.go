@@ -103,6 +103,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 			f.w.newRunsReport = f.w.newRunsReport || isChildKey(runs.keys[i])
 		}
 	}
+	f.w.addStarted(runs)
 	if n := len(f.w.tasks.ids); n > 0 {
 		f.w.direct = e.reserveDispatch(n)
 	}
@@ -115,6 +116,19 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 		}
 	}
 	return f, nil
+}
+
+// addStarted adds every new run's WorkflowStarted event (event 0) to the
+// set's appends, stamped with its run's time: one INSERT carries them with
+// the events of the first tasks.
+func (w *writeSet) addStarted(runs *runColumns) {
+	for i, id := range runs.ids {
+		w.stamps[id] = runs.at[i]
+		w.events.ids = append(w.events.ids, id)
+		w.events.nums = append(w.events.nums, 0)
+		w.events.types = append(w.events.types, runs.eventType[i])
+		w.events.data = append(w.events.data, runs.eventData[i])
+	}
 }
 
 // isChildKey reports whether a run's idempotency key is a child's.

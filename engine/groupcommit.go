@@ -612,9 +612,8 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
 	c.callbacks = c.callbacks || len(req.Callbacks) > 0
 }
 
-// queue queues the inserts of the runs and their WorkflowStarted events,
-// stamped with the times their first tasks saw: what createRun does for
-// one run.
+// queue queues the insert of the runs as their first tasks left them
+// (their WorkflowStarted events join the tasks' own: addStarted).
 func (c *runColumns) queue(b *pgx.Batch) {
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
@@ -628,10 +627,6 @@ func (c *runColumns) queue(b *pgx.Batch) {
 		       AS r(id, n, w, q, i, m, k, s, ran, nx, st, o, er, hs)`,
 		c.ids, c.names, c.wids, c.queues, c.inputs, c.memos, c.keys, c.dueAt,
 		c.ran, c.next, c.states, c.outputs, c.errs, c.holdsSlot)
-	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		SELECT id, 0, t, d::jsonb, at FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[]) AS r(id, t, d, at)`,
-		c.ids, c.eventType, c.eventData, c.at)
 }
 
 // queueTimeouts queues the timeout timers of the runs the batch creates
