@@ -500,6 +500,9 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 		for j, i := range runs.reqIdx {
 			p.res[i].State = runs.states[j]
 		}
+		if p.oneTrip && slices.Contains(runs.holdsSlot, false) {
+			return &assumptionError{what: expectHolding}
+		}
 	}
 	if len(dropIDs) > 0 {
 		b.Queue(`

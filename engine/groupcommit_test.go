@@ -212,6 +212,9 @@ func TestGroupCommit(t *testing.T) {
 		_, err = tx.Exec(context.Background(), `INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state)
 			VALUES ($1, 'block', 'race', 'RUNNING')`, racer)
 		require.NoError(t, err)
+		// In two trips: one trip would take the refusal as a held slot
+		// and go again in two (TestOneTripBatch/ARacingSlotMisses).
+		e.oneTripPaused.Store(oneTripPause)
 		done := make(chan batchRun, 1)
 		go func() {
 			reqs := prepare(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "r1"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/harvestd/harvest"
 
@@ -34,6 +35,13 @@ import (
 // maxClockLag before it; no routing key moved (placed starts); every key's
 // claim was made (none was live); no workflow id's slot is held.
 //
+// The last needs no statement of its own: every run a batch creates holds
+// its workflow id's slot, so the unique index on the slot holders
+// (harvest_executions_slot) refuses the run's insert when another run
+// holds it, and the batch takes that refusal (SQLSTATE 23505 on that
+// index) as the assumption's (heldSlot). A new run whose first task gave
+// its slot up would escape the index: a batch with one misses at once.
+//
 // The time: a workflow's clock is the time of its history's events
 // (replay.go), so the first tasks must know the time their events will be
 // stamped with. A one-trip batch stamps its events with its estimate (the
@@ -60,7 +68,23 @@ const (
 	expectPlaced  = "no routing key moved"
 	expectFresh   = "every key fresh"
 	expectNoSlots = "no slot held"
+	// expectHolding: every new run holds its slot (heldSlot's premise).
+	expectHolding = "every new run holding its slot"
 )
+
+// slotIndex is the unique index of the runs that hold their workflow
+// ids' slots (migration 001).
+const slotIndex = "harvest_executions_slot"
+
+// heldSlot reads a refusal of a one-trip batch's run insert by the slot
+// index as the assumption it breaks (no slot held); other errors pass.
+func heldSlot(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == slotIndex {
+		return &assumptionError{what: expectNoSlots}
+	}
+	return err
+}
 
 // assumptionError is SQLSTATE HR001 (harvest_expect): what did not hold.
 type assumptionError struct{ what string }
@@ -143,7 +167,8 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 		dbNow, sent time.Time
 	)
 	p.oneTrip, p.stampLo, p.stampHi = true, p.dbNow, p.dbNow
-	err = p.write(ctx, b, tx.commitWith, e.cfg.IdempotencyWindow, first, func() {
+	commit := func(ctx context.Context, b *pgx.Batch) error { return heldSlot(tx.commitWith(ctx, b)) }
+	err = p.write(ctx, b, commit, e.cfg.IdempotencyWindow, first, func() {
 		beforeCommit()
 		// Last before the COMMIT: the first tasks have stamped the events
 		// (in workflow time: the check takes the clock's offset off).
@@ -162,9 +187,8 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 
 // queueAssumptions marks every start that may create a run as claimed and
 // free, and queues the checks of that: the placement locks and the check
-// that no routing key moved, the claims with the check that each was
-// made, and the check that no slot is held (of the starts whose workflow
-// ids were given, not minted).
+// that no routing key moved, and the claims with the check that each was
+// made (the slot index checks that no slot is held: heldSlot).
 func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 	c := p.columns()
 	for i := range p.reqs {
@@ -182,10 +206,6 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 			SELECT harvest_expect(count(*) = $8, $9) FROM c`,
 			c.names, c.keys, c.ids, int(p.shard), window.Milliseconds(), c.routings, c.epochs, len(c.keys), expectFresh)
 	}
-	if len(c.wids) == 0 {
-		return
-	}
-	b.Queue(`SELECT harvest_expect(NOT EXISTS (`+slotHoldersSQL+`), $3)`, c.wnames, c.wids, expectNoSlots)
 }
 
 // sampleClock measures the database's clock once (see dbClock).

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
@@ -149,6 +151,64 @@ func TestOneTripStartBatch(t *testing.T) {
 		require.Equal(t, prior.ExecutionID.String(), conflict.ExistingExecutionID)
 		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
 		require.Equal(t, int32(oneTripPause), e.oneTripPaused.Load())
+	})
+
+	t.Run("ARacingSlotMisses", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		// A run of workflow id "race" that commits while the batch is in
+		// flight: the batch's insert waits for it, then the slot index
+		// refuses the batch's run. That is a held slot: a miss, and the
+		// two-trip batch finds the holder.
+		tx, err := b.pool.Begin(ctxT(t))
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		racer := NewExecutionID(7)
+		_, err = tx.Exec(ctxT(t), `INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state)
+			VALUES ($1, 'block', 'race', 'RUNNING')`, racer)
+		require.NoError(t, err)
+		reqs := prepare(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "r1"},
+			StartRequest{WorkflowName: "block", WorkflowID: "race", IdempotencyKey: "r2", ReusePolicy: ReuseRejectDuplicate})
+		replies := make(chan []startReply, 1)
+		go func() { replies <- e.startBatch(context.Background(), reqs) }()
+		eventually(t, "the batch to wait for the racing insert", func() bool {
+			return countRows(t, b, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
+		})
+		require.NoError(t, tx.Commit(ctxT(t)))
+		var out []startReply
+		select {
+		case out = <-replies:
+		case <-ctxT(t).Done():
+			t.Fatal("batch did not finish")
+		}
+		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e), "a miss, then two trips")
+		res, err := e.settle(ctxT(t), reqs[0], out[0])
+		require.NoError(t, err)
+		require.True(t, res.StartedFresh)
+		_, err = e.settle(ctxT(t), reqs[1], out[1])
+		var conflict *ConflictError
+		require.ErrorAs(t, err, &conflict)
+		require.Equal(t, racer.String(), conflict.ExistingExecutionID)
+		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
+		require.Equal(t, int32(oneTripPause), e.oneTripPaused.Load())
+	})
+
+	t.Run("ANewRunGivingUpItsSlotMisses", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripSetup(t)
+		// No first task gives its slot up today; if one did, the slot
+		// index could not check the batch's assumption for it.
+		reqs := prepare(t, e, StartRequest{WorkflowName: "block", WorkflowID: "given", IdempotencyKey: "g"})
+		err := e.sendOneTrip(ctxT(t), newBatchPlan(reqs, e.cfg.ShardID), func(runs *runColumns) (func(*pgx.Batch), error) {
+			runs.holdsSlot[0] = false
+			return func(*pgx.Batch) {}, nil
+		}, func() {})
+		var a *assumptionError
+		require.ErrorAs(t, err, &a)
+		require.Equal(t, expectHolding, a.what)
+		require.False(t, a.taken(), "no replay: the one-trip path goes on")
+		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency`), "nothing written")
 	})
 
 	t.Run("ALostLeaseMissesAndTheFenceReportsIt", func(t *testing.T) {
