@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,6 +148,10 @@ type Config struct {
 	// crashHook stops the engine at a named step boundary: tests only
 	// (crashpoint.go).
 	crashHook crashHook
+	// batchClosedHook runs in a deferred batch start's transaction after
+	// it closed its key's open batch to make room: tests only, standing
+	// in for concurrent starts that fill the batch opened next.
+	batchClosedHook func(ctx context.Context, tx *fencedTx) error
 }
 
 // ActivityRunner runs one attempt of an activity by name on its JSON

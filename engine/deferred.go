@@ -161,7 +161,7 @@ func (e *Engine) Defer(ctx context.Context, req DeferRequest) (Deferred, error) 
 		case PolicyDebounce:
 			d, err = debounce(ctx, tx, e.cfg.ShardID, req, now)
 		case PolicyBatch:
-			d, closed, err = batch(ctx, tx, e.cfg.ShardID, req, now, e.cfg.BatchInputBytes)
+			d, closed, err = batch(ctx, tx, e.cfg.ShardID, req, now, e.cfg.BatchInputBytes, e.cfg.batchClosedHook)
 		default:
 			d, err = throttle(ctx, tx, e.cfg.ShardID, req, now)
 		}
@@ -333,7 +333,9 @@ const closeBatch = `
 
 // batch appends the start to its key's open batch, or opens one; closed
 // reports that it closed a full batch (due at once) to make room.
-func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time, maxBytes int64) (d Deferred, closed bool, err error) {
+// afterClose, when set (tests), runs after each close.
+func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time, maxBytes int64,
+	afterClose func(context.Context, *fencedTx) error) (d Deferred, closed bool, err error) {
 	p := req.Batch
 	input := jsonArg(req.Input)
 	size := int64(len(inputOrNull(req.Input)))
@@ -351,6 +353,11 @@ func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, no
 			break
 		}
 		closed = true
+		if afterClose != nil {
+			if err = afterClose(ctx, tx); err != nil {
+				break
+			}
+		}
 	}
 	if err != nil {
 		return d, closed, fmt.Errorf("batch %q: %w", p.Key, translate(err))

@@ -191,6 +191,30 @@ func TestDeferredBatch(t *testing.T) {
 		require.JSONEq(t, `["`+strings.Repeat("x", 40)+`"]`, startedOutput(t, db.e, big.ID))
 		require.Equal(t, map[string]int{DeferredKey(a.ID): 1, DeferredKey(c.ID): 1, DeferredKey(big.ID): 1}, deferredRuns(t, db.pool))
 	})
+	t.Run("a start that cannot make room is unavailable and writes nothing", func(t *testing.T) {
+		t.Parallel()
+		// Each batch the start closes is followed, before the start can
+		// join the next, by another start that opens and fills it.
+		fills := 0
+		db := setupDeferred(t, func(c *Config) {
+			c.BatchInputBytes = 16
+			c.batchClosedHook = func(ctx context.Context, tx *fencedTx) error {
+				fills++
+				full := raw(t, strings.Repeat("f", 14)) // 16 bytes of JSON
+				_, err := tx.Exec(ctx, upsertBatch, NewExecutionID(c.ShardID), echoWF.Name(), "b", jsonArg(full),
+					100, time.Now(), micros(time.Hour), int64(len(full)), int64(16))
+				return err
+			}
+		})
+		p := &Batch{Key: "b", MaxSize: 100, MaxWait: time.Hour}
+		a := deferStart(t, db.e, DeferRequest{Input: raw(t, strings.Repeat("a", 14)), Batch: p})
+		_, err := db.e.Defer(ctxT(t), DeferRequest{WorkflowName: echoWF.Name(), Input: raw(t, "bbbbb"), Batch: p})
+		require.ErrorIs(t, err, ErrUnavailable)
+		require.Equal(t, batchCloseTries-1, fills, "a close before each try but the first")
+		require.Equal(t, 1, countRows(t, db.testBundle, `SELECT count(*) FROM harvest_deferred`), "nothing written")
+		require.Equal(t, 1, countRows(t, db.testBundle, `SELECT count(*) FROM harvest_deferred WHERE open`), "the first batch still open")
+		stillPending(t, db.e, a.ID)
+	})
 	t.Run("a batch of one fires at once", func(t *testing.T) {
 		t.Parallel()
 		db := setupDeferred(t)
