@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -80,9 +82,13 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 		req.Header.Set(EpochHeader, strconv.FormatUint(epoch.(uint64), 10))
 	}
 	s.signNode(req, identity(c))
+	var sent atomic.Bool // some of the request went to a connection
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaders: func() { sent.Store(true) },
+	}))
 	res, err := s.client.Do(req)
 	if err != nil {
-		abort(c, forwardFailed(t, err))
+		abort(c, forwardFailed(t, err, sent.Load()))
 		return
 	}
 	defer res.Body.Close()
@@ -113,16 +119,17 @@ func copyAnswer(w io.Writer, body io.Reader) error {
 	return err
 }
 
-// forwardFailed answers a forward that got no answer. When the owner
-// could not be reached, nothing was sent: 503, which any client retries.
+// forwardFailed answers a forward that got no answer. When none of the
+// request went to a connection (the owner could not be dialled, its TLS
+// handshake failed), nothing was sent: 503, which any client retries.
 // Otherwise the request may have reached the owner and taken effect
 // before its answer was lost: 502 forward_failed, which a client retries
 // only when a replay has the effect of one (an idempotency key, a GET),
 // never a keyless start or signal.
-func forwardFailed(t Target, err error) *apiError {
+func forwardFailed(t Target, err error, sent bool) *apiError {
 	extra := gin.H{"owner": t.Owner, "shard_id": t.ShardID}
 	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" {
+	if !sent || (errors.As(err, &opErr) && opErr.Op == "dial") {
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, extra: extra,
 			msg: fmt.Sprintf("the owner of shard %d (%s) cannot be reached", t.ShardID, t.Owner)}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,6 +43,17 @@ func TestForwardFailed(t *testing.T) {
 		require.NoError(t, ln.Close())
 		before := b.counts(t)
 		requireError(t, post(t, proxyTo(t, url)), http.StatusServiceUnavailable, codeUnavailable)
+		require.Equal(t, before, b.counts(t))
+	})
+	t.Run("AFailedTLSHandshakeIs503", func(t *testing.T) {
+		// An owner whose certificate the node does not trust: the
+		// handshake fails before any of the request is sent.
+		var served atomic.Bool
+		owner := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Store(true) }))
+		t.Cleanup(owner.Close)
+		before := b.counts(t)
+		requireError(t, post(t, proxyTo(t, owner.URL)), http.StatusServiceUnavailable, codeUnavailable)
+		require.False(t, served.Load())
 		require.Equal(t, before, b.counts(t))
 	})
 	t.Run("LostAnswerIs502", func(t *testing.T) {
