@@ -39,9 +39,15 @@ var (
 	forwardResponseHeaders = []string{"Content-Type", "Retry-After"}
 )
 
+// newForwardClient is the client of forwards and other node-to-node
+// calls. It speaks HTTP/1.1 only, even to a server that offers HTTP/2:
+// forwardFailed's "nothing was sent" rests on HTTP/1.1's transport, which
+// reports a failure only once its write of the request has ended.
 func newForwardClient(tlsCfg *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = tlsCfg
+	t.ForceAttemptHTTP2 = false
+	t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // non-nil: no HTTP/2
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second

@@ -2,6 +2,8 @@ package api
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -116,6 +118,35 @@ func TestForwardedAnswer(t *testing.T) {
 	require.Equal(t, string(directBody), string(fwdBody))
 	require.Contains(t, string(fwdBody), pad)
 	require.Equal(t, direct.ContentLength, fwd.ContentLength, "the owner's length, or chunked as the owner's")
+}
+
+// TestForwardSpeaksHTTP1: a forward reaches an owner that offers HTTP/2
+// over HTTP/1.1 (forwardFailed's rule of what was sent rests on it).
+func TestForwardSpeaksHTTP1(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	owner, err := New(Config{NodeKey: testNodeKey, NodeID: "owner"}, SingleShard(b.engine))
+	require.NoError(t, err)
+	protos := make(chan string, 1)
+	ots := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos <- r.Proto
+		owner.ServeHTTP(w, r)
+	}))
+	ots.EnableHTTP2 = true
+	ots.StartTLS()
+	t.Cleanup(ots.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(ots.Certificate())
+	proxy, err := New(Config{NodeKey: testNodeKey, NodeID: "proxy", ForwardTLS: &tls.Config{RootCAs: roots}},
+		remoteStarts{&movingRouter{single: single{b.engine}, url: ots.URL}})
+	require.NoError(t, err)
+	pts := httptest.NewServer(proxy)
+	t.Cleanup(pts.Close)
+	res, err := http.Post(pts.URL+BasePath+"/workflows/block/start", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	r := decodeResponse(t, res)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Raw))
+	require.Equal(t, "HTTP/1.1", <-protos)
 }
 
 // remoteStarts places every start on the moving router's remote shard.
