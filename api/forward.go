@@ -3,10 +3,8 @@ package api
 import (
 	"bytes"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -94,7 +92,8 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 	}))
 	res, err := s.client.Do(req)
 	if err != nil {
-		abort(c, forwardFailed(t, err, sent.Load()))
+		s.log.Debug().Err(err).Uint16("shard_id", t.ShardID).Str("node_id", t.Owner).Bool("sent", sent.Load()).Msg("forward failed")
+		abort(c, forwardFailed(t, sent.Load()))
 		return
 	}
 	defer res.Body.Close()
@@ -132,10 +131,9 @@ func copyAnswer(w io.Writer, body io.Reader) error {
 // before its answer was lost: 502 forward_failed, which a client retries
 // only when a replay has the effect of one (an idempotency key, a GET),
 // never a keyless start or signal.
-func forwardFailed(t Target, err error, sent bool) *apiError {
+func forwardFailed(t Target, sent bool) *apiError {
 	extra := gin.H{"owner": t.Owner, "shard_id": t.ShardID}
-	var opErr *net.OpError
-	if !sent || (errors.As(err, &opErr) && opErr.Op == "dial") {
+	if !sent {
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, extra: extra,
 			msg: fmt.Sprintf("the owner of shard %d (%s) cannot be reached", t.ShardID, t.Owner)}
 	}

@@ -153,3 +153,31 @@ func TestForwardSpeaksHTTP1(t *testing.T) {
 type remoteStarts struct{ *movingRouter }
 
 func (r remoteStarts) ForStart(string, string, string) (Target, error) { return r.ForShard(0) }
+
+// BenchmarkCopyAnswer: copying a forwarded answer's body (a reader and a
+// writer without WriteTo and ReadFrom, as net/http's body and gin's
+// writer) through the pooled buffer against io.Copy.
+func BenchmarkCopyAnswer(b *testing.B) {
+	answer := bytes.Repeat([]byte("x"), 600) // a start's answer
+	for _, c := range []struct {
+		name string
+		copy func(io.Writer, io.Reader) error
+	}{
+		{"pooled", copyAnswer},
+		{"io.Copy", func(w io.Writer, r io.Reader) error { _, err := io.Copy(w, r); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.copy(writerOnly{io.Discard}, readerOnly{bytes.NewReader(answer)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+type (
+	writerOnly struct{ io.Writer }
+	readerOnly struct{ io.Reader }
+)
