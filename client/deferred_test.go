@@ -8,17 +8,25 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest/api"
 	"github.com/harvestd/harvest/client"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/harvesttest"
 )
 
 func TestServerDeferred(t *testing.T) {
 	t.Parallel()
-	b := setupServer(t)
+	clock := harvesttest.NewClock()
+	b := setupServerEngine(t, func(e *engine.Engine) api.Config { return api.Config{Gates: e} },
+		func(c *engine.Config) { c.Clock = clock })
 	input := map[string]int{"activities": 1}
 
+	// The window is an hour of the test clock, which moves only when the
+	// test advances it: however slow the machine, the second call lands
+	// inside the window, so a second item would be the debounce's bug.
 	t.Run("a debounce starts one run", func(t *testing.T) {
-		deb := &client.Debounce{Key: "k", Window: client.Duration(200 * time.Millisecond)}
+		deb := &client.Debounce{Key: "k", Window: client.Duration(time.Hour)}
 		first, err := b.api.StartDeferred(ctxT(t), demo.NoopChainName, client.DeferredStartRequest{Input: input, Debounce: deb})
 		require.NoError(t, err)
 		require.Equal(t, "pending", first.State)
@@ -30,6 +38,7 @@ func TestServerDeferred(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, first.ID, second.ID)
 		require.Equal(t, 2, second.Starts)
+		clock.Advance(2 * time.Hour)
 		require.Eventually(t, func() bool {
 			d, err := b.api.DeferredStart(ctxT(t), first.ID)
 			if err == nil && d.State != "pending" && d.State != "firing" {
@@ -37,6 +46,9 @@ func TestServerDeferred(t *testing.T) {
 			}
 			return err == nil && d.State == "started" && d.ExecutionID != ""
 		}, 20*time.Second, 20*time.Millisecond)
+		pending, err = b.api.PendingDeferred(ctxT(t))
+		require.NoError(t, err)
+		require.Empty(t, pending, "one item, fired once")
 	})
 	t.Run("a throttled start past the backlog is not retried", func(t *testing.T) {
 		th := &client.Throttle{Key: "t", Rate: 1, Per: client.Duration(time.Hour), MaxBacklog: 1}
