@@ -176,13 +176,13 @@ func TestMembership(t *testing.T) {
 		require.NoError(t, err)
 		began := time.Now()
 		require.NoError(t, m.Start(context.Background()))
-		require.Less(t, time.Since(began), time.Second, "Start waited for seeds")
+		require.Less(t, time.Since(began), 30*time.Second, "Start waited for seeds (a minute)")
 		require.Equal(t, []string{"lonely"}, memberIDs(m.Alive()))
 
 		waitChanged(t, convergeDeadline, accepted) // the join's push/pull is in flight
 		began = time.Now()
 		m.Stop()
-		require.Less(t, time.Since(began), 2*time.Second, "Stop waited for the in-flight join")
+		require.Less(t, time.Since(began), 30*time.Second, "Stop waited for the in-flight join (a minute)")
 		require.Error(t, <-joinErr, "the aborted join reports an error")
 	})
 
