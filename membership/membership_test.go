@@ -60,17 +60,28 @@ func TestMembership(t *testing.T) {
 		b := setup(t)
 		nodes := b.cluster(t, 3, nil)
 		nodes[2].Stop()
-		waitState(t, convergeDeadline, nodes[:2], "node-3", StateLeft)
-		// node-1 missed the leaving announcement, which the leave itself
-		// can overtake: it has node-3 dead.
-		gone, ok := nodes[0].table.get("node-3")
+		// One survivor sees the leave (on a busy machine the other may
+		// already have declared node-3 dead: the very case below).
+		var saw, missed *Membership
+		require.Eventually(t, func() bool {
+			for i, o := range nodes[:2] {
+				if mb, ok := find(o.Members(), "node-3"); ok && mb.State == StateLeft {
+					saw, missed = o, nodes[1-i]
+					return true
+				}
+			}
+			return false
+		}, convergeDeadline, pollTick, "a survivor to see node-3 leave")
+		// The other missed the leaving announcement, which the leave
+		// itself can overtake: it has node-3 dead.
+		gone, ok := missed.table.get("node-3")
 		require.True(t, ok)
 		gone.State = StateDead
-		nodes[0].table.set(gone, time.Now())
-		// A push/pull with node-2, which saw node-3 leave, corrects it.
-		_, err := nodes[0].list.Join([]string{nodes[1].Local().GossipAddr})
+		missed.table.set(gone, time.Now())
+		// A push/pull with the one that saw node-3 leave corrects it.
+		_, err := missed.list.Join([]string{saw.Local().GossipAddr})
 		require.NoError(t, err)
-		waitState(t, convergeDeadline, nodes[:1], "node-3", StateLeft)
+		waitState(t, convergeDeadline, []*Membership{missed}, "node-3", StateLeft)
 	})
 
 	t.Run("CrashIsDeadAndRestartIsRejoined", func(t *testing.T) {
