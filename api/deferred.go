@@ -181,7 +181,7 @@ func (s *Server) deferStart(c *gin.Context, name string, raw []byte, b *startBod
 	item, err := d.Defer(c.Request.Context(), req)
 	var throttled *engine.ThrottledError
 	if errors.As(err, &throttled) {
-		secs := int(throttled.RetryAfter.Seconds())
+		secs := retryAfterSeconds(throttled.RetryAfter)
 		c.Header("Retry-After", strconv.Itoa(secs))
 		abort(c, &apiError{status: http.StatusTooManyRequests, code: codeThrottled, msg: throttled.Error(),
 			extra: gin.H{"throttle_key": throttled.Key, "backlog": throttled.Backlog, "retry_after_seconds": secs}})

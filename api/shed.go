@@ -80,7 +80,7 @@ func (s *Server) limitRate(c *gin.Context) *apiError {
 	if d <= 0 {
 		return nil
 	}
-	secs := int(math.Ceil(d.Seconds()))
+	secs := retryAfterSeconds(d)
 	c.Header("Retry-After", strconv.Itoa(secs))
 	return &apiError{status: http.StatusTooManyRequests, code: codeRateLimited,
 		msg:   fmt.Sprintf("this token is over its rate of %g requests per second; retry in %d s", float64(s.shedder.rates.limit), secs),
@@ -105,7 +105,7 @@ func (s *Server) chargeItems(c *gin.Context, items int) *apiError {
 	if d <= 0 {
 		return nil
 	}
-	secs := int(math.Ceil(d.Seconds()))
+	secs := retryAfterSeconds(d)
 	c.Header("Retry-After", strconv.Itoa(secs))
 	return &apiError{status: http.StatusTooManyRequests, code: codeRateLimited,
 		msg:   fmt.Sprintf("a batch of %d starts is over this token's rate of %g starts per second; retry in %d s", items, float64(r.limit), secs),
@@ -194,4 +194,10 @@ func (r *tokenRates) prune(now time.Time) {
 			delete(r.buckets, k)
 		}
 	}
+}
+
+// retryAfterSeconds is a Retry-After of d in whole seconds, rounded up: a
+// client that waits it never comes back before the slot opens.
+func retryAfterSeconds(d time.Duration) int {
+	return int(math.Ceil(d.Seconds()))
 }

@@ -248,3 +248,20 @@ func TestOpenAPIListsShedding(t *testing.T) {
 		require.Contains(t, res, "503", route)
 	}
 }
+
+func TestRetryAfterSeconds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		d    time.Duration
+		want int
+	}{
+		{time.Hour, 3600},
+		{time.Hour - 1500*time.Millisecond, 3599},
+		{200 * time.Millisecond, 1},
+		{time.Second, 1},
+	} {
+		t.Run(c.d.String(), func(t *testing.T) {
+			require.Equal(t, c.want, retryAfterSeconds(c.d), "never earlier than the slot")
+		})
+	}
+}

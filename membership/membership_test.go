@@ -60,17 +60,28 @@ func TestMembership(t *testing.T) {
 		b := setup(t)
 		nodes := b.cluster(t, 3, nil)
 		nodes[2].Stop()
-		waitState(t, convergeDeadline, nodes[:2], "node-3", StateLeft)
-		// node-1 missed the leaving announcement, which the leave itself
-		// can overtake: it has node-3 dead.
-		gone, ok := nodes[0].table.get("node-3")
+		// One survivor sees the leave (on a busy machine the other may
+		// already have declared node-3 dead: the very case below).
+		var saw, missed *Membership
+		require.Eventually(t, func() bool {
+			for i, o := range nodes[:2] {
+				if mb, ok := find(o.Members(), "node-3"); ok && mb.State == StateLeft {
+					saw, missed = o, nodes[1-i]
+					return true
+				}
+			}
+			return false
+		}, convergeDeadline, pollTick, "a survivor to see node-3 leave")
+		// The other missed the leaving announcement, which the leave
+		// itself can overtake: it has node-3 dead.
+		gone, ok := missed.table.get("node-3")
 		require.True(t, ok)
 		gone.State = StateDead
-		nodes[0].table.set(gone, time.Now())
-		// A push/pull with node-2, which saw node-3 leave, corrects it.
-		_, err := nodes[0].list.Join([]string{nodes[1].Local().GossipAddr})
+		missed.table.set(gone, time.Now())
+		// A push/pull with the one that saw node-3 leave corrects it.
+		_, err := missed.list.Join([]string{saw.Local().GossipAddr})
 		require.NoError(t, err)
-		waitState(t, convergeDeadline, nodes[:1], "node-3", StateLeft)
+		waitState(t, convergeDeadline, []*Membership{missed}, "node-3", StateLeft)
 	})
 
 	t.Run("CrashIsDeadAndRestartIsRejoined", func(t *testing.T) {
@@ -176,13 +187,13 @@ func TestMembership(t *testing.T) {
 		require.NoError(t, err)
 		began := time.Now()
 		require.NoError(t, m.Start(context.Background()))
-		require.Less(t, time.Since(began), time.Second, "Start waited for seeds")
+		require.Less(t, time.Since(began), 30*time.Second, "Start waited for seeds (a minute)")
 		require.Equal(t, []string{"lonely"}, memberIDs(m.Alive()))
 
 		waitChanged(t, convergeDeadline, accepted) // the join's push/pull is in flight
 		began = time.Now()
 		m.Stop()
-		require.Less(t, time.Since(began), 2*time.Second, "Stop waited for the in-flight join")
+		require.Less(t, time.Since(began), 30*time.Second, "Stop waited for the in-flight join (a minute)")
 		require.Error(t, <-joinErr, "the aborted join reports an error")
 	})
 

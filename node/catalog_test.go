@@ -26,11 +26,17 @@ import (
 	"github.com/harvestd/harvest/ring"
 )
 
+// fastRaft is raft's timing for tests: a short commit timeout, and
+// heartbeat, election and lease timeouts longer than raft's defaults
+// (1 s, 1 s, 500 ms). Shorter ones made leaders come and go on a busy
+// machine (a lease of 500 ms lapses when the race detector and other
+// packages' tests starve the followers), and with them the admin calls of
+// tests that are about something else.
 func fastRaft() *raft.Config {
 	rc := raft.DefaultConfig()
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+	rc.HeartbeatTimeout = 2 * time.Second
+	rc.ElectionTimeout = 2 * time.Second
+	rc.LeaderLeaseTimeout = time.Second
 	rc.CommitTimeout = 20 * time.Millisecond
 	return rc
 }

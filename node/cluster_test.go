@@ -181,12 +181,14 @@ func call(t *testing.T, n *Node, method, path string, body any, headers ...strin
 // leaderRetryWithin bounds how long call retries those 503s.
 const leaderRetryWithin = 15 * time.Second
 
-// noLeader reports whether r is the API's "no raft leader reachable" or
-// "token table may be out of date" 503.
+// noLeader reports whether r is a 503 that did nothing and that a client
+// retries: the API's "no raft leader reachable", "token table may be out
+// of date", or a shard's engine not (yet) running on its owner.
 func noLeader(r reply) bool {
 	msg, _ := r.Body["error"].(string)
 	return r.Status == http.StatusServiceUnavailable &&
-		(strings.HasPrefix(msg, "no raft leader reachable") || strings.Contains(msg, "token table may be out of date"))
+		(strings.HasPrefix(msg, "no raft leader reachable") || strings.Contains(msg, "token table may be out of date") ||
+			strings.HasSuffix(msg, "engine not running"))
 }
 
 // request is a request to n's API: body JSON-encoded (none when nil),

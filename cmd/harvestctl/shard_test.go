@@ -145,7 +145,13 @@ func TestShardCommands(t *testing.T) {
 	newShard := pgtest.NewDB(t) // dropped when the whole test ends
 
 	t.Run("ListShowsBothWritable", func(t *testing.T) {
-		table := b.ok(t, "shard", "list")
+		// Under load the follower may be between leaders for a moment.
+		var table string
+		require.Eventually(t, func() bool {
+			r := b.ctl(t, "shard", "list")
+			table = r.stdout
+			return r.code == 0 && strings.Contains(table, "raft leader n")
+		}, 30*time.Second, 100*time.Millisecond, "a raft leader in the list's footer")
 		require.Equal(t, [][]string{{"ID", "STATE", "OWNER", "CLAIMS IN WINDOW", "RUNS IN WINDOW", "RUNNING", "WINDOW PASSES", "DATABASE"}},
 			rows(table, "ID"), table)
 		require.Equal(t, map[string]string{"0": "writable", "1": "writable"}, shardStates(table), table)

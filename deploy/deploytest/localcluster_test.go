@@ -54,6 +54,9 @@ func localClusterAt(t *testing.T, root, state string) *localCluster {
 		return fmt.Sprintf("%d %d %d", ps[0], ps[1], ps[2])
 	}
 	c.env = append(os.Environ(),
+		// A busy machine builds the binaries and forms the raft group
+		// slowly: the script's own readiness bound, and the test's.
+		"HARVEST_CLUSTER_TIMEOUT=300",
 		"HARVEST_CLUSTER_DIR="+state,
 		"HARVEST_CLUSTER_HTTP_PORTS="+list(free[0:3]),
 		"HARVEST_CLUSTER_GOSSIP_PORTS="+list(free[3:6]),
@@ -62,6 +65,10 @@ func localClusterAt(t *testing.T, root, state string) *localCluster {
 	)
 	return c
 }
+
+// upTimeout bounds `local-cluster.sh up`: a go build of both binaries,
+// PostgreSQL, and three nodes ready (HARVEST_CLUSTER_TIMEOUT, 300 s).
+const upTimeout = 10 * time.Minute
 
 // script runs scripts/local-cluster.sh with a subcommand.
 func (c *localCluster) script(t *testing.T, timeout time.Duration, sub string) (string, error) {
@@ -270,7 +277,7 @@ func TestLocalClusterScript(t *testing.T) {
 	})
 
 	began := time.Now()
-	out, err := c.script(t, 3*time.Minute, "up")
+	out, err := c.script(t, upTimeout, "up")
 	if err != nil {
 		c.dumpLogs(t)
 	}
@@ -363,7 +370,7 @@ func TestLocalClusterScript(t *testing.T) {
 	})
 
 	t.Run("UpAgainKeepsTheSecrets", func(t *testing.T) {
-		out, err := c.script(t, 3*time.Minute, "up")
+		out, err := c.script(t, upTimeout, "up")
 		require.NoError(t, err, "local-cluster.sh up again:\n%s", out)
 		require.Equal(t, secrets, c.readSecrets(t), "a second up keeps the cluster key and the token")
 		c.requireAgentsHaveSecrets(t, c.ourPIDs(t))
