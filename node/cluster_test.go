@@ -213,7 +213,14 @@ func request(t *testing.T, n *Node, method, path string, body any, headers ...st
 func callAsNode(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
 	t.Helper()
 	req := request(t, n, method, path, body, headers...)
-	api.SignNode(req, clusterkeytest.Key().Derive(clusterkey.LabelHTTP), req.Header.Get(api.ForwardedHeader), auth.Anonymous, time.Now())
+	var raw []byte
+	if body != nil {
+		var err error
+		raw, err = json.Marshal(body) // as request sends it
+		require.NoError(t, err)
+	}
+	api.SignNode(req, api.NodeSig{Key: clusterkeytest.Key().Derive(clusterkey.LabelHTTP), From: req.Header.Get(api.ForwardedHeader),
+		To: n.NodeID(), Identity: auth.Anonymous, Body: raw, Time: time.Now()})
 	return send(t, req)
 }
 
