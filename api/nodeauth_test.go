@@ -48,7 +48,9 @@ func setupSig(t *testing.T) *sigBundle {
 		case b.captured <- captured{uri: r.RequestURI, header: r.Header.Clone(), body: body}:
 		default:
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		if len(body) > 0 { // else the server's http.NoBody stays
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		owner.ServeHTTP(w, r)
 	}))
 	other, err := New(Config{NodeKey: testNodeKey, NodeID: "other"}, SingleShard(b.engine))
