@@ -290,6 +290,24 @@ func TestClusterRouting(t *testing.T) {
 		}
 	})
 
+	// A node request is valid at the node it was signed for only: the
+	// same request sent to another node is refused (a clear-text
+	// cluster's captured forward cannot be replayed elsewhere).
+	t.Run("ANodeRequestServesOnlyItsReceiver", func(t *testing.T) {
+		to := c.live()[1]
+		for _, n := range c.live() {
+			req := request(t, n, "GET", "/workflows?page_size=1", nil)
+			api.SignNode(req, api.NodeSig{Key: clusterkeytest.Key().Derive(clusterkey.LabelHTTP), From: c.live()[0].NodeID(),
+				To: to.NodeID(), Identity: auth.Anonymous, Time: time.Now()})
+			want := http.StatusUnauthorized
+			if n == to {
+				want = http.StatusOK
+			}
+			r := send(t, req)
+			require.Equal(t, want, r.Status, "signed for %s, sent to %s: %v", to.NodeID(), n.NodeID(), r.Body)
+		}
+	})
+
 	t.Run("HundredSameKeyStartsOverThreeNodes", func(t *testing.T) {
 		const n = 100
 		ids := make([]string, n)
