@@ -118,7 +118,7 @@ func SignNode(req *http.Request, sig NodeSig) {
 // and a node request whose signature does not verify, are errors. A v2
 // request's body is checked as it is read (errBodyDigest).
 func (s *Server) nodeCaller(r *http.Request) (*auth.Identity, *apiError) {
-	if len(r.Header.Values(NodeAuthHeader)) == 0 {
+	if r.Header.Get(NodeAuthHeader) == "" {
 		return nil, refuseHarvestHeaders(r.Header)
 	}
 	if err := s.verifyNode(r); err != nil {
