@@ -45,7 +45,7 @@ func BenchmarkKeyedStartAuth(b *testing.B) {
 	mode("off", tb.server, func(*http.Request) {})
 	mode("tokens", tokens, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+full) })
 	mode("node", tokens, func(r *http.Request) {
-		SignNode(r, key, "n2", auth.Identity{TokenID: tok.ID, Scope: auth.ScopeWrite}, time.Now())
+		SignNode(r, NodeSig{Key: key, From: "n2", Identity: auth.Identity{TokenID: tok.ID, Scope: auth.ScopeWrite}, Body: []byte(body), Time: time.Now()})
 	})
 }
 
@@ -62,7 +62,7 @@ func BenchmarkGuard(b *testing.B) {
 		"off":    {off, func(*http.Request) {}},
 		"tokens": {s, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+full) }},
 		"node": {s, func(r *http.Request) {
-			SignNode(r, key, "n2", auth.Identity{TokenID: tok.ID, Scope: auth.ScopeWrite}, time.Now())
+			SignNode(r, NodeSig{Key: key, From: "n2", Identity: auth.Identity{TokenID: tok.ID, Scope: auth.ScopeWrite}, Time: time.Now()})
 		}},
 	} {
 		req := httptest.NewRequest("POST", BasePath+"/workflows/x/start", nil)

@@ -222,7 +222,7 @@ func (b *authBundle) nodeRequest(t *testing.T, key []byte, now time.Time, id aut
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	signer := &Server{cfg: Config{NodeID: "n2", NodeKey: key}, now: func() time.Time { return now }}
-	signer.signNode(req, id)
+	signer.signNode(req, NodeSig{Identity: id, Body: []byte(body)})
 	return req
 }
 

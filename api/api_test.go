@@ -367,7 +367,7 @@ func TestHostileInput(t *testing.T) {
 			}
 			var headers []string
 			if strings.HasPrefix(c.path, "/internal/") {
-				headers = nodeHeaders(c.method, c.path)
+				headers = nodeHeaders(c.method, c.path, body)
 			}
 			r := b.do(t, c.method, c.path, body, headers...)
 			requireError(t, r, http.StatusBadRequest, c.code)

@@ -50,7 +50,9 @@ func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 // largest value PostgreSQL's jsonb stores.
 const maxNodeBodyBytes = 256 << 20
 
-// readBodyLimit is readBody with its own size limit.
+// readBodyLimit is readBody with its own size limit. A node request's
+// body that is not the one its signature covers is refused (401) once
+// read (checkBody).
 func (s *Server) readBodyLimit(c *gin.Context, limit int64) ([]byte, error) {
 	r := http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	b, err := io.ReadAll(r)
@@ -59,6 +61,10 @@ func (s *Server) readBodyLimit(c *gin.Context, limit int64) ([]byte, error) {
 	case errors.As(err, &tooBig):
 		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
 			msg: fmt.Sprintf("request body exceeds %d bytes", limit)}
+	case errors.Is(err, errBodyDigest):
+		e := unauthenticated("node request refused: " + errBodyDigest.Error())
+		s.auditRefusal(c, c.Request.Method+" "+c.FullPath(), e)
+		return nil, e
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.Header("Connection", "close")
 		return nil, &apiError{status: http.StatusRequestTimeout, code: codeBodyTimeout,

@@ -79,6 +79,14 @@ type Config struct {
 	// the other keys of a cluster key rotation (NodeKey always verifies).
 	// Server.SetNodeKeys replaces both while the server runs.
 	NodeVerifyKeys [][]byte
+	// NodeAuthV1 is for a rolling upgrade from a version that signs and
+	// verifies node requests in the v1 form only (harvestd
+	// --node-auth-v1): this node then accepts a v1 signature from a node
+	// that sends no v2 one, and signs its own requests in both forms (v1
+	// first, which such a node reads). The v1 form covers neither the
+	// body, the Idempotency-Key nor the receiving node. False: v2 only,
+	// sent and accepted.
+	NodeAuthV1 bool
 	// ForwardTLS, when set, is the TLS configuration of requests to other
 	// nodes (their URLs are https): the CA that verifies them and this
 	// node's certificate.

@@ -301,7 +301,7 @@ func (s *Server) remoteDeferred(c *gin.Context, t Target) ([]engine.Deferred, er
 	if err != nil {
 		return nil, err
 	}
-	s.signNode(req, identity(c))
+	s.signNode(req, NodeSig{To: t.Owner, Identity: identity(c)})
 	res, err := s.client.Do(req)
 	if err != nil {
 		return nil, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "list deferred: " + err.Error()}

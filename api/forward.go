@@ -31,7 +31,8 @@ const forwardTimeout = 60 * time.Second
 
 // headers copied onto a forwarded request and back from its answer. The
 // caller's Authorization is not among them: the forwarding node sends
-// the identity it verified, signed with the cluster key (signNode).
+// the identity it verified, signed with the cluster key (signNode). The
+// Idempotency-Key is among them: the signature covers it.
 var (
 	forwardRequestHeaders  = []string{"Content-Type", "Idempotency-Key", "Accept", "Harvest-Task-Token"}
 	forwardResponseHeaders = []string{"Content-Type", "Retry-After"}
@@ -85,7 +86,7 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 	if epoch, ok := c.Get(epochKey); ok {
 		req.Header.Set(EpochHeader, strconv.FormatUint(epoch.(uint64), 10))
 	}
-	s.signNode(req, identity(c))
+	s.signNode(req, NodeSig{To: t.Owner, Identity: identity(c), Body: body})
 	var sent atomic.Bool // some of the request went to a connection
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		WroteHeaders: func() { sent.Store(true) },

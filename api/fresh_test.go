@@ -234,10 +234,10 @@ func TestReplayOfAKeyTheShardDoesNotKnow(t *testing.T) {
 	})
 }
 
-// placedHeaders are the headers of a start another node forwarded to
-// shard 0, placed under catalog epoch epoch, with key.
-func placedHeaders(path string, epoch int, key string) []string {
-	return nodeHeaders(http.MethodPost, path, ShardHeader, "0", EpochHeader, strconv.Itoa(epoch), "Idempotency-Key", key)
+// placedHeaders are the headers of a start (body) another node forwarded
+// to shard 0, placed under catalog epoch epoch, with key.
+func placedHeaders(path string, body any, epoch int, key string) []string {
+	return nodeHeaders(http.MethodPost, path, body, ShardHeader, "0", EpochHeader, strconv.Itoa(epoch), "Idempotency-Key", key)
 }
 
 // TestPlacedStartOfAKeyTheShardDoesNotKnow: a start placed under a
@@ -264,7 +264,7 @@ func TestPlacedStartOfAKeyTheShardDoesNotKnow(t *testing.T) {
 	for _, k := range []string{"placed-live", "placed-moved"} {
 		t.Run("Replay/"+k, func(t *testing.T) {
 			before := b.counts(t)
-			r := b.do(t, "POST", path, good, placedHeaders(path, 3, k)...)
+			r := b.do(t, "POST", path, good, placedHeaders(path, good, 3, k)...)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 			require.Equal(t, first[k].Body["execution_id"], r.Body["execution_id"])
 			require.Equal(t, true, r.Body["deduplicated"])
@@ -273,7 +273,7 @@ func TestPlacedStartOfAKeyTheShardDoesNotKnow(t *testing.T) {
 	}
 	t.Run("MovedFreshKeyIsRefused", func(t *testing.T) {
 		before := b.counts(t)
-		r := b.do(t, "POST", path, good, placedHeaders(path, 3, "moved-fresh")...)
+		r := b.do(t, "POST", path, good, placedHeaders(path, good, 3, "moved-fresh")...)
 		requireError(t, r, http.StatusServiceUnavailable, codeUnavailable)
 		require.Equal(t, before, b.counts(t))
 	})

@@ -124,7 +124,7 @@ func (s *Server) remoteList(c *gin.Context, t Target, q engine.ListQuery) (engin
 	if err != nil {
 		return engine.ListPage{}, err
 	}
-	s.signNode(req, identity(c))
+	s.signNode(req, NodeSig{To: t.Owner, Identity: identity(c)})
 	res, err := s.client.Do(req)
 	if err != nil {
 		return engine.ListPage{}, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "list shard: " + err.Error()}

@@ -104,14 +104,15 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 var testNodeKey = []byte("api tests' node key, 32 bytes or more")
 
 // nodeHeaders are the headers that make method and path (under BasePath)
-// a request of another node, signed with testNodeKey; do takes them. set
-// (name, value pairs) are set before signing.
-func nodeHeaders(method, path string, set ...string) []string {
+// with body (as do sends it) a request of node n2 to the bundle's server,
+// signed with testNodeKey; do takes them. set (name, value pairs) are set
+// before signing.
+func nodeHeaders(method, path string, body any, set ...string) []string {
 	req := httptest.NewRequest(method, BasePath+path, nil)
 	for i := 1; i < len(set); i += 2 {
 		req.Header.Set(set[i-1], set[i])
 	}
-	SignNode(req, testNodeKey, "n2", auth.Anonymous, time.Now())
+	SignNode(req, NodeSig{Key: testNodeKey, From: "n2", Identity: auth.Anonymous, Body: bodyBytes(body), Time: time.Now()})
 	var out []string
 	for name := range req.Header {
 		out = append(out, name, req.Header.Get(name))
@@ -140,16 +141,8 @@ type response struct {
 func (b *testBundle) do(t testing.TB, method, path string, body any, headers ...string) response {
 	t.Helper()
 	var rd io.Reader
-	switch v := body.(type) {
-	case nil:
-	case string:
-		rd = bytes.NewBufferString(v)
-	case []byte:
-		rd = bytes.NewReader(v)
-	default:
-		raw, err := json.Marshal(v)
-		require.NoError(t, err)
-		rd = bytes.NewReader(raw)
+	if body != nil {
+		rd = bytes.NewReader(bodyBytes(body))
 	}
 	req, err := http.NewRequest(method, b.url+path, rd)
 	require.NoError(t, err)
@@ -161,6 +154,24 @@ func (b *testBundle) do(t testing.TB, method, path string, body any, headers ...
 	require.NoError(t, err)
 	defer res.Body.Close()
 	return decodeResponse(t, res)
+}
+
+// bodyBytes is body as do sends it: a string or []byte verbatim, nil as
+// none, anything else JSON-encoded.
+func bodyBytes(body any) []byte {
+	switch v := body.(type) {
+	case nil:
+		return nil
+	case string:
+		return []byte(v)
+	case []byte:
+		return v
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		panic(err)
+	}
+	return raw
 }
 
 // decodeResponse reads an answer; a body must be JSON.

@@ -5,7 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,10 +26,24 @@ const (
 	// "<scope> <token id>" ("-" for no token: authentication off).
 	IdentityHeader = "X-Harvest-Identity"
 	// NodeAuthHeader proves the request comes from a node holding the
-	// cluster key: "v1 <unix ms> <signature>", the signature an
-	// HMAC-SHA256 over the method, the request URI, the time and the
-	// other X-Harvest-* headers.
+	// cluster key: "v2 <unix ms> <signature>", the signature an
+	// HMAC-SHA256 over the method, the request URI, the time, the body's
+	// SHA-256 (BodyDigestHeader), the Idempotency-Key header, the
+	// receiving node's id and the other X-Harvest-* headers. A node in
+	// the v1 mode of a rolling upgrade (Config.NodeAuthV1) sends a
+	// "v1 <unix ms> <signature>" value first, which covers neither the
+	// body, the key nor the receiver.
 	NodeAuthHeader = "X-Harvest-Node-Auth"
+	// BodyDigestHeader is the hex SHA-256 of a node request's body (of
+	// the empty body when it has none); a v2 signature covers it, and the
+	// receiver checks the body against it as it reads it.
+	BodyDigestHeader = "X-Harvest-Body-SHA256"
+)
+
+// The versions of NodeAuthHeader.
+const (
+	nodeAuthV1 = "v1"
+	nodeAuthV2 = "v2"
 )
 
 // harvestHeaderPrefix starts every node-to-node header (canonical form).
@@ -38,34 +56,72 @@ const nodeAuthSkew = 5 * time.Minute
 // signedHeaders are the X-Harvest-* headers the signature covers.
 var signedHeaders = []string{ForwardedHeader, ShardHeader, EpochHeader, IdentityHeader}
 
-// signNode makes req a node request of this node acting for id.
-func (s *Server) signNode(req *http.Request, id auth.Identity) {
-	SignNode(req, s.keys().sign, s.cfg.NodeID, id, s.now())
+// errBodyDigest: a node request's body is not the one its signature
+// covers (readBodyLimit answers it 401).
+var errBodyDigest = errors.New("the body does not match the node request's signature")
+
+// emptyBodyDigest is the SHA-256 of the empty body.
+var emptyBodyDigest = sha256.Sum256(nil)
+
+// NodeSig is what SignNode signs a request with, besides the request's
+// own method, request URI and Idempotency-Key header.
+type NodeSig struct {
+	// Key is the cluster key's clusterkey.LabelHTTP key. Nil: the request
+	// goes unsigned, and a receiver refuses it.
+	Key []byte
+	// From is the signing node's id (X-Harvest-Forwarded).
+	From string
+	// To is the receiving node's id: the signature is valid there only.
+	To string
+	// Identity is the caller's identity the signing node verified and
+	// acts for.
+	Identity auth.Identity
+	// Body is the request's body, exactly as sent (nil: none).
+	Body []byte
+	// Time is when the request is signed.
+	Time time.Time
+	// V1 adds the v1 signature before the v2 one, for receivers of a
+	// version that verifies only v1 (a rolling upgrade: Config.NodeAuthV1).
+	V1 bool
 }
 
-// SignNode makes req a request of node nodeID acting for id, signed at
-// now with key (the cluster key's clusterkey.LabelHTTP key). Set every
-// other X-Harvest-* header first: the signature covers them. With no key
-// the request goes unsigned, and a receiver refuses it.
-func SignNode(req *http.Request, key []byte, nodeID string, id auth.Identity, now time.Time) {
-	req.Header.Set(ForwardedHeader, nodeID)
-	req.Header.Set(IdentityHeader, formatIdentity(id))
-	if len(key) == 0 {
+// signNode makes req a node request of this node, sig's To, Identity and
+// Body set by the caller.
+func (s *Server) signNode(req *http.Request, sig NodeSig) {
+	sig.Key, sig.From, sig.Time, sig.V1 = s.keys().sign, s.cfg.NodeID, s.now(), s.cfg.NodeAuthV1
+	SignNode(req, sig)
+}
+
+// SignNode makes req a request of node sig.From to node sig.To. Set every
+// other X-Harvest-* header and the Idempotency-Key header first: the
+// signature covers them.
+func SignNode(req *http.Request, sig NodeSig) {
+	req.Header.Set(ForwardedHeader, sig.From)
+	req.Header.Set(IdentityHeader, formatIdentity(sig.Identity))
+	digest := sha256.Sum256(sig.Body)
+	req.Header.Set(BodyDigestHeader, hex.EncodeToString(digest[:]))
+	req.Header.Del(NodeAuthHeader)
+	if len(sig.Key) == 0 {
 		return
 	}
-	ms := strconv.FormatInt(now.UnixMilli(), 10)
-	req.Header.Set(NodeAuthHeader, "v1 "+ms+" "+nodeMAC(key, req.Method, req.URL.RequestURI(), ms, req.Header))
+	ms := strconv.FormatInt(sig.Time.UnixMilli(), 10)
+	m := nodeMessage{method: req.Method, uri: req.URL.RequestURI(), ms: ms, h: req.Header}
+	if sig.V1 {
+		req.Header.Add(NodeAuthHeader, nodeAuthV1+" "+ms+" "+m.v1(sig.Key))
+	}
+	m.digest, m.receiver = req.Header.Get(BodyDigestHeader), sig.To
+	req.Header.Add(NodeAuthHeader, nodeAuthV2+" "+ms+" "+m.v2(sig.Key))
 }
 
 // nodeCaller authenticates a node request: the identity it acts for, nil
 // for a client's request. A client's request with X-Harvest-* headers,
-// and a node request whose signature does not verify, are errors.
+// and a node request whose signature does not verify, are errors. A v2
+// request's body is checked as it is read (errBodyDigest).
 func (s *Server) nodeCaller(r *http.Request) (*auth.Identity, *apiError) {
-	proof := r.Header.Get(NodeAuthHeader)
-	if proof == "" {
+	if r.Header.Get(NodeAuthHeader) == "" {
 		return nil, refuseHarvestHeaders(r.Header)
 	}
-	if err := s.verifyNode(r, proof); err != nil {
+	if err := s.verifyNode(r); err != nil {
 		return nil, unauthenticated("node request refused: " + err.Error())
 	}
 	id, ok := parseIdentity(r.Header.Get(IdentityHeader))
@@ -75,7 +131,10 @@ func (s *Server) nodeCaller(r *http.Request) (*auth.Identity, *apiError) {
 	return &id, nil
 }
 
-func (s *Server) verifyNode(r *http.Request, proof string) error {
+// verifyNode checks r's v2 signature, or its v1 one when this node
+// accepts v1 and r has no v2 one. A verified v2 request's body is then
+// checked against its digest as it is read.
+func (s *Server) verifyNode(r *http.Request) error {
 	if s.cfg.NodeCertRequired && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 		return fmt.Errorf("no client certificate of the cluster's CA (nodes use mutual TLS)")
 	}
@@ -83,36 +142,140 @@ func (s *Server) verifyNode(r *http.Request, proof string) error {
 	if len(keys.verify) == 0 {
 		return fmt.Errorf("this node has no cluster key")
 	}
-	f := strings.Fields(proof)
-	if len(f) != 3 || f[0] != "v1" {
-		return fmt.Errorf("malformed %s", NodeAuthHeader)
+	var v1, v2 []string // "<unix ms>", "<signature>"
+	for _, v := range r.Header.Values(NodeAuthHeader) {
+		f := strings.Fields(v)
+		switch {
+		case len(f) == 3 && f[0] == nodeAuthV2 && v2 == nil:
+			v2 = f[1:]
+		case len(f) == 3 && f[0] == nodeAuthV1 && v1 == nil:
+			v1 = f[1:]
+		default:
+			return fmt.Errorf("malformed %s", NodeAuthHeader)
+		}
 	}
-	ms, err := strconv.ParseInt(f[1], 10, 64)
+	m := nodeMessage{method: r.Method, uri: r.RequestURI, h: r.Header}
+	if v2 != nil {
+		digest, err := parseBodyDigest(r.Header.Get(BodyDigestHeader))
+		if err != nil {
+			return err
+		}
+		m.ms, m.digest, m.receiver = v2[0], r.Header.Get(BodyDigestHeader), s.cfg.NodeID
+		if err := s.checkProof(keys, v2, m.v2); err != nil {
+			return err
+		}
+		return checkBody(r, digest)
+	}
+	if !s.cfg.NodeAuthV1 {
+		return fmt.Errorf("a v1 signature (a node of an older version): this node accepts v2 only (--node-auth-v1 accepts v1 during a rolling upgrade)")
+	}
+	m.ms = v1[0]
+	return s.checkProof(keys, v1, m.v1)
+}
+
+// checkProof checks a signature's time ("<unix ms>", proof[0]) and its
+// MAC (proof[1]) under each of keys.
+func (s *Server) checkProof(keys *nodeKeys, proof []string, sign func(key []byte) string) error {
+	ms, err := strconv.ParseInt(proof[0], 10, 64)
 	if err != nil {
 		return fmt.Errorf("malformed %s", NodeAuthHeader)
 	}
 	if skew := s.now().Sub(time.UnixMilli(ms)); skew > nodeAuthSkew || skew < -nodeAuthSkew {
 		return fmt.Errorf("signed %s away from this node's clock (at most %s)", skew.Round(time.Second), nodeAuthSkew)
 	}
-	if !keys.matches(f[2], func(key []byte) string { return nodeMAC(key, r.Method, r.RequestURI, f[1], r.Header) }) {
-		return fmt.Errorf("bad signature (is the cluster key the same on every node?)")
+	if !keys.matches(proof[1], sign) {
+		return fmt.Errorf("bad signature (is the cluster key the same on every node? was the request meant for this node?)")
 	}
 	return nil
 }
 
-// nodeMAC signs one request: method, URI, time and signedHeaders, each
-// ended by a newline.
-func nodeMAC(key []byte, method, uri, ms string, h http.Header) string {
+// parseBodyDigest reads a BodyDigestHeader value.
+func parseBodyDigest(v string) ([sha256.Size]byte, error) {
+	var d [sha256.Size]byte
+	if len(v) != 2*sha256.Size {
+		return d, fmt.Errorf("malformed %s", BodyDigestHeader)
+	}
+	if _, err := hex.Decode(d[:], []byte(v)); err != nil {
+		return d, fmt.Errorf("malformed %s", BodyDigestHeader)
+	}
+	return d, nil
+}
+
+// checkBody makes r's body checked against digest as it is read: at its
+// end, a body of another digest fails with errBodyDigest. An empty body
+// is checked at once.
+func checkBody(r *http.Request, digest [sha256.Size]byte) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		if digest != emptyBodyDigest {
+			return errBodyDigest
+		}
+		return nil
+	}
+	r.Body = &digestBody{ReadCloser: r.Body, want: digest, h: sha256.New()}
+	return nil
+}
+
+// digestBody is a node request's body, hashed as it is read.
+type digestBody struct {
+	io.ReadCloser
+	want [sha256.Size]byte
+	h    hash.Hash
+	// bad: the body ended and did not match.
+	bad bool
+}
+
+func (b *digestBody) Read(p []byte) (int, error) {
+	if b.bad {
+		return 0, errBodyDigest
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.h.Write(p[:n])
+	if errors.Is(err, io.EOF) {
+		var got [sha256.Size]byte
+		if b.h.Sum(got[:0]); got != b.want {
+			b.bad = true
+			return n, errBodyDigest
+		}
+	}
+	return n, err
+}
+
+// nodeMessage is what a node request's signature covers.
+type nodeMessage struct {
+	method, uri, ms string
+	// digest and receiver: v2 only.
+	digest, receiver string
+	h                http.Header
+}
+
+// v1 signs the method, URI, time and signedHeaders, each ended by a
+// newline.
+func (m nodeMessage) v1(key []byte) string {
 	buf := make([]byte, 0, 256)
-	for _, v := range [...]string{method, uri, ms} {
+	for _, v := range [...]string{m.method, m.uri, m.ms} {
 		buf = append(append(buf, v...), '\n')
 	}
-	for _, name := range signedHeaders {
-		buf = append(append(buf, h.Get(name)...), '\n')
+	return m.mac(key, buf)
+}
+
+// v2 signs "v2", the method, URI, time, body digest, Idempotency-Key,
+// receiver and signedHeaders, each ended by a newline.
+func (m nodeMessage) v2(key []byte) string {
+	buf := make([]byte, 0, 512)
+	for _, v := range [...]string{nodeAuthV2, m.method, m.uri, m.ms, m.digest, m.h.Get("Idempotency-Key"), m.receiver} {
+		buf = append(append(buf, v...), '\n')
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(buf)
-	return base64.RawURLEncoding.EncodeToString(m.Sum(buf[:0]))
+	return m.mac(key, buf)
+}
+
+// mac ends buf with signedHeaders and signs it.
+func (m nodeMessage) mac(key, buf []byte) string {
+	for _, name := range signedHeaders {
+		buf = append(append(buf, m.h.Get(name)...), '\n')
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write(buf)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(buf[:0]))
 }
 
 // refuseHarvestHeaders refuses a client's request that sets headers only

@@ -29,11 +29,11 @@ func TestNodeKeyRotation(t *testing.T) {
 	t.Run("ThePrimarySigns", func(t *testing.T) {
 		req, err := http.NewRequest("GET", "http://n1"+BasePath+"/workflows", nil)
 		require.NoError(t, err)
-		b.server.signNode(req, id)
+		b.server.signNode(req, NodeSig{Identity: id})
 		only := &Server{cfg: Config{NodeKey: newKey}, now: time.Now}
-		require.NoError(t, only.verifyNode(withURI(req), req.Header.Get(NodeAuthHeader)))
+		require.NoError(t, only.verifyNode(withURI(req)))
 		old := &Server{cfg: Config{NodeKey: oldKey}, now: time.Now}
-		require.Error(t, old.verifyNode(withURI(req), req.Header.Get(NodeAuthHeader)))
+		require.Error(t, old.verifyNode(withURI(req)))
 	})
 	t.Run("SetNodeKeysRemovesTheOldKeyAtOnce", func(t *testing.T) {
 		b.server.SetNodeKeys(newKey, nil)

@@ -212,7 +212,7 @@ func (s *Server) askShard(c *gin.Context, shard uint16, req engine.ClaimRequest,
 		return probeResult{}, err
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	return s.askRemote(hreq, identity(c), shard)
+	return s.askRemote(hreq, NodeSig{To: t.Owner, Identity: identity(c), Body: raw}, shard)
 }
 
 // probeShard looks up, read only, the key's claim and the workflow id's
@@ -235,11 +235,13 @@ func (s *Server) probeShard(ctx context.Context, id auth.Identity, shard uint16,
 	if err != nil {
 		return probeResult{}, err
 	}
-	return s.askRemote(hreq, id, shard)
+	return s.askRemote(hreq, NodeSig{To: t.Owner, Identity: id}, shard)
 }
 
-func (s *Server) askRemote(req *http.Request, id auth.Identity, shard uint16) (probeResult, error) {
-	s.signNode(req, id)
+// askRemote sends req, signed with sig (To, Identity and Body set), to
+// the owner of shard and reads its answer.
+func (s *Server) askRemote(req *http.Request, sig NodeSig, shard uint16) (probeResult, error) {
+	s.signNode(req, sig)
 	res, err := s.client.Do(req)
 	if err != nil {
 		return probeResult{}, err

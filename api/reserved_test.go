@@ -43,8 +43,8 @@ func TestReservedKeys(t *testing.T) {
 	})
 	t.Run("AnotherNodeMayUseThem", func(t *testing.T) {
 		path := "/workflows/noop_chain/start"
-		headers := append(nodeHeaders(http.MethodPost, path), "Idempotency-Key", "hv:child:x:3")
-		r := b.do(t, "POST", path, map[string]any{"input": map[string]any{"activities": 0}}, headers...)
+		body := map[string]any{"input": map[string]any{"activities": 0}}
+		r := b.do(t, "POST", path, body, nodeHeaders(http.MethodPost, path, body, "Idempotency-Key", "hv:child:x:3")...)
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 	})
 }

@@ -57,7 +57,7 @@ func (s *Server) dialOwner(c *gin.Context, t Target, after int64) (source, error
 		req.Header.Set(lastEventIDHeader, strconv.FormatInt(after, 10))
 	}
 	req.Header.Set(ShardHeader, strconv.Itoa(int(t.ShardID)))
-	s.signNode(req, identity(c))
+	s.signNode(req, NodeSig{To: t.Owner, Identity: identity(c)})
 	res, err := s.streams.Do(req)
 	if err != nil {
 		cancel()

@@ -180,4 +180,5 @@ func (n *Node) apiAuth(cfg *api.Config) {
 		cfg.NodeKey = n.cfg.ClusterKey.Derive(clusterkey.LabelHTTP)
 		cfg.NodeVerifyKeys = n.cfg.ClusterKey.DeriveAll(clusterkey.LabelHTTP)
 	}
+	cfg.NodeAuthV1 = n.cfg.NodeAuthV1
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/api"
-	"github.com/harvestd/harvest/auth"
 )
 
 // A follower's catalog is current when it has applied every command the
@@ -97,7 +96,7 @@ func (n *Node) learnLeaderIndex(ctx context.Context, li *leaderIndex) error {
 	if addr == "" {
 		return fmt.Errorf("no leader known (%q)", id)
 	}
-	index, err := n.askIndex(ctx, apiURL(n.tls != nil, addr))
+	index, err := n.askIndex(ctx, id, apiURL(n.tls != nil, addr))
 	if err != nil {
 		return err
 	}
@@ -105,14 +104,15 @@ func (n *Node) learnLeaderIndex(ctx context.Context, li *leaderIndex) error {
 	return nil
 }
 
-func (n *Node) askIndex(ctx context.Context, base string) (uint64, error) {
+// askIndex asks node leader, at base, for its catalog index.
+func (n *Node) askIndex(ctx context.Context, leader, base string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, indexTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+api.BasePath+"/internal/catalog/index", nil)
 	if err != nil {
 		return 0, err
 	}
-	api.SignNode(req, n.signKey(), n.nodeID, auth.Anonymous, time.Now())
+	n.signNode(req, leader, nil)
 	res, err := n.nodeClient().Do(req)
 	if err != nil {
 		return 0, err

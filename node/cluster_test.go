@@ -215,7 +215,14 @@ func request(t *testing.T, n *Node, method, path string, body any, headers ...st
 func callAsNode(t *testing.T, n *Node, method, path string, body any, headers ...string) reply {
 	t.Helper()
 	req := request(t, n, method, path, body, headers...)
-	api.SignNode(req, clusterkeytest.Key().Derive(clusterkey.LabelHTTP), req.Header.Get(api.ForwardedHeader), auth.Anonymous, time.Now())
+	var raw []byte
+	if body != nil {
+		var err error
+		raw, err = json.Marshal(body) // as request sends it
+		require.NoError(t, err)
+	}
+	api.SignNode(req, api.NodeSig{Key: clusterkeytest.Key().Derive(clusterkey.LabelHTTP), From: req.Header.Get(api.ForwardedHeader),
+		To: n.NodeID(), Identity: auth.Anonymous, Body: raw, Time: time.Now()})
 	return send(t, req)
 }
 
@@ -282,6 +289,24 @@ func TestClusterRouting(t *testing.T) {
 			require.Equal(t, keyShard, shardOf(t, k.Body["execution_id"]), "keyed starts route by the key")
 			idShard, _ := ring.PickShard(c.cat, "onboarding", fmt.Sprint(k.Body["workflow_id"]))
 			require.Equal(t, keyShard, idShard, "the minted workflow id routes to the key's shard")
+		}
+	})
+
+	// A node request is valid at the node it was signed for only: the
+	// same request sent to another node is refused (a clear-text
+	// cluster's captured forward cannot be replayed elsewhere).
+	t.Run("ANodeRequestServesOnlyItsReceiver", func(t *testing.T) {
+		to := c.live()[1]
+		for _, n := range c.live() {
+			req := request(t, n, "GET", "/workflows?page_size=1", nil)
+			api.SignNode(req, api.NodeSig{Key: clusterkeytest.Key().Derive(clusterkey.LabelHTTP), From: c.live()[0].NodeID(),
+				To: to.NodeID(), Identity: auth.Anonymous, Time: time.Now()})
+			want := http.StatusUnauthorized
+			if n == to {
+				want = http.StatusOK
+			}
+			r := send(t, req)
+			require.Equal(t, want, r.Status, "signed for %s, sent to %s: %v", to.NodeID(), n.NodeID(), r.Body)
 		}
 	})
 

@@ -112,6 +112,11 @@ type Config struct {
 	// transport and forwarded HTTP requests. Required with Gossip
 	// (ErrNoClusterKey); unused standalone. It replaces Gossip.ClusterKey.
 	ClusterKey clusterkey.Key
+	// NodeAuthV1 accepts node requests signed in the v1 form of older
+	// versions and signs this node's in both forms (harvestd
+	// --node-auth-v1): for a rolling upgrade from such a version only
+	// (api.Config.NodeAuthV1). Default: the v2 form only.
+	NodeAuthV1 bool
 	// Auth configures how clients authenticate (default: off).
 	Auth AuthConfig
 	// TLS, when set, serves the HTTP API over TLS, forwards to other

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/api"
+	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/engine"
 )
 
@@ -102,4 +103,11 @@ func (n *Node) stopHTTP(ctx context.Context) error {
 	<-n.serving
 	n.log.Info().Msg("http server stopped")
 	return err
+}
+
+// signNode makes req (its body body) a node request of this node to node
+// to, acting for no token.
+func (n *Node) signNode(req *http.Request, to string, body []byte) {
+	api.SignNode(req, api.NodeSig{Key: n.signKey(), From: n.nodeID, To: to, Identity: auth.Anonymous,
+		Body: body, Time: time.Now(), V1: n.cfg.NodeAuthV1})
 }

@@ -137,7 +137,7 @@ func TestClusterKeyRotation(t *testing.T) {
 	t.Run("TheOldKeyIsRefused", func(t *testing.T) {
 		for key, want := range map[*clusterkey.Key]int{&oldKey: http.StatusUnauthorized, &newKey: http.StatusOK} {
 			req := request(t, c.nodes[1], "GET", "/internal/catalog/index", nil)
-			api.SignNode(req, key.Derive(clusterkey.LabelHTTP), "n9", auth.Anonymous, time.Now())
+			api.SignNode(req, api.NodeSig{Key: key.Derive(clusterkey.LabelHTTP), From: "n9", To: c.nodes[1].NodeID(), Identity: auth.Anonymous, Time: time.Now()})
 			require.Equal(t, want, send(t, req).Status)
 		}
 	})

@@ -14,7 +14,6 @@ import (
 
 	"github.com/harvestd/harvest/admin"
 	"github.com/harvestd/harvest/api"
-	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/engine"
 )
 
@@ -37,7 +36,7 @@ func (r raftSchedules) Apply(ctx context.Context, op api.ScheduleOp) (engine.Sch
 	if addr == "" {
 		return engine.ScheduleDef{}, fmt.Errorf("no raft leader known for the schedule change: %w", engine.ErrNotRunning)
 	}
-	return r.askLeader(ctx, apiURL(r.n.tls != nil, addr), op)
+	return r.askLeader(ctx, id, apiURL(r.n.tls != nil, addr), op)
 }
 
 func (r raftSchedules) ApplyLocal(ctx context.Context, op api.ScheduleOp) (engine.ScheduleDef, error) {
@@ -75,8 +74,8 @@ func scheduleCommand(op api.ScheduleOp) (admin.Command, error) {
 	return nil, fmt.Errorf("schedule operation %q: %w", op.Op, engine.ErrInvalidArgument)
 }
 
-// askLeader sends op to the leader at base and reads the definition.
-func (r raftSchedules) askLeader(ctx context.Context, base string, op api.ScheduleOp) (engine.ScheduleDef, error) {
+// askLeader sends op to node leader at base and reads the definition.
+func (r raftSchedules) askLeader(ctx context.Context, leader, base string, op api.ScheduleOp) (engine.ScheduleDef, error) {
 	ctx, cancel := context.WithTimeout(ctx, scheduleOpTimeout)
 	defer cancel()
 	body, err := json.Marshal(op)
@@ -88,7 +87,7 @@ func (r raftSchedules) askLeader(ctx context.Context, base string, op api.Schedu
 		return engine.ScheduleDef{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	api.SignNode(req, r.n.signKey(), r.n.nodeID, auth.Anonymous, time.Now())
+	r.n.signNode(req, leader, body)
 	res, err := r.n.nodeClient().Do(req)
 	if err != nil {
 		return engine.ScheduleDef{}, fmt.Errorf("ask the raft leader for the schedule change: %v: %w", err, api.ErrOutcomeUnknown)

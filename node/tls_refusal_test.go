@@ -75,7 +75,7 @@ func (p peer) nodeRequest(t *testing.T, n *Node, caFile string) (int, error) {
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctxT(t), "GET", "https://"+n.Addr()+api.BasePath+"/internal/catalog/index", nil)
 	require.NoError(t, err)
-	api.SignNode(req, p.key.Derive(clusterkey.LabelHTTP), "n9", auth.Anonymous, time.Now())
+	api.SignNode(req, api.NodeSig{Key: p.key.Derive(clusterkey.LabelHTTP), From: "n9", To: n.NodeID(), Identity: auth.Anonymous, Time: time.Now()})
 	res, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		return 0, err

@@ -30,7 +30,7 @@ const (
 var gossipAddrDefault = net.JoinHostPort(membership.BindAddrDefault, strconv.Itoa(membership.BindPortDefault))
 
 func agentFlags() []cli.Flag {
-	flags := append(append(nodeFlags(), authFlags(node.AuthTokens)...), clusterKeyFlag(),
+	flags := append(append(nodeFlags(), authFlags(node.AuthTokens)...), clusterKeyFlag(), nodeAuthV1Flag(),
 		&cli.StringSliceFlag{Name: flagShard, EnvVars: []string{"HARVEST_SHARD"},
 			Usage: "shard of the catalog as id=DSN (id 0..65534); repeat it or separate entries with commas. " +
 				"Without the raft catalog it is required and every node must list the same shards; with it, " +
@@ -76,6 +76,7 @@ func (a *app) runAgent(c *cli.Context) error {
 	if cfg.ClusterKey, err = clusterKey(c); err != nil {
 		return err
 	}
+	cfg.NodeAuthV1 = c.Bool(flagNodeAuthV1)
 	if err := authConfig(c, &cfg); err != nil {
 		return err
 	}

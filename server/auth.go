@@ -19,6 +19,7 @@ const (
 	flagAuth             = "auth"
 	flagInitialTokenFile = "initial-token-file"
 	flagClusterKeyFile   = "cluster-key-file"
+	flagNodeAuthV1       = "node-auth-v1"
 )
 
 // authFlags are the client authentication flags; mode is the command's
@@ -36,6 +37,15 @@ func authFlags(mode string) []cli.Flag {
 func clusterKeyFlag() cli.Flag {
 	return &cli.StringFlag{Name: flagClusterKeyFile, EnvVars: []string{"HARVEST_CLUSTER_KEY_FILE"},
 		Usage: "file holding the cluster key, base64 of 32 or more random bytes (openssl rand -base64 32), the same on every node: it authenticates every request and connection between nodes and, without --gossip-key, encrypts gossip (required). During a rotation it holds several keys, one a line: the first signs, all verify; SIGHUP re-reads it"}
+}
+
+// nodeAuthV1Flag is agent's flag of a rolling upgrade from a version
+// that signs node requests in the v1 form only.
+func nodeAuthV1Flag() cli.Flag {
+	return &cli.BoolFlag{Name: flagNodeAuthV1, EnvVars: []string{"HARVEST_NODE_AUTH_V1"},
+		Usage: "during a rolling upgrade from a version before node signatures v2 only: also accept requests between nodes signed in the v1 form " +
+			"(which covers neither the body, the Idempotency-Key nor the receiving node), and sign this node's in both forms; " +
+			"once every node runs this version, restart each without it"}
 }
 
 // authConfig reads the authentication flags into cfg.

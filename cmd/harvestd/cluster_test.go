@@ -27,13 +27,21 @@ const (
 
 // TestAgentCluster runs three harvestd agent processes on loopback over
 // two shard databases, joined through node 1's gossip address. Static
-// shards keep no tokens: the agents run with --auth off.
+// shards keep no tokens: the agents run with --auth off. Node 2 runs with
+// --node-auth-v1, as in the second round of an upgrade from node
+// signatures v1: it signs in both forms, the others in v2 only, and every
+// node serves every other's forwards.
 func TestAgentCluster(t *testing.T) {
 	t.Parallel()
 	shards := []uint16{0, 1}
 	shardArgs := shardFlags(t, shards...)
 	began := time.Now()
-	nodes := launchAgents(t, 3, newClusterSecrets(t, false), func(int) []string { return shardArgs }) // the same --shard flags
+	nodes := launchAgents(t, 3, newClusterSecrets(t, false), func(i int) []string { // the same --shard flags
+		if i == 1 {
+			return append(slices.Clone(shardArgs), "--node-auth-v1")
+		}
+		return shardArgs
+	})
 	for _, d := range nodes {
 		d.waitReady(t)
 	}
@@ -51,6 +59,23 @@ func TestAgentCluster(t *testing.T) {
 		id = first["execution_id"].(string)
 		result := nodes[1].waitResult(t, id)
 		require.Equal(t, "COMPLETED", result["state"], "result: %v", result)
+	})
+
+	t.Run("EveryNodeReadsRunsOfEveryShard", func(t *testing.T) {
+		// A run on each shard, read through every node: each node that
+		// does not own a shard forwards to its owner, signed in its form.
+		ids := map[string]string{} // shard (the id's first two bytes) → execution id
+		for i := 0; len(ids) < len(shards); i++ {
+			require.Less(t, i, 64, "no run landed on every shard")
+			r := nodes[0].post(t, "/workflows/onboarding/start", `{"input": {"user_id": 7}}`, "Idempotency-Key", fmt.Sprintf("pair-%d", i)).expect(t, http.StatusCreated)
+			exec := r["execution_id"].(string)
+			ids[exec[:4]] = exec
+		}
+		for _, d := range nodes {
+			for _, exec := range ids {
+				d.get(t, "/workflows/"+exec).expect(t, http.StatusOK)
+			}
+		}
 	})
 
 	survivors := nodes
