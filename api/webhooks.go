@@ -184,8 +184,9 @@ func (s *Server) deleteWebhook(c *gin.Context) {
 
 // receiveWebhook handles POST /webhooks/{name}: it verifies the delivery
 // (401 and nothing stored when the signature fails), then starts or
-// signals-with-start under the key hv:webhook:<name>:<delivery id>
-// through the normal keyed routes, in process, as the node's system
+// signals-with-start under the key the delivery's signed parts give
+// (webhook.Config.KeyFor: hv:webhook:<name>:<delivery id>, or
+// hv:webhook:<name>:sha256:<body digest> for GitHub) through the normal keyed routes, in process, as the node's system
 // identity: a redelivery is a keyed replay and answers 200 deduplicated.
 func (s *Server) receiveWebhook(c *gin.Context) {
 	store, ok := s.webhooks(c)
@@ -246,7 +247,7 @@ type webhookAnswer struct {
 // delivered a signal, 200 deduplicated for a redelivery, or the action's
 // own error answer.
 func (s *Server) deliver(c *gin.Context, w webhook.Config, d webhook.Delivery, payload json.RawMessage) {
-	key := w.Key(d.ID)
+	key := d.Key
 	name := url.PathEscape(w.Workflow)
 	var path string
 	body := map[string]any{"input": payload}

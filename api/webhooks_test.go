@@ -231,6 +231,8 @@ func TestGitHubWebhook(t *testing.T) {
 	first := b.deliver(t, "gh", push, headers("d-1", push, githubSecret)...)
 	require.Equal(t, http.StatusCreated, first.Status, "%s", first.Raw)
 	require.Equal(t, "harvest", first.Body["workflow_id"])
+	require.Equal(t, "hv:webhook:gh:sha256:"+webhooktest.OpenSSLSHA256(t, push), first.Body["idempotency_key"])
+	require.Equal(t, "d-1", first.Body["delivery_id"])
 	require.Equal(t, 1, signals())
 
 	t.Run("RedeliveryIsOneSignal", func(t *testing.T) {
@@ -240,10 +242,26 @@ func TestGitHubWebhook(t *testing.T) {
 		require.Equal(t, first.Body["execution_id"], res.Body["execution_id"])
 		require.Equal(t, 1, signals())
 	})
+	t.Run("MadeUpDeliveryIDsAreOneDelivery", func(t *testing.T) {
+		// GitHub signs the body, not X-GitHub-Delivery: a captured body
+		// posted again under made-up delivery ids is the same delivery.
+		before := b.counts(t)
+		for _, id := range []string{"forged-1", "forged-2", "forged-3", "forged-4", "forged-5"} {
+			res := b.deliver(t, "gh", push, headers(id, push, githubSecret)...)
+			require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+			require.Equal(t, true, res.Body["deduplicated"])
+			require.Equal(t, first.Body["idempotency_key"], res.Body["idempotency_key"])
+			require.Equal(t, id, res.Body["delivery_id"], "the header is reported, not keyed on")
+		}
+		require.Equal(t, before, b.counts(t), "nothing appended")
+		require.Equal(t, 1, signals())
+	})
 	t.Run("ANewDeliverySignalsTheSameRun", func(t *testing.T) {
-		res := b.deliver(t, "gh", push, headers("d-2", push, githubSecret)...)
+		next := `{"ref":"refs/heads/main","after":"c0ffee","repo":{"id":"harvest"}}`
+		res := b.deliver(t, "gh", next, headers("d-2", next, githubSecret)...)
 		require.Equal(t, http.StatusCreated, res.Status, "%s", res.Raw)
 		require.Equal(t, first.Body["execution_id"], res.Body["execution_id"])
+		require.Equal(t, "hv:webhook:gh:sha256:"+webhooktest.OpenSSLSHA256(t, next), res.Body["idempotency_key"])
 		require.Equal(t, 2, signals())
 	})
 	t.Run("Tampered", func(t *testing.T) {

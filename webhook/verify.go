@@ -26,6 +26,29 @@ type Delivery struct {
 	ID string
 	// WorkflowID is the value at WorkflowIDPointer ("" without one).
 	WorkflowID string
+	// Key is the idempotency key the delivery is started or signalled
+	// under, always derived from what the signature covers (KeyFor).
+	Key string
+}
+
+// BodyDigestPrefix starts the dedup part of a key derived from the body
+// (GitHub's): hv:webhook:<name>:sha256:<hex SHA-256 of the raw body>.
+const BodyDigestPrefix = "sha256:"
+
+// KeyFor is the idempotency key of delivery d of c, built only from what
+// the signature covers, so that no one without the secret can mint a new
+// key for a captured delivery. Stripe signs "<t>.<body>" and the id is
+// the body's /id; the generic provider signs the body (and the
+// timestamp, when it has one) and the id is at KeyPointer: for both the
+// id is signed and is the key. GitHub signs the body only and its
+// X-GitHub-Delivery header is not signed: its key is the body's digest
+// (a redelivery sends the same body), and the header is only reported.
+func (c Config) KeyFor(d Delivery, body []byte) string {
+	if c.Provider == GitHub {
+		sum := sha256.Sum256(body)
+		return c.Key(BodyDigestPrefix + hex.EncodeToString(sum[:]))
+	}
+	return c.Key(d.ID)
 }
 
 // Verify checks a delivery of c (its headers and raw body, at now): the
@@ -34,7 +57,12 @@ func (c Config) Verify(h http.Header, body []byte, now time.Time) (Delivery, err
 	if err := c.verifySignature(h, body, now); err != nil {
 		return Delivery{}, err
 	}
-	return c.delivery(h, body)
+	d, err := c.delivery(h, body)
+	if err != nil {
+		return d, err
+	}
+	d.Key = c.KeyFor(d, body)
+	return d, nil
 }
 
 func (c Config) verifySignature(h http.Header, body []byte, now time.Time) error {

@@ -5,8 +5,11 @@
 // GitHub or a generic HMAC-SHA256 header), its secret, and the action a
 // verified delivery takes (start a workflow, or signal-with-start). Verify
 // checks a delivery's signature before it reads the payload, and returns
-// the delivery id the provider repeats on every redelivery; Key turns it
-// into the reserved key hv:webhook:<name>:<delivery id>.
+// the delivery id the provider repeats on every redelivery, and the
+// reserved key the delivery runs under, built only from signed parts
+// (KeyFor): hv:webhook:<name>:<delivery id> where the id is signed
+// (Stripe, generic), hv:webhook:<name>:sha256:<body digest> where it is
+// not (GitHub).
 //
 // Secrets are kept whole (an HMAC needs them), so a Config is redacted
 // (Redacted) before it is shown, and never logged.
@@ -29,8 +32,9 @@ const (
 	// Stripe: Stripe-Signature "t=<unix>,v1=<hex>[,v1=<hex>…]", an
 	// HMAC-SHA256 of "<t>.<body>"; the key is the event's id (/id).
 	Stripe Provider = "stripe"
-	// GitHub: X-Hub-Signature-256 "sha256=<hex>" of the body; the key is
-	// the X-GitHub-Delivery header.
+	// GitHub: X-Hub-Signature-256 "sha256=<hex>" of the body. The
+	// X-GitHub-Delivery header is not signed, so the key is the body's
+	// SHA-256 (KeyFor); the header is the reported delivery id.
 	GitHub Provider = "github"
 	// Generic: an HMAC-SHA256 of the body, hex (optionally "sha256="
 	// first), in SignatureHeader; the key is at KeyPointer.
@@ -187,8 +191,9 @@ func (c Config) ToleranceOrDefault() time.Duration {
 	return c.Tolerance
 }
 
-// Key is the idempotency key of a delivery of the receiver.
-func (c Config) Key(deliveryID string) string { return KeyPrefix + c.Name + ":" + deliveryID }
+// Key is the idempotency key hv:webhook:<name>:<dedup> of the receiver;
+// KeyFor says what dedup is for each provider.
+func (c Config) Key(dedup string) string { return KeyPrefix + c.Name + ":" + dedup }
 
 func checkPointer(field, p string) error {
 	if p == "" {

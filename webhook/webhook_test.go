@@ -48,9 +48,28 @@ func TestGitHubDocumentedVector(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, "72d3162e-cc78-11e3-81ab-4c9367dc0958", d.ID)
-			require.Equal(t, "hv:webhook:gh:72d3162e-cc78-11e3-81ab-4c9367dc0958", c.Key(d.ID))
+			require.Equal(t, "hv:webhook:gh:sha256:"+webhooktest.OpenSSLSHA256(t, tc.body), d.Key, "the key is the signed body's digest")
 		})
 	}
+	t.Run("the unsigned delivery id is not in the key", func(t *testing.T) {
+		// One captured body with made-up delivery ids: one key.
+		keys := map[string]bool{}
+		for _, id := range []string{"72d3162e-cc78-11e3-81ab-4c9367dc0958", "forged-1", "forged-2", "x"} {
+			h := h.Clone()
+			h.Set("X-GitHub-Delivery", id)
+			d, err := c.Verify(h, []byte("Hello, World!"), time.Now())
+			require.NoError(t, err)
+			require.Equal(t, id, d.ID, "the header is still reported")
+			keys[d.Key] = true
+		}
+		require.Len(t, keys, 1, "%v", keys)
+		other := "Hello, World!!"
+		h := h.Clone()
+		h.Set("X-Hub-Signature-256", webhooktest.GitHubSignature(t, c.Secret, other))
+		d, err := c.Verify(h, []byte(other), time.Now())
+		require.NoError(t, err)
+		require.NotContains(t, keys, d.Key, "another signed body is another delivery")
+	})
 	t.Run("no delivery header", func(t *testing.T) {
 		h := h.Clone()
 		h.Del("X-GitHub-Delivery")
@@ -94,6 +113,7 @@ func TestStripeSignature(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, "evt_1NG8Du2eZvKYlo2CUI79vXWy", d.ID)
+			require.Equal(t, "hv:webhook:stripe:evt_1NG8Du2eZvKYlo2CUI79vXWy", d.Key, "the signed event id is the key")
 		})
 	}
 	t.Run("a wider tolerance", func(t *testing.T) {
@@ -130,7 +150,7 @@ func TestGenericPointers(t *testing.T) {
 					continue
 				}
 				require.NoError(t, err)
-				require.Equal(t, webhook.Delivery{ID: tc.id, WorkflowID: tc.wfID}, d)
+				require.Equal(t, webhook.Delivery{ID: tc.id, WorkflowID: tc.wfID, Key: "hv:webhook:g:" + tc.id}, d)
 			}
 		})
 	}
