@@ -72,6 +72,9 @@ func (c Config) verifySignature(h http.Header, body []byte, now time.Time) error
 	case GitHub:
 		return verifyPrefixedHex(c.Secret, GitHubSignatureHeader, h.Get(GitHubSignatureHeader), body, true)
 	case Generic:
+		if c.TimestampHeader != "" {
+			return c.verifyTimestamped(h, body, now)
+		}
 		return verifyPrefixedHex(c.Secret, c.SignatureHeader, h.Get(c.SignatureHeader), body, false)
 	}
 	return fmt.Errorf("provider %q: %w", c.Provider, ErrSignature)
@@ -114,10 +117,49 @@ func verifyStripe(secret, header string, body []byte, now time.Time, tolerance t
 	if !anyEqual(want, sigs) {
 		return fmt.Errorf("no v1 signature matches: %w", ErrSignature)
 	}
+	return checkTolerance(unix, now, tolerance)
+}
+
+// checkTolerance refuses a signed unix time more than tolerance from
+// now, either way.
+func checkTolerance(unix int64, now time.Time, tolerance time.Duration) error {
 	if skew := now.Sub(time.Unix(unix, 0)); skew > tolerance || skew < -tolerance {
 		return fmt.Errorf("signature timestamp is %s from now, over the tolerance of %s: %w", skew.Round(time.Second), tolerance, ErrSignature)
 	}
 	return nil
+}
+
+// verifyTimestamped checks a generic delivery whose signature covers
+// "<t>.<body>", t being the TimestampHeader's unix seconds (sent as is,
+// 1 to 12 digits), within the tolerance of now.
+func (c Config) verifyTimestamped(h http.Header, body []byte, now time.Time) error {
+	ts := h.Get(c.TimestampHeader)
+	if ts == "" {
+		return fmt.Errorf("no %s header: %w", c.TimestampHeader, ErrSignature)
+	}
+	unix, err := parseUnix(ts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.TimestampHeader, err)
+	}
+	signed := make([]byte, 0, len(ts)+1+len(body))
+	signed = append(append(append(signed, ts...), '.'), body...)
+	if err := verifyPrefixedHex(c.Secret, c.SignatureHeader, h.Get(c.SignatureHeader), signed, false); err != nil {
+		return err
+	}
+	return checkTolerance(unix, now, c.ToleranceOrDefault())
+}
+
+// parseUnix reads unix seconds: 1 to maxTimestampLen ASCII digits, no
+// sign or space (the text is signed as sent, so there is one spelling).
+func parseUnix(ts string) (int64, error) {
+	if len(ts) > maxTimestampLen || strings.TrimLeft(ts, "0123456789") != "" {
+		return 0, fmt.Errorf("want unix seconds, 1 to %d digits: %w", maxTimestampLen, ErrSignature)
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want unix seconds: %w", ErrSignature)
+	}
+	return unix, nil
 }
 
 func anyEqual(want []byte, sigs [][]byte) bool {
