@@ -197,8 +197,9 @@ func (s *Server) deleteWebhook(c *gin.Context) {
 // (401 and nothing stored when the signature fails), then starts or
 // signals-with-start under the key the delivery's signed parts give
 // (webhook.Config.KeyFor: hv:webhook:<name>:<delivery id>, or
-// hv:webhook:<name>:sha256:<body digest> for GitHub) through the normal keyed routes, in process, as the node's system
-// identity: a redelivery is a keyed replay and answers 200 deduplicated.
+// hv:webhook:<name>:sha256:<body digest> for GitHub) through the normal
+// keyed routes, in process, as the node's system identity: a redelivery
+// is a keyed replay and answers 200 deduplicated.
 func (s *Server) receiveWebhook(c *gin.Context) {
 	store, ok := s.webhooks(c)
 	if !ok {
