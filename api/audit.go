@@ -12,7 +12,8 @@ import (
 
 // The audit trail: every admin action (token changes included) and every
 // refused authentication logs one info line with audit=true, token_id,
-// token_name, action, target, result, status and remote_addr. A line
+// token_name, action, target, result, status and remote_addr (and, on a
+// node, the node_id of the node's logger: the node that logs it). A line
 // never holds a secret: no token, key or Authorization header, and a
 // path value that looks like a token is logged as auditRedacted.
 //
@@ -95,11 +96,17 @@ func (s *Server) auditor(action string) gin.HandlerFunc {
 	}
 }
 
-// auditRefusal logs a refused authentication or authorization.
+// auditRefusal logs a refused authentication or authorization. The
+// line's node_id is the refusing node's, from the logger (the node's
+// root logger carries it); the node a refused request claims to come
+// from is from_node_id, present only when the request names one.
 func (s *Server) auditRefusal(c *gin.Context, route string, e *apiError) {
 	tokenID, name := claimedToken(c)
-	s.auditEvent(c, tokenID, name, authenticateAction, route, e.status).Str("code", e.code).
-		Str("node_id", redact(c.GetHeader(ForwardedHeader))).Msg("request refused")
+	ev := s.auditEvent(c, tokenID, name, authenticateAction, route, e.status).Str("code", e.code)
+	if from := c.GetHeader(ForwardedHeader); from != "" {
+		ev = ev.Str("from_node_id", redact(from))
+	}
+	ev.Msg("request refused")
 }
 
 // auditEvent is an audit line's common fields.

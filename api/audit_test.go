@@ -202,7 +202,8 @@ func TestAuditTrail(t *testing.T) {
 		req := b.nodeRequest(t, []byte(strings.Repeat("x", 32)), time.Now(), id, "GET", "/admin/gates", "")
 		requireError(t, b.doRequest(t, req), http.StatusUnauthorized, codeUnauthenticated)
 		line := logs.auditOf(t, authenticateAction, "GET /api/harvest/admin/gates")
-		require.Equal(t, "n2", line["node_id"])
+		require.Equal(t, "n2", line["from_node_id"], "the node the request claims to come from")
+		require.NotContains(t, line, "node_id", "node_id is the logging node's, from its logger")
 		b.requireNoSecret(t, logs, req.Header.Get(NodeAuthHeader))
 	})
 	t.Run("TokenInPathIsRedacted", func(t *testing.T) {

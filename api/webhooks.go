@@ -63,7 +63,11 @@ type webhookBody struct {
 	WorkflowIDPointer string           `json:"workflow_id_pointer"`
 	KeyPointer        string           `json:"key_pointer"`
 	SignatureHeader   string           `json:"signature_header"`
-	Tolerance         json.RawMessage  `json:"tolerance"`
+	TimestampHeader   string           `json:"timestamp_header"`
+	// NoTimestamp asks a generic receiver to sign the body only (a new
+	// one signs a timestamp by default: webhook.Config.WithDefaults).
+	NoTimestamp bool            `json:"no_timestamp"`
+	Tolerance   json.RawMessage `json:"tolerance"`
 }
 
 // WebhookView is a receiver as the API shows it: its secret redacted.
@@ -77,8 +81,10 @@ type WebhookView struct {
 	WorkflowIDPointer string           `json:"workflow_id_pointer,omitempty"`
 	KeyPointer        string           `json:"key_pointer,omitempty"`
 	SignatureHeader   string           `json:"signature_header,omitempty"`
-	Tolerance         string           `json:"tolerance,omitempty"`
-	CreatedAt         time.Time        `json:"created_at"`
+	TimestampHeader   string           `json:"timestamp_header,omitempty"`
+	// Tolerance is shown when the signature covers a timestamp.
+	Tolerance string    `json:"tolerance,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 	// Path is the receiver's URL path, to give the provider.
 	Path string `json:"path"`
 }
@@ -87,9 +93,10 @@ func viewWebhook(w webhook.Config) WebhookView {
 	w = w.Redacted()
 	v := WebhookView{Name: w.Name, Provider: w.Provider, Secret: w.Secret, Action: w.Action, Workflow: w.Workflow,
 		Signal: w.Signal, WorkflowIDPointer: w.WorkflowIDPointer, KeyPointer: w.KeyPointer,
-		SignatureHeader: w.SignatureHeader, CreatedAt: w.CreatedAt, Path: BasePath + "/webhooks/" + url.PathEscape(w.Name)}
-	if w.Provider == webhook.Stripe {
-		v.Tolerance = w.ToleranceOrDefault().String()
+		SignatureHeader: w.SignatureHeader, TimestampHeader: w.TimestampHeader, CreatedAt: w.CreatedAt,
+		Path: BasePath + "/webhooks/" + url.PathEscape(w.Name)}
+	if tol := w.ToleranceOrDefault(); tol != 0 {
+		v.Tolerance = tol.String()
 	}
 	return v
 }
@@ -123,13 +130,17 @@ func webhookConfig(raw []byte) (webhook.Config, error) {
 		return webhook.Config{}, err
 	}
 	w := webhook.Config{Name: b.Name, Provider: b.Provider, Secret: b.Secret, Action: b.Action, Workflow: b.Workflow,
-		Signal: b.Signal, WorkflowIDPointer: b.WorkflowIDPointer, KeyPointer: b.KeyPointer, SignatureHeader: b.SignatureHeader}
+		Signal: b.Signal, WorkflowIDPointer: b.WorkflowIDPointer, KeyPointer: b.KeyPointer, SignatureHeader: b.SignatureHeader,
+		TimestampHeader: b.TimestampHeader}
 	tol, err := parseDuration("tolerance", b.Tolerance)
 	if err != nil {
 		return w, err
 	}
 	if tol != nil {
 		w.Tolerance = *tol
+	}
+	if w, err = w.WithDefaults(b.NoTimestamp); err != nil {
+		return w, webhookError(err)
 	}
 	return w, webhookError(w.Validate())
 }
@@ -184,9 +195,11 @@ func (s *Server) deleteWebhook(c *gin.Context) {
 
 // receiveWebhook handles POST /webhooks/{name}: it verifies the delivery
 // (401 and nothing stored when the signature fails), then starts or
-// signals-with-start under the key hv:webhook:<name>:<delivery id>
-// through the normal keyed routes, in process, as the node's system
-// identity: a redelivery is a keyed replay and answers 200 deduplicated.
+// signals-with-start under the key the delivery's signed parts give
+// (webhook.Config.KeyFor: hv:webhook:<name>:<delivery id>, or
+// hv:webhook:<name>:sha256:<body digest> for GitHub) through the normal
+// keyed routes, in process, as the node's system identity: a redelivery
+// is a keyed replay and answers 200 deduplicated.
 func (s *Server) receiveWebhook(c *gin.Context) {
 	store, ok := s.webhooks(c)
 	if !ok {
@@ -246,7 +259,7 @@ type webhookAnswer struct {
 // delivered a signal, 200 deduplicated for a redelivery, or the action's
 // own error answer.
 func (s *Server) deliver(c *gin.Context, w webhook.Config, d webhook.Delivery, payload json.RawMessage) {
-	key := w.Key(d.ID)
+	key := d.Key
 	name := url.PathEscape(w.Workflow)
 	var path string
 	body := map[string]any{"input": payload}

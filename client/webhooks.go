@@ -21,17 +21,21 @@ const (
 // Webhook is a webhook receiver as the node shows it: its Secret is
 // always "[redacted]".
 type Webhook struct {
-	Name              string    `json:"name"`
-	Provider          string    `json:"provider"`
-	Secret            string    `json:"secret"`
-	Action            string    `json:"action"`
-	Workflow          string    `json:"workflow"`
-	Signal            string    `json:"signal,omitempty"`
-	WorkflowIDPointer string    `json:"workflow_id_pointer,omitempty"`
-	KeyPointer        string    `json:"key_pointer,omitempty"`
-	SignatureHeader   string    `json:"signature_header,omitempty"`
-	Tolerance         string    `json:"tolerance,omitempty"`
-	CreatedAt         time.Time `json:"created_at"`
+	Name              string `json:"name"`
+	Provider          string `json:"provider"`
+	Secret            string `json:"secret"`
+	Action            string `json:"action"`
+	Workflow          string `json:"workflow"`
+	Signal            string `json:"signal,omitempty"`
+	WorkflowIDPointer string `json:"workflow_id_pointer,omitempty"`
+	KeyPointer        string `json:"key_pointer,omitempty"`
+	SignatureHeader   string `json:"signature_header,omitempty"`
+	// TimestampHeader is the header whose unix seconds a generic
+	// receiver's signature covers; empty when it signs the body only.
+	TimestampHeader string `json:"timestamp_header,omitempty"`
+	// Tolerance is shown when the signature covers a timestamp.
+	Tolerance string    `json:"tolerance,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 	// Path is the receiver's URL path, to give the provider.
 	Path string `json:"path"`
 	// Raw is the receiver's JSON object as the server sent it.
@@ -56,7 +60,17 @@ type CreateWebhookRequest struct {
 	// KeyPointer and SignatureHeader are the generic provider's.
 	KeyPointer      string `json:"key_pointer,omitempty"`
 	SignatureHeader string `json:"signature_header,omitempty"`
-	// Tolerance is Stripe's timestamp tolerance; zero is the default (5m).
+	// TimestampHeader (generic) names the header holding the delivery's
+	// unix seconds, which the signature covers ("<t>.<body>"); empty is
+	// "Webhook-Timestamp", the server's default.
+	TimestampHeader string `json:"timestamp_header,omitempty"`
+	// NoTimestamp (generic) makes the signature cover the body only, for
+	// a sender that cannot sign a timestamp: a captured delivery can then
+	// be replayed once the idempotency window has passed. It excludes
+	// TimestampHeader.
+	NoTimestamp bool `json:"no_timestamp,omitempty"`
+	// Tolerance is how far a signed timestamp may be from now (Stripe, or
+	// generic with a timestamp); zero is the default (5m).
 	Tolerance time.Duration `json:"-"`
 }
 
@@ -67,6 +81,9 @@ type CreateWebhookRequest struct {
 func (c *Client) CreateWebhook(ctx context.Context, req CreateWebhookRequest) (*Webhook, error) {
 	if req.Tolerance < 0 {
 		return nil, fmt.Errorf("webhook tolerance %s: must not be negative: %w", req.Tolerance, ErrInvalid)
+	}
+	if req.NoTimestamp && req.TimestampHeader != "" {
+		return nil, fmt.Errorf("webhook %s: NoTimestamp and TimestampHeader exclude each other: %w", req.Name, ErrInvalid)
 	}
 	type body struct {
 		CreateWebhookRequest

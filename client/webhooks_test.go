@@ -45,6 +45,37 @@ func TestWebhooks(t *testing.T) {
 	require.Equal(t, "payments", list[0].Name)
 	require.NotContains(t, string(list[0].Raw), req.Secret)
 
+	t.Run("GenericSignsATimestampByDefault", func(t *testing.T) {
+		g := client.CreateWebhookRequest{Name: "orders", Provider: client.WebhookGeneric, Secret: "generic_client_test",
+			Action: client.WebhookStart, Workflow: "approval", KeyPointer: "/id", SignatureHeader: "X-Signature"}
+		w, err := b.api.CreateWebhook(ctxT(t), g)
+		require.NoError(t, err)
+		require.Equal(t, "Webhook-Timestamp", w.TimestampHeader)
+		require.Equal(t, "5m0s", w.Tolerance)
+	})
+	t.Run("NoTimestampSignsTheBodyOnly", func(t *testing.T) {
+		g := client.CreateWebhookRequest{Name: "legacy-sender", Provider: client.WebhookGeneric, Secret: "generic_client_test",
+			Action: client.WebhookStart, Workflow: "approval", KeyPointer: "/id", SignatureHeader: "X-Signature", NoTimestamp: true}
+		w, err := b.api.CreateWebhook(ctxT(t), g)
+		require.NoError(t, err)
+		require.Empty(t, w.TimestampHeader)
+		require.Empty(t, w.Tolerance)
+		_, err = b.api.CreateWebhook(ctxT(t), g)
+		require.NoError(t, err, "the same receiver again")
+		g.NoTimestamp = false
+		_, err = b.api.CreateWebhook(ctxT(t), g)
+		require.ErrorIs(t, err, client.ErrConflict, "without NoTimestamp it is another receiver")
+	})
+	t.Run("NoTimestampWithAHeaderIsInvalid", func(t *testing.T) {
+		g := client.CreateWebhookRequest{Name: "x", Provider: client.WebhookGeneric, Secret: "s", Action: client.WebhookStart,
+			Workflow: "approval", KeyPointer: "/id", SignatureHeader: "X-Signature", NoTimestamp: true, TimestampHeader: "X-At"}
+		_, err := b.api.CreateWebhook(ctxT(t), g)
+		require.ErrorIs(t, err, client.ErrInvalid)
+	})
+	for _, name := range []string{"orders", "legacy-sender"} {
+		require.NoError(t, b.api.DeleteWebhook(ctxT(t), name))
+	}
+
 	require.NoError(t, b.api.DeleteWebhook(ctxT(t), "payments"))
 	err = b.api.DeleteWebhook(ctxT(t), "payments")
 	require.True(t, errors.Is(err, client.ErrNotFound), "%v", err)

@@ -222,14 +222,19 @@ func TestWebhookRequest(t *testing.T) {
 	body, err := json.Marshal(req.body)
 	require.NoError(t, err)
 	h := http.Header{}
-	h.Set(webhookSignatureHeader, "sha256="+webhookSignature(body))
-	cfg := webhook.Config{Name: webhookName, Provider: webhook.Generic, Secret: webhookSecret, Action: webhook.ActionStart,
-		Workflow: wfChild, KeyPointer: "/id", SignatureHeader: webhookSignatureHeader}
+	signWebhook(h, body, time.Now())
+	// The receiver as the workload creates it: the server's defaults.
+	cfg, err := webhook.Config{Name: webhookName, Provider: webhook.Generic, Secret: webhookSecret, Action: webhook.ActionStart,
+		Workflow: wfChild, KeyPointer: "/id", SignatureHeader: webhookSignatureHeader}.WithDefaults(false)
+	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
+	require.Equal(t, webhookTimestampHeader, cfg.TimestampHeader)
 	d, err := cfg.Verify(h, body, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, "evt-7", d.ID)
-	h.Set(webhookSignatureHeader, "sha256="+webhookSignature([]byte("other")))
+	_, err = cfg.Verify(h, body, time.Now().Add(time.Hour))
+	require.ErrorIs(t, err, webhook.ErrSignature, "a delivery signed an hour ago")
+	h.Set(webhookSignatureHeader, "sha256="+webhookSignature(h.Get(webhookTimestampHeader), []byte("other")))
 	_, err = cfg.Verify(h, body, time.Now())
 	require.ErrorIs(t, err, webhook.ErrSignature)
 }

@@ -281,7 +281,7 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 		hr.Header.Set("Idempotency-Key", req.key)
 	}
 	if op.Kind == KindWebhook {
-		hr.Header.Set(webhookSignatureHeader, "sha256="+webhookSignature(body)) // over the bytes sent
+		signWebhook(hr.Header, body, time.Now()) // over the bytes sent, at this attempt
 	}
 	if c.Token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Token)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,9 @@ import (
 // Webhook deliveries: the webhook part of the workload.
 //
 // The workload creates two generic HMAC receivers (the delivery id at
-// /id, signed in webhookSignatureHeader): webhookName starts noop_chain,
+// /id, signed in webhookSignatureHeader over "<t>.<body>", t the
+// Webhook-Timestamp every new generic receiver checks by default, sent
+// afresh with each attempt): webhookName starts noop_chain,
 // webhookSWSName signals "add" with signal-with-start to the counter
 // whose workflow id is at /wf (until 3: three events complete it). It
 // waits until every node knows both, then delivers signed events through
@@ -42,6 +45,9 @@ const (
 	webhookSWSName         = "chaos-sws"
 	webhookSecret          = "chaos-webhook-secret"
 	webhookSignatureHeader = "X-Chaos-Signature"
+	// webhookTimestampHeader is the timestamp header the receivers get
+	// by default (webhook.TimestampHeaderDefault).
+	webhookTimestampHeader = "Webhook-Timestamp"
 	webhookKeyPrefix       = "hv:webhook:" + webhookName + ":"
 	webhookSWSKeyPrefix    = "hv:webhook:" + webhookSWSName + ":"
 	// webhookCounterPrefix begins the workflow ids of the counters the
@@ -73,12 +79,21 @@ func webhookPayload(op *Op) []byte {
 	return b
 }
 
-// webhookSignature is the hex HMAC-SHA256 of body under the receiver's
-// secret.
-func webhookSignature(body []byte) string {
+// webhookSignature is the hex HMAC-SHA256 of "<ts>.<body>" under the
+// receiver's secret.
+func webhookSignature(ts string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(webhookSecret))
+	m.Write([]byte(ts + "."))
 	m.Write(body)
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// signWebhook sets a delivery's timestamp (at) and signature headers, as
+// a provider does on every attempt.
+func signWebhook(h http.Header, body []byte, at time.Time) {
+	ts := strconv.FormatInt(at.Unix(), 10)
+	h.Set(webhookTimestampHeader, ts)
+	h.Set(webhookSignatureHeader, "sha256="+webhookSignature(ts, body))
 }
 
 // webhookRequest is the request of a webhook op.

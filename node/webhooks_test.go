@@ -1,12 +1,16 @@
 package node
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest/admin"
@@ -92,4 +96,57 @@ func TestLookupWebhookOnALaggingCatalog(t *testing.T) {
 	require.False(t, ok)
 	_, _, err = lookupWebhook(cat, "other", func() bool { return false })
 	require.ErrorIs(t, err, engine.ErrNotRunning)
+}
+
+// lockedBuffer is a log sink safe for the node's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.buf.Bytes())
+}
+
+// TestRefusedDeliveryLogsTheRefusingNode: the audit line of a refused
+// webhook delivery (which no node forwarded) names the node that refused
+// it in node_id, once, never an empty one.
+func TestRefusedDeliveryLogsTheRefusingNode(t *testing.T) {
+	b := setup(t)
+	logs := &lockedBuffer{}
+	cfg := b.cfg
+	cfg.NodeID = "refuser-1"
+	cfg.Logger = zerolog.New(logs)
+	n := b.start(t, cfg)
+	created := call(t, n, "POST", "/admin/webhooks",
+		map[string]any{"name": "pay", "provider": "stripe", "secret": "whsec_node_test", "action": "start", "workflow": "noop_chain"})
+	require.Equal(t, http.StatusCreated, created.Status, "%v", created.Body)
+
+	payload := json.RawMessage(`{"id":"evt_forged","activities":0}`)
+	sig := webhooktest.StripeSignature(t, time.Now(), string(payload), "whsec_wrong")
+	r := call(t, n, "POST", "/webhooks/pay", payload, "Stripe-Signature", sig)
+	require.Equal(t, http.StatusUnauthorized, r.Status, "%v", r.Body)
+
+	var raw []byte
+	sc := bufio.NewScanner(bytes.NewReader(logs.Bytes()))
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(`"message":"request refused"`)) {
+			raw = sc.Bytes()
+		}
+	}
+	require.NotNil(t, raw, "no refusal line in:\n%s", logs.Bytes())
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(raw, &line))
+	require.Equal(t, "refuser-1", line["node_id"], "%s", raw)
+	require.Equal(t, 1, bytes.Count(raw, []byte(`"node_id"`)), "one node_id field: %s", raw)
+	require.NotContains(t, line, "from_node_id", "no node forwarded it")
+	require.NotContains(t, string(logs.Bytes()), "whsec_node_test")
 }

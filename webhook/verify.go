@@ -26,6 +26,29 @@ type Delivery struct {
 	ID string
 	// WorkflowID is the value at WorkflowIDPointer ("" without one).
 	WorkflowID string
+	// Key is the idempotency key the delivery is started or signalled
+	// under, always derived from what the signature covers (KeyFor).
+	Key string
+}
+
+// BodyDigestPrefix starts the dedup part of a key derived from the body
+// (GitHub's): hv:webhook:<name>:sha256:<hex SHA-256 of the raw body>.
+const BodyDigestPrefix = "sha256:"
+
+// KeyFor is the idempotency key of delivery d of c, built only from what
+// the signature covers, so that no one without the secret can mint a new
+// key for a captured delivery. Stripe signs "<t>.<body>" and the id is
+// the body's /id; the generic provider signs the body (and the
+// timestamp, when it has one) and the id is at KeyPointer: for both the
+// id is signed and is the key. GitHub signs the body only and its
+// X-GitHub-Delivery header is not signed: its key is the body's digest
+// (a redelivery sends the same body), and the header is only reported.
+func (c Config) KeyFor(d Delivery, body []byte) string {
+	if c.Provider == GitHub {
+		sum := sha256.Sum256(body)
+		return c.Key(BodyDigestPrefix + hex.EncodeToString(sum[:]))
+	}
+	return c.Key(d.ID)
 }
 
 // Verify checks a delivery of c (its headers and raw body, at now): the
@@ -34,7 +57,12 @@ func (c Config) Verify(h http.Header, body []byte, now time.Time) (Delivery, err
 	if err := c.verifySignature(h, body, now); err != nil {
 		return Delivery{}, err
 	}
-	return c.delivery(h, body)
+	d, err := c.delivery(h, body)
+	if err != nil {
+		return d, err
+	}
+	d.Key = c.KeyFor(d, body)
+	return d, nil
 }
 
 func (c Config) verifySignature(h http.Header, body []byte, now time.Time) error {
@@ -44,6 +72,9 @@ func (c Config) verifySignature(h http.Header, body []byte, now time.Time) error
 	case GitHub:
 		return verifyPrefixedHex(c.Secret, GitHubSignatureHeader, h.Get(GitHubSignatureHeader), body, true)
 	case Generic:
+		if c.TimestampHeader != "" {
+			return c.verifyTimestamped(h, body, now)
+		}
 		return verifyPrefixedHex(c.Secret, c.SignatureHeader, h.Get(c.SignatureHeader), body, false)
 	}
 	return fmt.Errorf("provider %q: %w", c.Provider, ErrSignature)
@@ -86,10 +117,49 @@ func verifyStripe(secret, header string, body []byte, now time.Time, tolerance t
 	if !anyEqual(want, sigs) {
 		return fmt.Errorf("no v1 signature matches: %w", ErrSignature)
 	}
+	return checkTolerance(unix, now, tolerance)
+}
+
+// checkTolerance refuses a signed unix time more than tolerance from
+// now, either way.
+func checkTolerance(unix int64, now time.Time, tolerance time.Duration) error {
 	if skew := now.Sub(time.Unix(unix, 0)); skew > tolerance || skew < -tolerance {
 		return fmt.Errorf("signature timestamp is %s from now, over the tolerance of %s: %w", skew.Round(time.Second), tolerance, ErrSignature)
 	}
 	return nil
+}
+
+// verifyTimestamped checks a generic delivery whose signature covers
+// "<t>.<body>", t being the TimestampHeader's unix seconds (sent as is,
+// 1 to 12 digits), within the tolerance of now.
+func (c Config) verifyTimestamped(h http.Header, body []byte, now time.Time) error {
+	ts := h.Get(c.TimestampHeader)
+	if ts == "" {
+		return fmt.Errorf("no %s header: %w", c.TimestampHeader, ErrSignature)
+	}
+	unix, err := parseUnix(ts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.TimestampHeader, err)
+	}
+	signed := make([]byte, 0, len(ts)+1+len(body))
+	signed = append(append(append(signed, ts...), '.'), body...)
+	if err := verifyPrefixedHex(c.Secret, c.SignatureHeader, h.Get(c.SignatureHeader), signed, false); err != nil {
+		return err
+	}
+	return checkTolerance(unix, now, c.ToleranceOrDefault())
+}
+
+// parseUnix reads unix seconds: 1 to maxTimestampLen ASCII digits, no
+// sign or space (the text is signed as sent, so there is one spelling).
+func parseUnix(ts string) (int64, error) {
+	if len(ts) > maxTimestampLen || strings.TrimLeft(ts, "0123456789") != "" {
+		return 0, fmt.Errorf("want unix seconds, 1 to %d digits: %w", maxTimestampLen, ErrSignature)
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want unix seconds: %w", ErrSignature)
+	}
+	return unix, nil
 }
 
 func anyEqual(want []byte, sigs [][]byte) bool {

@@ -5,8 +5,11 @@
 // GitHub or a generic HMAC-SHA256 header), its secret, and the action a
 // verified delivery takes (start a workflow, or signal-with-start). Verify
 // checks a delivery's signature before it reads the payload, and returns
-// the delivery id the provider repeats on every redelivery; Key turns it
-// into the reserved key hv:webhook:<name>:<delivery id>.
+// the delivery id the provider repeats on every redelivery, and the
+// reserved key the delivery runs under, built only from signed parts
+// (KeyFor): hv:webhook:<name>:<delivery id> where the id is signed
+// (Stripe, generic), hv:webhook:<name>:sha256:<body digest> where it is
+// not (GitHub).
 //
 // Secrets are kept whole (an HMAC needs them), so a Config is redacted
 // (Redacted) before it is shown, and never logged.
@@ -29,11 +32,14 @@ const (
 	// Stripe: Stripe-Signature "t=<unix>,v1=<hex>[,v1=<hex>…]", an
 	// HMAC-SHA256 of "<t>.<body>"; the key is the event's id (/id).
 	Stripe Provider = "stripe"
-	// GitHub: X-Hub-Signature-256 "sha256=<hex>" of the body; the key is
-	// the X-GitHub-Delivery header.
+	// GitHub: X-Hub-Signature-256 "sha256=<hex>" of the body. The
+	// X-GitHub-Delivery header is not signed, so the key is the body's
+	// SHA-256 (KeyFor); the header is the reported delivery id.
 	GitHub Provider = "github"
-	// Generic: an HMAC-SHA256 of the body, hex (optionally "sha256="
-	// first), in SignatureHeader; the key is at KeyPointer.
+	// Generic: an HMAC-SHA256, hex (optionally "sha256=" first), in
+	// SignatureHeader, of "<t>.<body>" where t is the TimestampHeader's
+	// unix seconds (within Tolerance of now), or of the body alone when
+	// the receiver has no TimestampHeader; the key is at KeyPointer.
 	Generic Provider = "generic"
 )
 
@@ -52,9 +58,13 @@ const (
 
 // Limits and defaults.
 const (
-	// ToleranceDefault is how far a Stripe signature's timestamp may be
-	// from now (Stripe's libraries use 5 minutes too).
+	// ToleranceDefault is how far a signed timestamp (Stripe's, or a
+	// generic receiver's TimestampHeader) may be from now (Stripe's
+	// libraries use 5 minutes too).
 	ToleranceDefault = 5 * time.Minute
+	// TimestampHeaderDefault is the TimestampHeader a new generic
+	// receiver gets (WithDefaults).
+	TimestampHeaderDefault = "Webhook-Timestamp"
 	// MaxTolerance bounds Config.Tolerance.
 	MaxTolerance = 24 * time.Hour
 	// KeyPrefix starts every key Key derives.
@@ -67,6 +77,9 @@ const (
 	maxIdentLen    = 256
 	maxPointerLen  = 512
 	maxDeliveryLen = 512
+	// maxTimestampLen bounds a TimestampHeader value: unix seconds stay
+	// at 10 digits until 2286.
+	maxTimestampLen = 12
 )
 
 // Sentinel errors of the package.
@@ -106,7 +119,16 @@ type Config struct {
 	KeyPointer string `json:"key_pointer,omitempty"`
 	// SignatureHeader names the signature's header (Generic only).
 	SignatureHeader string `json:"signature_header,omitempty"`
-	// Tolerance is Stripe's timestamp tolerance; zero is ToleranceDefault.
+	// TimestampHeader names the header holding the delivery's signing
+	// time in unix seconds (Generic only): the signature then covers
+	// "<t>.<body>" and t must be within Tolerance of now, so a captured
+	// delivery cannot be replayed after the idempotency window. Empty is
+	// body-only signing: receivers stored before timestamps existed have
+	// none and keep working; WithDefaults gives a new receiver
+	// TimestampHeaderDefault.
+	TimestampHeader string `json:"timestamp_header,omitempty"`
+	// Tolerance is how far a signed timestamp may be from now (Stripe, or
+	// Generic with a TimestampHeader); zero is ToleranceDefault.
 	Tolerance time.Duration `json:"tolerance,omitempty"`
 	// CreatedAt is when the receiver was created.
 	CreatedAt time.Time `json:"created_at"`
@@ -142,28 +164,64 @@ func (c Config) validateCommon() error {
 	return checkPointer("workflow_id_pointer", c.WorkflowIDPointer)
 }
 
+// validateProvider checks the provider's own fields. A generic receiver
+// without a TimestampHeader stays valid: receivers (and raft log
+// entries) from before timestamps existed must keep validating.
 func (c Config) validateProvider() error {
-	if c.Provider != Stripe && c.Tolerance != 0 {
-		return invalid("tolerance is for provider %s only", Stripe)
+	if c.Provider != Generic && (c.KeyPointer != "" || c.SignatureHeader != "" || c.TimestampHeader != "") {
+		return invalid("key_pointer, signature_header and timestamp_header are for provider %s only", Generic)
 	}
-	if c.Provider != Generic && (c.KeyPointer != "" || c.SignatureHeader != "") {
-		return invalid("key_pointer and signature_header are for provider %s only", Generic)
+	if !c.timestamped() && c.Tolerance != 0 {
+		return invalid("tolerance is for provider %s, or %s with a timestamp_header", Stripe, Generic)
+	}
+	if c.Tolerance < 0 || c.Tolerance > MaxTolerance {
+		return invalid("tolerance must be between 0 (the default, %s) and %s", ToleranceDefault, MaxTolerance)
 	}
 	switch c.Provider {
-	case Stripe:
-		if c.Tolerance < 0 || c.Tolerance > MaxTolerance {
-			return invalid("tolerance must be between 0 (the default, %s) and %s", ToleranceDefault, MaxTolerance)
-		}
-		return nil
-	case GitHub:
+	case Stripe, GitHub:
 		return nil
 	case Generic:
-		if c.KeyPointer == "" || !plainText(c.SignatureHeader, maxIdentLen, true) || strings.ContainsAny(c.SignatureHeader, " :") {
-			return invalid("provider %s needs a key_pointer and a signature_header", Generic)
-		}
-		return checkPointer("key_pointer", c.KeyPointer)
+		return c.validateGeneric()
 	}
 	return invalid("provider %q: want %s, %s or %s", c.Provider, Stripe, GitHub, Generic)
+}
+
+func (c Config) validateGeneric() error {
+	if c.KeyPointer == "" || !headerName(c.SignatureHeader, true) {
+		return invalid("provider %s needs a key_pointer and a signature_header", Generic)
+	}
+	if !headerName(c.TimestampHeader, false) || strings.EqualFold(c.TimestampHeader, c.SignatureHeader) {
+		return invalid("timestamp_header must be a header name other than signature_header")
+	}
+	return checkPointer("key_pointer", c.KeyPointer)
+}
+
+// headerName: a plain header name, without spaces or colons.
+func headerName(v string, required bool) bool {
+	return plainText(v, maxIdentLen, required) && !strings.ContainsAny(v, " :")
+}
+
+// timestamped reports whether c's signatures cover a timestamp.
+func (c Config) timestamped() bool {
+	return c.Provider == Stripe || (c.Provider == Generic && c.TimestampHeader != "")
+}
+
+// WithDefaults is c as a new receiver is created: a generic receiver
+// without a TimestampHeader gets TimestampHeaderDefault, unless
+// noTimestamp asks for body-only signing (for senders that cannot sign
+// a timestamp). noTimestamp with a TimestampHeader, or for another
+// provider, is ErrInvalidConfig. Receivers already stored are never
+// passed through it: they keep what they were created with.
+func (c Config) WithDefaults(noTimestamp bool) (Config, error) {
+	switch {
+	case noTimestamp && c.TimestampHeader != "":
+		return c, invalid("no_timestamp and timestamp_header exclude each other")
+	case noTimestamp && c.Provider != Generic:
+		return c, invalid("no_timestamp is for provider %s only (%s always signs a timestamp, %s never does)", Generic, Stripe, GitHub)
+	case !noTimestamp && c.Provider == Generic && c.TimestampHeader == "":
+		c.TimestampHeader = TimestampHeaderDefault
+	}
+	return c, nil
 }
 
 // Redacted returns c with its secret replaced by RedactedSecret.
@@ -179,16 +237,21 @@ func (c Config) Same(o Config) bool {
 	return c == o
 }
 
-// ToleranceOrDefault is Tolerance, or ToleranceDefault when it is zero.
+// ToleranceOrDefault is Tolerance, or ToleranceDefault when it is zero;
+// zero when c's signatures cover no timestamp.
 func (c Config) ToleranceOrDefault() time.Duration {
+	if !c.timestamped() {
+		return 0
+	}
 	if c.Tolerance == 0 {
 		return ToleranceDefault
 	}
 	return c.Tolerance
 }
 
-// Key is the idempotency key of a delivery of the receiver.
-func (c Config) Key(deliveryID string) string { return KeyPrefix + c.Name + ":" + deliveryID }
+// Key is the idempotency key hv:webhook:<name>:<dedup> of the receiver;
+// KeyFor says what dedup is for each provider.
+func (c Config) Key(dedup string) string { return KeyPrefix + c.Name + ":" + dedup }
 
 func checkPointer(field, p string) error {
 	if p == "" {

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -48,9 +49,28 @@ func TestGitHubDocumentedVector(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, "72d3162e-cc78-11e3-81ab-4c9367dc0958", d.ID)
-			require.Equal(t, "hv:webhook:gh:72d3162e-cc78-11e3-81ab-4c9367dc0958", c.Key(d.ID))
+			require.Equal(t, "hv:webhook:gh:sha256:"+webhooktest.OpenSSLSHA256(t, tc.body), d.Key, "the key is the signed body's digest")
 		})
 	}
+	t.Run("the unsigned delivery id is not in the key", func(t *testing.T) {
+		// One captured body with made-up delivery ids: one key.
+		keys := map[string]bool{}
+		for _, id := range []string{"72d3162e-cc78-11e3-81ab-4c9367dc0958", "forged-1", "forged-2", "x"} {
+			h := h.Clone()
+			h.Set("X-GitHub-Delivery", id)
+			d, err := c.Verify(h, []byte("Hello, World!"), time.Now())
+			require.NoError(t, err)
+			require.Equal(t, id, d.ID, "the header is still reported")
+			keys[d.Key] = true
+		}
+		require.Len(t, keys, 1, "%v", keys)
+		other := "Hello, World!!"
+		h := h.Clone()
+		h.Set("X-Hub-Signature-256", webhooktest.GitHubSignature(t, c.Secret, other))
+		d, err := c.Verify(h, []byte(other), time.Now())
+		require.NoError(t, err)
+		require.NotContains(t, keys, d.Key, "another signed body is another delivery")
+	})
 	t.Run("no delivery header", func(t *testing.T) {
 		h := h.Clone()
 		h.Del("X-GitHub-Delivery")
@@ -94,6 +114,7 @@ func TestStripeSignature(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, "evt_1NG8Du2eZvKYlo2CUI79vXWy", d.ID)
+			require.Equal(t, "hv:webhook:stripe:evt_1NG8Du2eZvKYlo2CUI79vXWy", d.Key, "the signed event id is the key")
 		})
 	}
 	t.Run("a wider tolerance", func(t *testing.T) {
@@ -130,7 +151,7 @@ func TestGenericPointers(t *testing.T) {
 					continue
 				}
 				require.NoError(t, err)
-				require.Equal(t, webhook.Delivery{ID: tc.id, WorkflowID: tc.wfID}, d)
+				require.Equal(t, webhook.Delivery{ID: tc.id, WorkflowID: tc.wfID, Key: "hv:webhook:g:" + tc.id}, d)
 			}
 		})
 	}
@@ -139,6 +160,101 @@ func TestGenericPointers(t *testing.T) {
 		h.Set("X-Signature", opensslHMAC(t, "other", "{}"))
 		_, err := c.Verify(h, []byte("{}"), time.Now())
 		require.ErrorIs(t, err, webhook.ErrSignature)
+	})
+}
+
+func TestGenericTimestamp(t *testing.T) {
+	c, err := webhook.Config{Name: "g", Provider: webhook.Generic, Secret: "s3", Action: webhook.ActionStart, Workflow: "w",
+		SignatureHeader: "X-Signature", KeyPointer: "/id"}.WithDefaults(false)
+	require.NoError(t, err)
+	require.Equal(t, "Webhook-Timestamp", c.TimestampHeader, "a new generic receiver signs a timestamp")
+	require.NoError(t, c.Validate())
+	require.Equal(t, webhook.ToleranceDefault, c.ToleranceOrDefault())
+	now := time.Unix(1_780_000_000, 0)
+	const body = `{"id":"d-1"}`
+	signed := func(ts, payload string) http.Header {
+		h := http.Header{}
+		h.Set("Webhook-Timestamp", ts)
+		h.Set("X-Signature", "sha256="+opensslHMAC(t, c.Secret, ts+"."+payload))
+		return h
+	}
+	unix := func(at time.Time) string { return fmt.Sprint(at.Unix()) }
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		err  error
+	}{
+		{"now", signed(unix(now), body), nil},
+		{"within the tolerance", signed(unix(now.Add(-webhook.ToleranceDefault+time.Second)), body), nil},
+		{"replayed after the tolerance", signed(unix(now.Add(-webhook.ToleranceDefault-time.Second)), body), webhook.ErrSignature},
+		{"from the future", signed(unix(now.Add(webhook.ToleranceDefault+time.Second)), body), webhook.ErrSignature},
+		{"timestamp changed after signing", func() http.Header {
+			h := signed(unix(now.Add(-time.Hour)), body)
+			h.Set("Webhook-Timestamp", unix(now))
+			return h
+		}(), webhook.ErrSignature},
+		{"body-only signature", func() http.Header {
+			h := signed(unix(now), body)
+			h.Set("X-Signature", opensslHMAC(t, c.Secret, body))
+			return h
+		}(), webhook.ErrSignature},
+		{"no timestamp", func() http.Header { h := signed(unix(now), body); h.Del("Webhook-Timestamp"); return h }(), webhook.ErrSignature},
+		{"not a number", signed("soon", body), webhook.ErrSignature},
+		{"signed", signed("+"+unix(now), body), webhook.ErrSignature},
+		{"spaced", signed(" "+unix(now), body), webhook.ErrSignature},
+		{"huge", signed("99999999999999999999999", body), webhook.ErrSignature},
+		{"year 33658", signed("999999999999", body), webhook.ErrSignature},
+		{"milliseconds", signed(fmt.Sprint(now.UnixMilli()), body), webhook.ErrSignature},
+		{"NUL", signed(unix(now)+"\x00", body), webhook.ErrSignature},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := c.Verify(tc.h, []byte(body), now)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "hv:webhook:g:d-1", d.Key, "the key is the signed id, not the timestamp")
+		})
+	}
+	t.Run("a wider tolerance", func(t *testing.T) {
+		c := c
+		c.Tolerance = time.Hour
+		_, err := c.Verify(signed(unix(now.Add(-30*time.Minute)), body), []byte(body), now)
+		require.NoError(t, err)
+	})
+	t.Run("a header of its own name", func(t *testing.T) {
+		c := c
+		c.TimestampHeader = "X-Sent-At"
+		h := signed(unix(now), body)
+		h.Set("X-Sent-At", h.Get("Webhook-Timestamp"))
+		h.Del("Webhook-Timestamp")
+		_, err := c.Verify(h, []byte(body), now)
+		require.NoError(t, err)
+	})
+	t.Run("a receiver stored without a timestamp signs the body only", func(t *testing.T) {
+		var old webhook.Config
+		require.NoError(t, json.Unmarshal([]byte(`{"name":"g","provider":"generic","secret":"s3","action":"start","workflow":"w",
+			"key_pointer":"/id","signature_header":"X-Signature","created_at":"2026-01-01T00:00:00Z"}`), &old))
+		require.NoError(t, old.Validate())
+		h := http.Header{}
+		h.Set("X-Signature", opensslHMAC(t, old.Secret, body))
+		_, err := old.Verify(h, []byte(body), now)
+		require.NoError(t, err)
+		require.Zero(t, old.ToleranceOrDefault())
+	})
+	t.Run("opting out", func(t *testing.T) {
+		plain, err := webhook.Config{Name: "g", Provider: webhook.Generic, Secret: "s3", Action: webhook.ActionStart, Workflow: "w",
+			SignatureHeader: "X-Signature", KeyPointer: "/id"}.WithDefaults(true)
+		require.NoError(t, err)
+		require.Empty(t, plain.TimestampHeader)
+		_, err = c.WithDefaults(true)
+		require.ErrorIs(t, err, webhook.ErrInvalidConfig, "no_timestamp with a timestamp_header")
+		_, err = webhook.Config{Provider: webhook.GitHub}.WithDefaults(true)
+		require.ErrorIs(t, err, webhook.ErrInvalidConfig, "no_timestamp on github")
+		gh, err := webhook.Config{Provider: webhook.Stripe}.WithDefaults(false)
+		require.NoError(t, err)
+		require.Empty(t, gh.TimestampHeader, "only generic receivers get one")
 	})
 }
 
@@ -183,6 +299,19 @@ func TestValidate(t *testing.T) {
 		{"key pointer on stripe", func(c *webhook.Config) { c.KeyPointer = "/id" }},
 		{"generic without header", func(c *webhook.Config) { c.Provider, c.KeyPointer = webhook.Generic, "/id" }},
 		{"generic without key", func(c *webhook.Config) { c.Provider, c.SignatureHeader = webhook.Generic, "X-Sig" }},
+		{"timestamp header on stripe", func(c *webhook.Config) { c.TimestampHeader = "T" }},
+		{"tolerance on generic without a timestamp", func(c *webhook.Config) {
+			c.Provider, c.SignatureHeader, c.KeyPointer, c.Tolerance = webhook.Generic, "X-Sig", "/id", time.Minute
+		}},
+		{"timestamp header is the signature header", func(c *webhook.Config) {
+			c.Provider, c.SignatureHeader, c.KeyPointer, c.TimestampHeader = webhook.Generic, "X-Sig", "/id", "x-sig"
+		}},
+		{"timestamp header with a colon", func(c *webhook.Config) {
+			c.Provider, c.SignatureHeader, c.KeyPointer, c.TimestampHeader = webhook.Generic, "X-Sig", "/id", "T:1"
+		}},
+		{"generic tolerance over a day", func(c *webhook.Config) {
+			c.Provider, c.SignatureHeader, c.KeyPointer, c.TimestampHeader, c.Tolerance = webhook.Generic, "X-Sig", "/id", "T", 25*time.Hour
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"strings"
@@ -27,8 +28,10 @@ func webhookCommand() *cli.Command {
 				&cli.StringFlag{Name: "signal", Usage: "signal_with_start: the signal's name"},
 				&cli.StringFlag{Name: "workflow-id-pointer", Usage: "JSON pointer to the workflow id in the payload, e.g. /data/object/customer"},
 				&cli.StringFlag{Name: "key-pointer", Usage: "generic: JSON pointer to the delivery id"},
-				&cli.StringFlag{Name: "signature-header", Usage: "generic: the header with the hex HMAC-SHA256 of the body"},
-				&cli.DurationFlag{Name: "tolerance", Usage: "stripe: how far a signature's timestamp may be from now (default 5m)"},
+				&cli.StringFlag{Name: "signature-header", Usage: "generic: the header with the hex HMAC-SHA256 of \"<timestamp>.<body>\" (of the body alone with --no-timestamp)"},
+				&cli.StringFlag{Name: "timestamp-header", Usage: "generic: the header with the delivery's unix seconds, which the signature covers (default Webhook-Timestamp)"},
+				&cli.BoolFlag{Name: "no-timestamp", Usage: "generic: sign the body only, for a sender that cannot sign a timestamp (a captured delivery can be replayed once the idempotency window has passed)"},
+				&cli.DurationFlag{Name: "tolerance", Usage: "stripe, or generic with a timestamp: how far a signature's timestamp may be from now (default 5m)"},
 			},
 			Action: webhookCreateAction,
 		}, {
@@ -69,6 +72,9 @@ func webhookRequest(c *cli.Context, name string) (client.CreateWebhookRequest, e
 			return client.CreateWebhookRequest{}, err
 		}
 	}
+	if c.Bool("no-timestamp") && c.String("timestamp-header") != "" {
+		return client.CreateWebhookRequest{}, usagef("--no-timestamp and --timestamp-header exclude each other")
+	}
 	secret := os.Getenv("HARVEST_WEBHOOK_SECRET")
 	if path := c.String("secret-file"); path != "" {
 		raw, err := os.ReadFile(path)
@@ -83,7 +89,8 @@ func webhookRequest(c *cli.Context, name string) (client.CreateWebhookRequest, e
 	return client.CreateWebhookRequest{Name: name, Provider: c.String("provider"), Secret: secret,
 		Action: c.String("action"), Workflow: c.String("workflow"), Signal: c.String("signal"),
 		WorkflowIDPointer: c.String("workflow-id-pointer"), KeyPointer: c.String("key-pointer"),
-		SignatureHeader: c.String("signature-header"), Tolerance: c.Duration("tolerance")}, nil
+		SignatureHeader: c.String("signature-header"), TimestampHeader: c.String("timestamp-header"),
+		NoTimestamp: c.Bool("no-timestamp"), Tolerance: c.Duration("tolerance")}, nil
 }
 
 func webhookListAction(c *cli.Context) error {
@@ -122,6 +129,7 @@ func webhookRows(tw *tabwriter.Writer, w *client.Webhook) {
 	if w.Provider == client.WebhookGeneric {
 		kv(tw, "Key pointer", w.KeyPointer)
 		kv(tw, "Signature header", w.SignatureHeader)
+		kv(tw, "Timestamp header", cmp.Or(w.TimestampHeader, "- (signs the body only)"))
 	}
 	if w.Tolerance != "" {
 		kv(tw, "Tolerance", w.Tolerance)

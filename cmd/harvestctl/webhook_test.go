@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,45 @@ func TestWebhookCommands(t *testing.T) {
 		require.Equal(t, http.StatusOK, post(webhooktest.StripeSignature(t, time.Now(), event, secret)), "a redelivery")
 		require.Equal(t, http.StatusUnauthorized, post(webhooktest.StripeSignature(t, time.Now().Add(-3*time.Minute), event, secret)), "outside --tolerance")
 		require.Equal(t, http.StatusUnauthorized, post(webhooktest.StripeSignature(t, time.Now(), event, "whsec_wrong")))
+	})
+	post := func(t *testing.T, name, body string, headers ...string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "http://"+b.url+"/api/harvest/webhooks/"+name, strings.NewReader(body))
+		require.NoError(t, err)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		return res.StatusCode
+	}
+	t.Run("GenericSignsATimestampByDefault", func(t *testing.T) {
+		table := b.ok(t, b.as(b.admin, "webhook", "create", "orders", "--provider", "generic", "--workflow", "order",
+			"--key-pointer", "/order_id", "--signature-header", "X-Signature")...)
+		require.Equal(t, "Webhook-Timestamp", cell(t, table, "Timestamp header"))
+		require.Equal(t, "5m0s", cell(t, table, "Tolerance"))
+		const event = `{"order_id":"o-ts","amount_cents":100,"customer_id":"c-1"}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		require.Equal(t, http.StatusCreated, post(t, "orders", event, "Webhook-Timestamp", ts,
+			"X-Signature", webhooktest.OpenSSLHMAC(t, secret, ts+"."+event)))
+		require.Equal(t, http.StatusUnauthorized, post(t, "orders", event, "X-Signature", webhooktest.OpenSSLHMAC(t, secret, event)),
+			"a body-only signature")
+	})
+	t.Run("NoTimestampSignsTheBodyOnly", func(t *testing.T) {
+		table := b.ok(t, b.as(b.admin, "webhook", "create", "plain", "--provider", "generic", "--workflow", "order",
+			"--key-pointer", "/order_id", "--signature-header", "X-Signature", "--no-timestamp")...)
+		require.Equal(t, "- (signs the body only)", cell(t, table, "Timestamp header"))
+		const event = `{"order_id":"o-plain","amount_cents":100,"customer_id":"c-1"}`
+		require.Equal(t, http.StatusCreated, post(t, "plain", event, "X-Signature", webhooktest.OpenSSLHMAC(t, secret, event)))
+	})
+	t.Run("NoTimestampExcludesTimestampHeader", func(t *testing.T) {
+		r := b.ctl(t, b.as(b.admin, "webhook", "create", "x", "--provider", "generic", "--workflow", "order",
+			"--key-pointer", "/id", "--signature-header", "X-Signature", "--no-timestamp", "--timestamp-header", "X-At")...)
+		require.Equal(t, exitUsage, r.code, "stderr: %s", r.stderr)
+		r = b.ctl(t, b.as(b.admin, "webhook", "create", "x", "--provider", "stripe", "--workflow", "order", "--no-timestamp")...)
+		require.Equal(t, exitFailure, r.code, "stderr: %s", r.stderr)
+		require.Contains(t, r.stderr, "no_timestamp is for provider generic only")
 	})
 	t.Run("Delete", func(t *testing.T) {
 		table := b.ok(t, b.as(b.admin, "webhook", "delete", "payments")...)

@@ -27,6 +27,19 @@ func OpenSSLHMAC(t testing.TB, secret, data string) string {
 	return hex
 }
 
+// OpenSSLSHA256 is the hex SHA-256 of data, computed by
+// `openssl dgst -sha256`.
+func OpenSSLSHA256(t testing.TB, data string) string {
+	t.Helper()
+	cmd := exec.Command("openssl", "dgst", "-sha256")
+	cmd.Stdin = strings.NewReader(data)
+	out, err := cmd.Output()
+	require.NoError(t, err, "openssl dgst")
+	_, hex, ok := strings.Cut(strings.TrimSpace(string(out)), "= ")
+	require.True(t, ok, "openssl output %q", out)
+	return hex
+}
+
 // StripeSignature is a Stripe-Signature header as Stripe documents it:
 // t=<unix>, then one v1 per secret, each the HMAC of "<t>.<payload>".
 func StripeSignature(t testing.TB, at time.Time, payload string, secrets ...string) string {
