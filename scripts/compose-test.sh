@@ -342,9 +342,10 @@ while read -r shard key id; do
 	[[ "$s" == 200 && "$id2" == "$id" ]] || die "$key (on shard $shard) after the drain, through node $n: $s $id2 (want 200 $id)"
 done <"$work/drain"
 for i in 1 2 3 4; do
-	read -r s _ <<<"$(start "$i" onboarding "ct-$run-after-$i" '{"user_id": 9}' 2>/dev/null || start 1 onboarding "ct-$run-after-$i" '{"user_id": 9}')"
-	[[ "$s" == 201 ]] || die "new keyed start after the drain answered $s"
-done 2>/dev/null
+	n=$(((i - 1) % 3 + 1))
+	read -r s _ <<<"$(start "$n" onboarding "ct-$run-after-$i" '{"user_id": 9}')"
+	[[ "$s" == 201 ]] || die "new keyed start ct-$run-after-$i after the drain, through node $n, answered $s"
+done
 psql_all "SELECT idempotency_key FROM harvest_executions WHERE idempotency_key LIKE 'ct-$run-after-%'" | awk '$1 == 1' | grep -q . &&
 	die "a new run was placed on the draining shard 1"
 log "ok: 8 keys retried after the drain, each 200 with its first run; new keys go to shard 0"
