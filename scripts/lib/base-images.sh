@@ -10,9 +10,13 @@
 #                                  postgresql-15), docker import-ed;
 #   harvest-local/golang:<hash>    that rootfs plus this host's Go toolchain
 #                                  (`go env GOROOT`, copied to /usr/local/go;
-#                                  GOPATH=/go, GOTOOLCHAIN=local); modules
-#                                  come from the module proxy, as for
-#                                  golang:1.26-bookworm;
+#                                  GOPATH=/go, GOTOOLCHAIN=local) and this
+#                                  host's CA bundle (HARVEST_CA_BUNDLE,
+#                                  default /etc/ssl/certs/ca-certificates.crt):
+#                                  modules come from the module proxy, as for
+#                                  golang:1.26-bookworm, and a machine whose
+#                                  way out re-signs TLS with a CA of its own
+#                                  reaches the proxy from inside the build;
 #   harvest-local/postgres:<hash>  that rootfs with Debian's PostgreSQL 15 and
 #                                  scripts/lib/postgres-entrypoint.sh, which
 #                                  honours POSTGRES_USER, POSTGRES_PASSWORD,
@@ -32,7 +36,8 @@ base_images() {
 	local lib mirror recipe h
 	lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 	mirror=${HARVEST_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-	recipe="$(sha256sum "$lib/base-images.sh" | cut -d' ' -f1) $HARVEST_DEBIAN_SUITE $mirror $HARVEST_DEBIAN_PACKAGES"
+	# Each hash covers the function that makes the image, not this whole file.
+	recipe="$(declare -f _make_debian_image) $HARVEST_DEBIAN_SUITE $mirror $HARVEST_DEBIAN_PACKAGES"
 	h=$(printf '%s' "$recipe" | sha256sum | cut -c1-12)
 
 	HARVEST_DEBIAN_IMAGE=harvest-local/debian:$h
@@ -45,16 +50,17 @@ base_images() {
 	local goroot gover gh
 	goroot=$(go env GOROOT)
 	gover=$(go env GOVERSION)
-	gh=$(printf '%s %s' "$h" "$gover" | sha256sum | cut -c1-12)
+	local cabundle=${HARVEST_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+	gh=$(printf '%s %s %s %s' "$h" "$(declare -f _make_go_image)" "$gover" "$(sha256sum "$cabundle" | cut -d' ' -f1)" | sha256sum | cut -c1-12)
 	HARVEST_GO_IMAGE=harvest-local/golang:$gh
 	if _base_image_exists "$HARVEST_GO_IMAGE"; then
 		echo "base-images: reusing $HARVEST_GO_IMAGE ($gover)"
 	else
-		_make_go_image "$HARVEST_GO_IMAGE" "$HARVEST_DEBIAN_IMAGE" "$goroot" "$gover"
+		_make_go_image "$HARVEST_GO_IMAGE" "$HARVEST_DEBIAN_IMAGE" "$goroot" "$gover" "$cabundle"
 	fi
 
 	local ph
-	ph=$(printf '%s %s' "$h" "$(sha256sum "$lib/postgres-entrypoint.sh" | cut -d' ' -f1)" | sha256sum | cut -c1-12)
+	ph=$(printf '%s %s %s' "$h" "$(declare -f _make_postgres_image)" "$(sha256sum "$lib/postgres-entrypoint.sh" | cut -d' ' -f1)" | sha256sum | cut -c1-12)
 	HARVEST_POSTGRES_IMAGE=harvest-local/postgres:$ph
 	if _base_image_exists "$HARVEST_POSTGRES_IMAGE"; then
 		echo "base-images: reusing $HARVEST_POSTGRES_IMAGE"
@@ -81,31 +87,41 @@ _make_debian_image() {
 		fi
 	fi
 	echo "base-images: making $tag (mmdebstrap $HARVEST_DEBIAN_SUITE minbase + $HARVEST_DEBIAN_PACKAGES from $mirror)"
-	# The tarball goes straight into docker import; no man pages or docs;
-	# no package lists (apt-get update first, as in debian:bookworm-slim);
-	# no default PostgreSQL cluster (the entrypoint makes its own).
-	# shellcheck disable=SC2016 # the hooks' $1 is mmdebstrap's, not ours
-	mmdebstrap --quiet --variant=minbase --include="$HARVEST_DEBIAN_PACKAGES" \
+	# A tarball first, imported only once mmdebstrap succeeded (an image
+	# under the tag is reused as it is). No man pages or docs; no package
+	# lists (apt-get update first, as in debian:bookworm-slim); no default
+	# PostgreSQL cluster (the entrypoint makes its own).
+	local tarball
+	tarball=$(mktemp --suffix=.tar)
+	# shellcheck disable=SC2016 # the hook's $1 is mmdebstrap's, not ours
+	if ! mmdebstrap --quiet --variant=minbase --include="$HARVEST_DEBIAN_PACKAGES" \
 		--aptopt='Acquire::Languages "none"' \
 		--dpkgopt='path-exclude=/usr/share/man/*' \
 		--dpkgopt='path-exclude=/usr/share/doc/*' \
 		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 		--customize-hook='rm -rf "$1"/var/lib/postgresql/15/main "$1"/etc/postgresql/15/main "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
-		"$HARVEST_DEBIAN_SUITE" - "$mirror" |
-		docker import \
-			--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-			--change 'CMD ["bash"]' \
-			--message "harvest base-images: $HARVEST_DEBIAN_SUITE minbase + $HARVEST_DEBIAN_PACKAGES" \
-			- "$tag" >/dev/null
+		"$HARVEST_DEBIAN_SUITE" "$tarball" "$mirror"; then
+		rm -f "$tarball"
+		echo "base-images: mmdebstrap failed" >&2
+		return 1
+	fi
+	docker import \
+		--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		--change 'CMD ["bash"]' \
+		--message "harvest base-images: $HARVEST_DEBIAN_SUITE minbase + $HARVEST_DEBIAN_PACKAGES" \
+		"$tarball" "$tag" >/dev/null
+	rm -f "$tarball"
 	echo "base-images: made $tag in $((SECONDS - start)) s"
 }
 
 _make_go_image() {
-	local tag=$1 from=$2 goroot=$3 gover=$4 ctx start=$SECONDS
-	echo "base-images: making $tag ($from + $gover from $goroot)"
+	local tag=$1 from=$2 goroot=$3 gover=$4 cabundle=$5 ctx start=$SECONDS
+	echo "base-images: making $tag ($from + $gover from $goroot + the CA bundle $cabundle)"
 	ctx=$(mktemp -d)
+	cp "$cabundle" "$ctx/ca-certificates.crt"
 	cat >"$ctx/Dockerfile" <<EOF
 FROM $from
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY go /usr/local/go
 ENV GOPATH=/go GOTOOLCHAIN=local \\
     PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -113,7 +129,7 @@ RUN mkdir -p /go/bin /go/src && go version
 WORKDIR /go
 EOF
 	# The context is a tarball on stdin: the Dockerfile and GOROOT as go/.
-	tar -c -C "$ctx" Dockerfile -C "$(dirname "$goroot")" \
+	tar -c -C "$ctx" Dockerfile ca-certificates.crt -C "$(dirname "$goroot")" \
 		--exclude='*/test' --exclude='*/.git' \
 		--transform="s,^$(basename "$goroot"),go," "$(basename "$goroot")" |
 		DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >/dev/null

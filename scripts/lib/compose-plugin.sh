@@ -13,7 +13,7 @@ HARVEST_COMPOSE_VERSION=${HARVEST_COMPOSE_VERSION:-v2.28.1}
 
 # _compose_version prints the version `docker compose` reports, or nothing.
 _compose_version() {
-	docker compose version --short 2>/dev/null | sed 's/^v//'
+	{ docker compose version --short 2>/dev/null || true; } | sed "s/^v//"
 }
 
 # _version_ge A B: A >= B (dotted versions).
