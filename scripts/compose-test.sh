@@ -169,6 +169,20 @@ start() {
 	r=$(api "$1" POST "/workflows/$2/start" "{\"input\": $4}" "$3")
 	printf '%s %s\n' "${r%% *}" "$(jq -r '.execution_id // empty' <<<"${r#* }" 2>/dev/null)"
 }
+# start_retry: start, retried with the same key while the answer is 502, 503
+# or no answer (an owner changing hands: the API's "retry" answers), up to 90 s.
+start_retry() {
+	local r deadline=$((SECONDS + 90))
+	while :; do
+		r=$(start "$@")
+		case "${r%% *}" in
+		502 | 503 | 000) ((SECONDS < deadline)) || break ;;
+		*) break ;;
+		esac
+		sleep 2
+	done
+	echo "$r"
+}
 # psql_all SQL: runs SQL on both shard databases, rows prefixed by the shard.
 psql_all() {
 	local s
@@ -193,6 +207,12 @@ members_alive() { [[ "$(alive_count "$1")" == "$2" ]]; }
 # owners NODE: "shard owner" lines from shard list.
 owners() {
 	hc "$1" -o json shard list | jq -r '.. | objects | select(has("shard_id") and has("state")) | "\(.shard_id) \(.owner // "-")"'
+}
+# owners_settled: every shard owned, and the same owners 5 s later.
+owners_settled() {
+	local a b
+	a=$(owners 1) && sleep 5 && b=$(owners 1) || return 1
+	[[ -n "$a" && "$a" == "$b" ]] && ! grep -q ' -$' <<<"$a"
 }
 all_owned() { # all_owned NODE [EXCLUDED_OWNER]
 	local o
@@ -304,7 +324,7 @@ done
 wait_for 120 "the others own every shard, none on $owner" all_owned "${others[0]}" "$owner"
 for i in 1 2 3 4 5 6; do
 	n=${others[$((i % 2))]}
-	read -r s _ <<<"$(start "$n" onboarding "ct-$run-part-$i" '{"user_id": 7}')"
+	read -r s _ <<<"$(start_retry "$n" onboarding "ct-$run-part-$i" '{"user_id": 7}')"
 	[[ "$s" == 201 ]] || die "keyed start $i through node $n during the partition answered $s"
 done
 log "ok: 6 keyed starts through nodes ${others[*]} during the partition"
@@ -314,13 +334,14 @@ for n in 1 2 3; do
 	wait_for 180 "node $n sees 3 members alive after the partition" members_alive "$n" 3
 done
 wait_for 60 "every shard owned after the partition" all_owned "$victim"
+wait_for 120 "shard owners settled after the partition" owners_settled
 hc 1 cluster members >&2
 
 # ---------------------------------------------------------------------------
 log "CHECK shard drain: refused inside the retention window, forced with --force, keys still deduplicated"
 # Keys placed on shard 1 before the drain.
 for i in $(seq 1 8); do
-	read -r s _ <<<"$(start 1 onboarding "ct-$run-drain-$i" '{"user_id": 8}')"
+	read -r s _ <<<"$(start_retry 1 onboarding "ct-$run-drain-$i" '{"user_id": 8}')"
 	[[ "$s" == 201 ]] || die "keyed start ct-$run-drain-$i answered $s"
 done
 psql_all "SELECT idempotency_key, execution_id FROM harvest_executions WHERE idempotency_key LIKE 'ct-$run-drain-%'" >"$work/drain"
@@ -338,12 +359,12 @@ hc 2 shard drain 1 --force >&2 || die "drain --force"
 wait_for 60 "shard 1 is draining" bash -c "'$hc_bin' --addr https://127.0.0.1:7231 --ca-cert '$ca' -o json shard status 1 | grep -q draining"
 while read -r shard key id; do
 	n=$((RANDOM % 3 + 1))
-	read -r s id2 <<<"$(start "$n" onboarding "$key" '{"user_id": 8}')"
+	read -r s id2 <<<"$(start_retry "$n" onboarding "$key" '{"user_id": 8}')"
 	[[ "$s" == 200 && "$id2" == "$id" ]] || die "$key (on shard $shard) after the drain, through node $n: $s $id2 (want 200 $id)"
 done <"$work/drain"
 for i in 1 2 3 4; do
 	n=$(((i - 1) % 3 + 1))
-	read -r s _ <<<"$(start "$n" onboarding "ct-$run-after-$i" '{"user_id": 9}')"
+	read -r s _ <<<"$(start_retry "$n" onboarding "ct-$run-after-$i" '{"user_id": 9}')"
 	[[ "$s" == 201 ]] || die "new keyed start ct-$run-after-$i after the drain, through node $n, answered $s"
 done
 psql_all "SELECT idempotency_key FROM harvest_executions WHERE idempotency_key LIKE 'ct-$run-after-%'" | awk '$1 == 1' | grep -q . &&
