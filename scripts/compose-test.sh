@@ -338,7 +338,7 @@ wait_for 120 "shard owners settled after the partition" owners_settled
 hc 1 cluster members >&2
 
 # ---------------------------------------------------------------------------
-log "CHECK shard drain: refused inside the retention window, forced with --force, keys still deduplicated"
+log "CHECK shard drain: keys stay deduplicated across the move; the last writable shard is refused without --force"
 # Keys placed on shard 1 before the drain.
 for i in $(seq 1 8); do
 	read -r s _ <<<"$(start_retry 1 onboarding "ct-$run-drain-$i" '{"user_id": 8}')"
@@ -346,16 +346,12 @@ for i in $(seq 1 8); do
 done
 psql_all "SELECT idempotency_key, execution_id FROM harvest_executions WHERE idempotency_key LIKE 'ct-$run-drain-%'" >"$work/drain"
 awk '$1 == 1' "$work/drain" | grep -q . || die "none of 8 keys was placed on shard 1"
-log "RUN harvestctl shard drain 1 (no --force)"
-if hc 2 shard drain 1 >"$work/drain1.out" 2>&1; then
-	cat "$work/drain1.out" >&2
-	die "drain of shard 1 inside its retention window succeeded without --force"
-fi
-cat "$work/drain1.out" >&2
-grep -qi "unsafe\|window\|force" "$work/drain1.out" || die "the refusal does not say why"
-log "ok: refused"
-log "RUN harvestctl shard drain 1 --force"
-hc 2 shard drain 1 --force >&2 || die "drain --force"
+# Harvest refuses only a drain that would break the idempotency promise or
+# stop all placement (the last writable shard, an unreachable shard); a
+# drain inside the window is safe by design: retries probe the shards of
+# every placement epoch still inside the window (README, Cluster).
+log "RUN harvestctl shard drain 1 (runs inside its window; shard 0 stays writable)"
+hc 2 shard drain 1 >&2 || die "drain of shard 1 was refused although shard 0 stays writable"
 wait_for 60 "shard 1 is draining" bash -c "'$hc_bin' --addr https://127.0.0.1:7231 --ca-cert '$ca' -o json shard status 1 | grep -q draining"
 while read -r shard key id; do
 	n=$((RANDOM % 3 + 1))
@@ -370,6 +366,22 @@ done
 psql_all "SELECT idempotency_key FROM harvest_executions WHERE idempotency_key LIKE 'ct-$run-after-%'" | awk '$1 == 1' | grep -q . &&
 	die "a new run was placed on the draining shard 1"
 log "ok: 8 keys retried after the drain, each 200 with its first run; new keys go to shard 0"
+log "RUN harvestctl shard drain 0 (the last writable shard; no --force)"
+if hc 2 shard drain 0 >"$work/drain0.out" 2>&1; then
+	cat "$work/drain0.out" >&2
+	die "drain of the last writable shard succeeded without --force"
+fi
+cat "$work/drain0.out" >&2
+grep -qi "unsafe\|force" "$work/drain0.out" || die "the refusal does not say why"
+log "ok: refused"
+log "RUN harvestctl shard drain 0 --force"
+hc 2 shard drain 0 --force >&2 || die "drain 0 --force"
+log "ok: proceeded"
+# Known product behaviour (reported with issue #53, not asserted): with every
+# shard draining, a keyed retry of an existing key is answered 503, not 200.
+key=$(awk 'NR == 1 {print $2}' "$work/drain")
+read -r s _ <<<"$(start 1 onboarding "$key" '{"user_id": 8}')"
+log "note: with every shard draining, a keyed retry of $key answered $s (200 expected; 503 is a known finding)"
 
 # ---------------------------------------------------------------------------
 if ((keep)); then
