@@ -10,9 +10,9 @@
 #
 #   docker build --build-arg GO_IMAGE=... --build-arg DEBIAN_IMAGE=... -t harvest:local .
 #
-# The Go image needs go on its PATH and a way to the module proxy (or the
-# modules in its GOMODCACHE, with GOFLAGS=-mod=mod and GOPROXY=off); the
-# Debian image needs apt-get. No `# syntax=` line: the Dockerfile frontend
+# The Go image needs go on its PATH and a way to the module proxy (the
+# locally made one carries the host's CA bundle for that); the Debian image
+# needs apt-get. No `# syntax=` line: the Dockerfile frontend
 # built into the engine is used, so nothing is pulled to read this file.
 # The cache mounts need BuildKit (Docker Engine 20.10 or later, as docker
 # compose v2 builds).
