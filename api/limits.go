@@ -13,6 +13,10 @@ const (
 	// MaxLongLivedDefault bounds the long polls (?wait=) and event
 	// streams one node holds at once.
 	MaxLongLivedDefault = 4096
+	// MaxLongLivedPerTokenDefault bounds the long polls and event
+	// streams one token holds on one node at once: a client rarely needs
+	// more, and the node's limit and memory stay shared.
+	MaxLongLivedPerTokenDefault = 32
 )
 
 // Limits are the API's load shedding limits (shed.go). Zero fields take
@@ -35,6 +39,12 @@ type Limits struct {
 	// once, so that they never take the ordinary requests' room: one more
 	// gets 503 overloaded. Default MaxLongLivedDefault.
 	MaxLongLived int
+	// MaxLongLivedPerToken bounds the long polls and event streams one
+	// token holds on this node at once (an admin token's too); one more
+	// gets 429 too_many_long_polls with Retry-After. A request another
+	// node forwarded counts on that node only. Without authentication
+	// only MaxLongLived applies. Default MaxLongLivedPerTokenDefault.
+	MaxLongLivedPerToken int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -47,6 +57,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxLongLived == 0 {
 		l.MaxLongLived = MaxLongLivedDefault
 	}
+	if l.MaxLongLivedPerToken == 0 {
+		l.MaxLongLivedPerToken = MaxLongLivedPerTokenDefault
+	}
 	return l
 }
 
@@ -55,8 +68,8 @@ func (l Limits) Validate() error {
 	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate < 0 {
 		return errors.New("api limits: rate must be a non-negative number")
 	}
-	if l.Burst < 0 || l.MaxInFlight < 0 || l.MaxLongLived < 0 {
-		return errors.New("api limits: burst, max in flight and max long-lived must not be negative")
+	if l.Burst < 0 || l.MaxInFlight < 0 || l.MaxLongLived < 0 || l.MaxLongLivedPerToken < 0 {
+		return errors.New("api limits: burst, max in flight, max long-lived and max long-lived per token must not be negative")
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ import (
 // 503 overloaded, both with Retry-After. Long polls and event streams
 // have a limit of their own (Limits.MaxLongLived), so holding many of
 // them never refuses an ordinary request, and ordinary load never refuses
-// them.
+// them; each token may hold at most Limits.MaxLongLivedPerToken of them
+// (token_slots.go).
 //
 // Only bearer routes are shed: open routes (health, readiness) and node
 // routes (/internal/*, part of another node's request in progress) never
@@ -42,11 +43,13 @@ const maxRateBuckets = 10000
 type shedder struct {
 	ordinary chan struct{} // a slot per ordinary request in flight
 	long     chan struct{} // a slot per long poll or stream
+	perToken *tokenSlots   // each token's long polls and streams
 	rates    *tokenRates   // nil: no rate limit
 }
 
 func newShedder(l Limits) *shedder {
-	s := &shedder{ordinary: make(chan struct{}, l.MaxInFlight), long: make(chan struct{}, l.MaxLongLived)}
+	s := &shedder{ordinary: make(chan struct{}, l.MaxInFlight), long: make(chan struct{}, l.MaxLongLived),
+		perToken: newTokenSlots(l.MaxLongLivedPerToken)}
 	if l.Rate > 0 {
 		s.rates = &tokenRates{limit: rate.Limit(l.Rate), burst: l.Burst, buckets: map[string]*rate.Limiter{}}
 	}
@@ -61,7 +64,16 @@ func (s *Server) shed(stream bool) gin.HandlerFunc {
 			abort(c, err)
 			return
 		}
-		release, err := s.admit(stream || isLongPoll(c))
+		long := stream || isLongPoll(c)
+		if long {
+			release, err := s.admitToken(c)
+			if err != nil {
+				abort(c, err)
+				return
+			}
+			defer release()
+		}
+		release, err := s.admit(long)
 		if err != nil {
 			abort(c, err)
 			return

@@ -166,7 +166,7 @@ func TestInFlightLimits(t *testing.T) {
 		// A long poll reads its run once per poll interval: a long one
 		// keeps 500 of them from loading the database.
 		tb := setupWith(t, func(c *engine.Config) { c.PollInterval = time.Minute })
-		b := setupAuthOn(t, tb, withLimits(Limits{MaxInFlight: 2}))
+		b := setupAuthOn(t, tb, withLimits(Limits{MaxInFlight: 2, MaxLongLivedPerToken: 500}))
 		r := b.as(t, "write", "POST", "/workflows/block/start", map[string]any{})
 		require.Equal(t, http.StatusCreated, r.Status, "body %s", r.Raw)
 		h := newHold(t)
@@ -204,6 +204,7 @@ func TestLimitsValidate(t *testing.T) {
 		{"NegativeBurst", Limits{Burst: -1}, false},
 		{"NegativeInFlight", Limits{MaxInFlight: -1}, false},
 		{"NegativeLongLived", Limits{MaxLongLived: -1}, false},
+		{"NegativeLongLivedPerToken", Limits{MaxLongLivedPerToken: -1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.l.Validate()
@@ -218,7 +219,9 @@ func TestLimitsValidate(t *testing.T) {
 	}
 	t.Run("Defaults", func(t *testing.T) {
 		d := Limits{Rate: 2.5}.withDefaults()
-		require.Equal(t, Limits{Rate: 2.5, Burst: 3, MaxInFlight: MaxInFlightDefault, MaxLongLived: MaxLongLivedDefault}, d)
+		require.Equal(t, Limits{Rate: 2.5, Burst: 3, MaxInFlight: MaxInFlightDefault, MaxLongLived: MaxLongLivedDefault,
+			MaxLongLivedPerToken: MaxLongLivedPerTokenDefault}, d)
+		require.Equal(t, 32, MaxLongLivedPerTokenDefault)
 		require.Equal(t, 1, Limits{}.withDefaults().Burst)
 	})
 }

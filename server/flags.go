@@ -34,6 +34,7 @@ const (
 	flagRateBurst         = "rate-burst"
 	flagMaxInFlight       = "max-in-flight"
 	flagMaxLongPolls      = "max-long-polls"
+	flagMaxLongPollsToken = "max-long-polls-per-token"
 	flagTLSCert           = "tls-cert"
 	flagTLSKey            = "tls-key"
 	flagTLSCA             = "tls-ca"
@@ -72,6 +73,8 @@ func nodeFlags() []cli.Flag {
 			Usage: "most ordinary requests this node serves at once (one more: 503 overloaded with Retry-After)"},
 		&cli.IntFlag{Name: flagMaxLongPolls, Value: api.MaxLongLivedDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS"},
 			Usage: "most long polls (?wait=) and event streams this node holds at once, apart from --max-in-flight"},
+		&cli.IntFlag{Name: flagMaxLongPollsToken, Value: api.MaxLongLivedPerTokenDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS_PER_TOKEN"},
+			Usage: "most long polls and event streams one token holds on this node at once (one more: 429 too_many_long_polls with Retry-After)"},
 		&cli.StringFlag{Name: flagTLSCert, EnvVars: []string{"HARVEST_TLS_CERT"},
 			Usage: "PEM certificate of this node: the HTTP API serves TLS, forwarding uses https and raft runs over TLS (with --tls-key; every node or none)"},
 		&cli.StringFlag{Name: flagTLSKey, EnvVars: []string{"HARVEST_TLS_KEY"},
@@ -112,7 +115,7 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		StateCacheEntries: stateCacheEntries(c.Int(flagStateCacheEntries)),
 		StateCacheBytes:   c.Int64(flagStateCacheBytes),
 		Limits: api.Limits{Rate: c.Float64(flagRateLimit), Burst: c.Int(flagRateBurst),
-			MaxInFlight: c.Int(flagMaxInFlight), MaxLongLived: c.Int(flagMaxLongPolls)},
+			MaxInFlight: c.Int(flagMaxInFlight), MaxLongLived: c.Int(flagMaxLongPolls), MaxLongLivedPerToken: c.Int(flagMaxLongPollsToken)},
 		Logger: log,
 	}
 	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 || cfg.ActivityWorkers <= 0 {
@@ -121,8 +124,8 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	if c.Int(flagStateCacheEntries) < 0 || cfg.StateCacheBytes <= 0 {
 		return node.Config{}, fmt.Errorf("--%s must not be negative and --%s must be positive", flagStateCacheEntries, flagStateCacheBytes)
 	}
-	if cfg.Limits.MaxInFlight <= 0 || cfg.Limits.MaxLongLived <= 0 {
-		return node.Config{}, fmt.Errorf("--%s and --%s must be positive", flagMaxInFlight, flagMaxLongPolls)
+	if cfg.Limits.MaxInFlight <= 0 || cfg.Limits.MaxLongLived <= 0 || cfg.Limits.MaxLongLivedPerToken <= 0 {
+		return node.Config{}, fmt.Errorf("--%s, --%s and --%s must be positive", flagMaxInFlight, flagMaxLongPolls, flagMaxLongPollsToken)
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return node.Config{}, fmt.Errorf("--%s, --%s: %w", flagRateLimit, flagRateBurst, err)
