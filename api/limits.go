@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -17,6 +18,11 @@ const (
 	// streams one token holds on one node at once: a client rarely needs
 	// more, and the node's limit and memory stay shared.
 	MaxLongLivedPerTokenDefault = 32
+	// StreamMemoryDefault bounds the history the node's event streams
+	// hold at once (64 MiB): 32 pages of 1 MiB read and encoded at once.
+	StreamMemoryDefault = 64 << 20
+	// StreamMemoryMin is the smallest stream memory budget: one page.
+	StreamMemoryMin = 2 * streamPageBytesDefault
 )
 
 // Limits are the API's load shedding limits (shed.go). Zero fields take
@@ -45,6 +51,12 @@ type Limits struct {
 	// node forwarded counts on that node only. Without authentication
 	// only MaxLongLived applies. Default MaxLongLivedPerTokenDefault.
 	MaxLongLivedPerToken int
+	// StreamMemory bounds, in bytes, the history this node's event
+	// streams hold at once (pages read and being written, frames
+	// relayed): a stream waits for room before it reads a page
+	// (stream_budget.go). Default StreamMemoryDefault, at least
+	// StreamMemoryMin.
+	StreamMemory int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,6 +72,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxLongLivedPerToken == 0 {
 		l.MaxLongLivedPerToken = MaxLongLivedPerTokenDefault
 	}
+	if l.StreamMemory == 0 {
+		l.StreamMemory = StreamMemoryDefault
+	}
 	return l
 }
 
@@ -70,6 +85,9 @@ func (l Limits) Validate() error {
 	}
 	if l.Burst < 0 || l.MaxInFlight < 0 || l.MaxLongLived < 0 || l.MaxLongLivedPerToken < 0 {
 		return errors.New("api limits: burst, max in flight, max long-lived and max long-lived per token must not be negative")
+	}
+	if l.StreamMemory != 0 && l.StreamMemory < StreamMemoryMin {
+		return fmt.Errorf("api limits: stream memory %d is under %d bytes (one page of a stream)", l.StreamMemory, StreamMemoryMin)
 	}
 	return nil
 }

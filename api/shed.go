@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -122,6 +123,17 @@ func (s *Server) chargeItems(c *gin.Context, items int) *apiError {
 	return &apiError{status: http.StatusTooManyRequests, code: codeRateLimited,
 		msg:   fmt.Sprintf("a batch of %d starts is over this token's rate of %g starts per second; retry in %d s", items, float64(r.limit), secs),
 		extra: gin.H{"retry_after_s": secs}}
+}
+
+// chargePage charges a further page of an event stream to the caller's
+// bucket, waiting for room (the stream slows down to the token's rate;
+// it is already answered, so it is not refused). A stream another node
+// forwarded is charged there.
+func (s *Server) chargePage(ctx context.Context, c *gin.Context) error {
+	if s.shedder.rates == nil || fromNode(c) {
+		return nil
+	}
+	return s.shedder.rates.bucket(rateKey(c), s.now()).Wait(ctx)
 }
 
 // admit takes an in-flight slot of its kind, or refuses at once.

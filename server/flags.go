@@ -35,6 +35,7 @@ const (
 	flagMaxInFlight       = "max-in-flight"
 	flagMaxLongPolls      = "max-long-polls"
 	flagMaxLongPollsToken = "max-long-polls-per-token"
+	flagStreamMemory      = "stream-memory"
 	flagTLSCert           = "tls-cert"
 	flagTLSKey            = "tls-key"
 	flagTLSCA             = "tls-ca"
@@ -75,6 +76,8 @@ func nodeFlags() []cli.Flag {
 			Usage: "most long polls (?wait=) and event streams this node holds at once, apart from --max-in-flight"},
 		&cli.IntFlag{Name: flagMaxLongPollsToken, Value: api.MaxLongLivedPerTokenDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS_PER_TOKEN"},
 			Usage: "most long polls and event streams one token holds on this node at once (one more: 429 too_many_long_polls with Retry-After)"},
+		&cli.Int64Flag{Name: flagStreamMemory, Value: api.StreamMemoryDefault, EnvVars: []string{"HARVEST_STREAM_MEMORY"},
+			Usage: "bytes of history this node's event streams hold at once, however many they are (pages of 1 MiB; streams wait for room); at least 2 MiB"},
 		&cli.StringFlag{Name: flagTLSCert, EnvVars: []string{"HARVEST_TLS_CERT"},
 			Usage: "PEM certificate of this node: the HTTP API serves TLS, forwarding uses https and raft runs over TLS (with --tls-key; every node or none)"},
 		&cli.StringFlag{Name: flagTLSKey, EnvVars: []string{"HARVEST_TLS_KEY"},
@@ -115,7 +118,8 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		StateCacheEntries: stateCacheEntries(c.Int(flagStateCacheEntries)),
 		StateCacheBytes:   c.Int64(flagStateCacheBytes),
 		Limits: api.Limits{Rate: c.Float64(flagRateLimit), Burst: c.Int(flagRateBurst),
-			MaxInFlight: c.Int(flagMaxInFlight), MaxLongLived: c.Int(flagMaxLongPolls), MaxLongLivedPerToken: c.Int(flagMaxLongPollsToken)},
+			MaxInFlight: c.Int(flagMaxInFlight), MaxLongLived: c.Int(flagMaxLongPolls), MaxLongLivedPerToken: c.Int(flagMaxLongPollsToken),
+			StreamMemory: c.Int64(flagStreamMemory)},
 		Logger: log,
 	}
 	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 || cfg.ActivityWorkers <= 0 {
@@ -126,6 +130,9 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	}
 	if cfg.Limits.MaxInFlight <= 0 || cfg.Limits.MaxLongLived <= 0 || cfg.Limits.MaxLongLivedPerToken <= 0 {
 		return node.Config{}, fmt.Errorf("--%s, --%s and --%s must be positive", flagMaxInFlight, flagMaxLongPolls, flagMaxLongPollsToken)
+	}
+	if cfg.Limits.StreamMemory < api.StreamMemoryMin {
+		return node.Config{}, fmt.Errorf("--%s %d: want at least %d bytes (one page of a stream)", flagStreamMemory, cfg.Limits.StreamMemory, api.StreamMemoryMin)
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return node.Config{}, fmt.Errorf("--%s, --%s: %w", flagRateLimit, flagRateBurst, err)

@@ -191,16 +191,18 @@ func TestLimitFlags(t *testing.T) {
 		cfg, err := parse()
 		require.NoError(t, err)
 		require.Equal(t, api.Limits{MaxInFlight: api.MaxInFlightDefault, MaxLongLived: api.MaxLongLivedDefault,
-			MaxLongLivedPerToken: api.MaxLongLivedPerTokenDefault}, cfg.Limits)
+			MaxLongLivedPerToken: api.MaxLongLivedPerTokenDefault, StreamMemory: api.StreamMemoryDefault}, cfg.Limits)
 	})
 	t.Run("Set", func(t *testing.T) {
 		cfg, err := parse("--rate-limit", "20", "--rate-burst", "40", "--max-in-flight", "64", "--max-long-polls", "128",
-			"--max-long-polls-per-token", "8")
+			"--max-long-polls-per-token", "8", "--stream-memory", "16777216")
 		require.NoError(t, err)
-		require.Equal(t, api.Limits{Rate: 20, Burst: 40, MaxInFlight: 64, MaxLongLived: 128, MaxLongLivedPerToken: 8}, cfg.Limits)
+		require.Equal(t, api.Limits{Rate: 20, Burst: 40, MaxInFlight: 64, MaxLongLived: 128, MaxLongLivedPerToken: 8,
+			StreamMemory: 16 << 20}, cfg.Limits)
 	})
 	for _, args := range [][]string{{"--rate-limit", "-1"}, {"--rate-burst", "-1"}, {"--max-in-flight", "0"}, {"--max-long-polls", "-5"},
-		{"--max-long-polls-per-token", "0"}, {"--max-long-polls-per-token", "-1"}} {
+		{"--max-long-polls-per-token", "0"}, {"--max-long-polls-per-token", "-1"},
+		{"--stream-memory", "0"}, {"--stream-memory", "1048576"}, {"--stream-memory", "-1"}} {
 		t.Run("Refused"+strings.Join(args, ""), func(t *testing.T) {
 			_, err := parse(args...)
 			require.Error(t, err)
