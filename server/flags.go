@@ -96,6 +96,9 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagGCPercent, Value: gcPercentDefault, EnvVars: []string{"HARVEST_GC_PERCENT"},
 			Usage: "Go collector target: the heap grows by this percentage of what is live before a collection " +
 				"(GOGC in the environment wins)"},
+		&cli.StringFlag{Name: flagMemoryLimit, Value: "0", EnvVars: []string{"HARVEST_MEMORY_LIMIT"},
+			Usage: "Go runtime soft memory limit, e.g. 1536MiB or 2GiB (suffixes B, KiB, MiB, GiB, TiB): near it the collector runs " +
+				"and freed memory goes back to the system; set it below the container's memory (GOMEMLIMIT in the environment wins; 0: none)"},
 		&cli.StringFlag{Name: flagPprofAddr, EnvVars: []string{"HARVEST_PPROF_ADDR"},
 			Usage: "host:port to serve Go's profiler (/debug/pprof/) on, e.g. 127.0.0.1:6060 (default: off; keep it on loopback)"},
 	}
@@ -186,6 +189,9 @@ func parseCIDRs(values []string) ([]netip.Prefix, error) {
 func (a *app) serve(c *cli.Context, cfg node.Config) error {
 	log := cfg.Logger.With().Str("component", a.opts.name).Logger()
 	if err := setGCPercent(c, log); err != nil {
+		return err
+	}
+	if err := setMemoryLimit(c, log); err != nil {
 		return err
 	}
 	if addr := c.String(flagPprofAddr); addr != "" {
