@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -33,26 +34,38 @@ func signalPayloads(t *testing.T, e *engine.Engine, id string, payloads ...strin
 // server's URL without BasePath), as authorization (may be empty).
 func metric(t *testing.T, base, authorization, name string) float64 {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	v, err := metricValue(base, authorization, name)
 	require.NoError(t, err)
+	return v
+}
+
+// metricValue is metric's reading, for goroutines other than the test's.
+func metricValue(base, authorization, name string) (float64, error) {
+	req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
 	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return 0, err
+	}
 	defer res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: HTTP %d", res.StatusCode)
+	}
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(t, err, "%s %s", name, v)
-			return f
+			return strconv.ParseFloat(v, 64)
 		}
 	}
-	require.NoError(t, sc.Err())
-	require.Failf(t, "no metric", "%s is not in /metrics", name)
-	return 0
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s is not in /metrics", name)
 }
 
 // requireStreamWaits waits until a stream waited for the budget more
