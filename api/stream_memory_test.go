@@ -18,9 +18,11 @@ import (
 
 // streamRSSBound is how much the process's resident memory may grow
 // while one read token holds its 32 streams of a run with 20 signals of
-// 1 MiB (docs/security.md): the stream memory budget (64 MiB), the
-// collector's headroom over it (GOGC 100 in tests) and the readers.
-const streamRSSBound = 256 << 20
+// 1 MiB (docs/security.md): the stream memory budget (64 MiB) and half
+// of it again for the readers and the collector (the test process runs
+// at Go's GOGC 100). Measured: +27 to +34 MiB; before the per-token cap
+// and the budget (200 streams reading 4 MiB pages), +112 MiB.
+const streamRSSBound = 96 << 20
 
 // peaks samples a node's /metrics until stop: the largest resident
 // memory and stream memory seen.
@@ -170,6 +172,9 @@ func TestStreamsOfOneReadToken(t *testing.T) {
 			30*time.Second, 10*time.Millisecond, "closed streams give their pages back")
 	})
 	t.Run("ResidentMemoryWithinItsBound", func(t *testing.T) {
+		if raceEnabled {
+			t.Skip("the race detector multiplies memory")
+		}
 		grew := p.rss - rssBefore
 		t.Logf("resident memory %d MiB before, peak %d MiB (+%d MiB); stream memory peak %d MiB",
 			rssBefore>>20, p.rss>>20, grew>>20, p.stream>>20)
