@@ -37,16 +37,35 @@ func newSSEWriter(c *gin.Context, after int64, every time.Duration) *sseWriter {
 }
 
 // event writes one event; data is one line of JSON. A non-empty id
-// becomes the stream's last event id. data is written as it is, not
-// copied into a frame.
+// becomes the stream's last event id. Large data is written as it is,
+// not copied into a frame.
 func (w *sseWriter) event(name, id string, data []byte) {
-	head := "event: " + name + "\n"
-	if id != "" {
-		head += "id: " + id + "\n"
+	size := len("event: \nid: \ndata: \n\n") + len(name) + len(id)
+	if len(data) > sseCopyMax {
+		w.write(appendHead(make([]byte, 0, size), name, id))
+		w.write(data)
+		w.frame([]byte("\n\n"), id)
+		return
 	}
-	w.write([]byte(head + "data: "))
-	w.write(data)
-	w.frame([]byte("\n\n"), id)
+	buf := appendHead(make([]byte, 0, size+len(data)), name, id)
+	buf = append(buf, data...)
+	w.frame(append(buf, "\n\n"...), id)
+}
+
+// sseCopyMax is the largest event data copied into its frame.
+const sseCopyMax = 32 << 10
+
+// appendHead appends an event's lines up to its data's.
+func appendHead(buf []byte, name, id string) []byte {
+	buf = append(buf, "event: "...)
+	buf = append(buf, name...)
+	buf = append(buf, '\n')
+	if id != "" {
+		buf = append(buf, "id: "...)
+		buf = append(buf, id...)
+		buf = append(buf, '\n')
+	}
+	return append(buf, "data: "...)
 }
 
 // write writes raw unless a write failed before.
