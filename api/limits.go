@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -13,6 +14,15 @@ const (
 	// MaxLongLivedDefault bounds the long polls (?wait=) and event
 	// streams one node holds at once.
 	MaxLongLivedDefault = 4096
+	// MaxLongLivedPerTokenDefault bounds the long polls and event
+	// streams one token holds on one node at once: a client rarely needs
+	// more, and the node's limit and memory stay shared.
+	MaxLongLivedPerTokenDefault = 32
+	// StreamMemoryDefault bounds the history the node's event streams
+	// hold at once (64 MiB): 32 pages of 1 MiB read and encoded at once.
+	StreamMemoryDefault = 64 << 20
+	// StreamMemoryMin is the smallest stream memory budget: one page.
+	StreamMemoryMin = 2 * streamPageBytesDefault
 )
 
 // Limits are the API's load shedding limits (shed.go). Zero fields take
@@ -35,6 +45,18 @@ type Limits struct {
 	// once, so that they never take the ordinary requests' room: one more
 	// gets 503 overloaded. Default MaxLongLivedDefault.
 	MaxLongLived int
+	// MaxLongLivedPerToken bounds the long polls and event streams one
+	// token holds on this node at once (an admin token's too); one more
+	// gets 429 too_many_long_polls with Retry-After. A request another
+	// node forwarded counts on that node only. Without authentication
+	// only MaxLongLived applies. Default MaxLongLivedPerTokenDefault.
+	MaxLongLivedPerToken int
+	// StreamMemory bounds, in bytes, the history this node's event
+	// streams hold at once (pages read and being written, frames
+	// relayed): a stream waits for room before it reads a page
+	// (stream_budget.go). Default StreamMemoryDefault, at least
+	// StreamMemoryMin.
+	StreamMemory int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -47,6 +69,12 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxLongLived == 0 {
 		l.MaxLongLived = MaxLongLivedDefault
 	}
+	if l.MaxLongLivedPerToken == 0 {
+		l.MaxLongLivedPerToken = MaxLongLivedPerTokenDefault
+	}
+	if l.StreamMemory == 0 {
+		l.StreamMemory = StreamMemoryDefault
+	}
 	return l
 }
 
@@ -55,8 +83,11 @@ func (l Limits) Validate() error {
 	if math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0) || l.Rate < 0 {
 		return errors.New("api limits: rate must be a non-negative number")
 	}
-	if l.Burst < 0 || l.MaxInFlight < 0 || l.MaxLongLived < 0 {
-		return errors.New("api limits: burst, max in flight and max long-lived must not be negative")
+	if l.Burst < 0 || l.MaxInFlight < 0 || l.MaxLongLived < 0 || l.MaxLongLivedPerToken < 0 {
+		return errors.New("api limits: burst, max in flight, max long-lived and max long-lived per token must not be negative")
+	}
+	if l.StreamMemory != 0 && l.StreamMemory < StreamMemoryMin {
+		return fmt.Errorf("api limits: stream memory %d is under %d bytes (one page of a stream)", l.StreamMemory, StreamMemoryMin)
 	}
 	return nil
 }

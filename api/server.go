@@ -30,6 +30,10 @@ type Server struct {
 	access map[string]access
 	// shedder holds the load shedding limits (shed.go).
 	shedder *shedder
+	// budget bounds the history event streams hold (stream_budget.go);
+	// streamPage bounds the data of a page a stream reads.
+	budget     *streamBudget
+	streamPage int64
 	// nodeKeys, once SetNodeKeys ran, replace the Config's node keys.
 	nodeKeys atomic.Pointer[nodeKeys]
 	now      func() time.Time
@@ -44,7 +48,8 @@ func New(cfg Config, router Router) (*Server, error) {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(cfg.ForwardTLS),
 		streams: newStreamClient(cfg.ForwardTLS),
-		access:  map[string]access{}, shedder: newShedder(cfg.Limits), now: time.Now}
+		access:  map[string]access{}, shedder: newShedder(cfg.Limits), now: time.Now,
+		budget: newStreamBudget(cfg.Limits.StreamMemory), streamPage: streamPageBytesDefault}
 	s.gin.HandleMethodNotAllowed = true
 	// No redirects: a path with a trailing or empty segment, or in the
 	// wrong case, gets the JSON error shape (404 no_route, or 400 naming

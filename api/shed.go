@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -19,7 +20,8 @@ import (
 // 503 overloaded, both with Retry-After. Long polls and event streams
 // have a limit of their own (Limits.MaxLongLived), so holding many of
 // them never refuses an ordinary request, and ordinary load never refuses
-// them.
+// them; each token may hold at most Limits.MaxLongLivedPerToken of them
+// (token_slots.go).
 //
 // Only bearer routes are shed: open routes (health, readiness) and node
 // routes (/internal/*, part of another node's request in progress) never
@@ -42,11 +44,13 @@ const maxRateBuckets = 10000
 type shedder struct {
 	ordinary chan struct{} // a slot per ordinary request in flight
 	long     chan struct{} // a slot per long poll or stream
+	perToken *tokenSlots   // each token's long polls and streams
 	rates    *tokenRates   // nil: no rate limit
 }
 
 func newShedder(l Limits) *shedder {
-	s := &shedder{ordinary: make(chan struct{}, l.MaxInFlight), long: make(chan struct{}, l.MaxLongLived)}
+	s := &shedder{ordinary: make(chan struct{}, l.MaxInFlight), long: make(chan struct{}, l.MaxLongLived),
+		perToken: newTokenSlots(l.MaxLongLivedPerToken)}
 	if l.Rate > 0 {
 		s.rates = &tokenRates{limit: rate.Limit(l.Rate), burst: l.Burst, buckets: map[string]*rate.Limiter{}}
 	}
@@ -61,7 +65,16 @@ func (s *Server) shed(stream bool) gin.HandlerFunc {
 			abort(c, err)
 			return
 		}
-		release, err := s.admit(stream || isLongPoll(c))
+		long := stream || isLongPoll(c)
+		if long {
+			release, err := s.admitToken(c)
+			if err != nil {
+				abort(c, err)
+				return
+			}
+			defer release()
+		}
+		release, err := s.admit(long)
 		if err != nil {
 			abort(c, err)
 			return
@@ -110,6 +123,17 @@ func (s *Server) chargeItems(c *gin.Context, items int) *apiError {
 	return &apiError{status: http.StatusTooManyRequests, code: codeRateLimited,
 		msg:   fmt.Sprintf("a batch of %d starts is over this token's rate of %g starts per second; retry in %d s", items, float64(r.limit), secs),
 		extra: gin.H{"retry_after_s": secs}}
+}
+
+// chargePage charges a further page of an event stream to the caller's
+// bucket, waiting for room (the stream slows down to the token's rate;
+// it is already answered, so it is not refused). A stream another node
+// forwarded is charged there.
+func (s *Server) chargePage(ctx context.Context, c *gin.Context) error {
+	if s.shedder.rates == nil || fromNode(c) {
+		return nil
+	}
+	return s.shedder.rates.bucket(rateKey(c), s.now()).Wait(ctx)
 }
 
 // admit takes an in-flight slot of its kind, or refuses at once.

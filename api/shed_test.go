@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/auth"
 	"github.com/harvestd/harvest/engine"
 )
@@ -83,6 +85,27 @@ func TestRateLimit(t *testing.T) {
 		before = b.counts(t)
 		requireError(t, b.as(t, "admin", "POST", "/workflows/batch_start", batch(6)), http.StatusRequestEntityTooLarge, codeTooLarge)
 		require.Equal(t, before, b.counts(t), "a batch larger than the bucket never runs")
+	})
+	t.Run("AStreamIsChargedPerPage", func(t *testing.T) {
+		b := setupAuth(t, withLimits(Limits{Rate: slowRefill, Burst: 3}))
+		b.server.streamPage = 16 << 10 // each signal below is a page of its own
+		r := b.as(t, "write", "POST", "/workflows/block/start", map[string]any{})
+		require.Equal(t, http.StatusCreated, r.Status, "body %s", r.Raw)
+		id := r.Body["execution_id"].(string)
+		signalPayloads(t, b.engine, id, strings.Repeat("a", 40_000), strings.Repeat("b", 40_000), strings.Repeat("c", 40_000))
+		req, err := http.NewRequest(http.MethodGet, b.url+"/workflows/"+id+"/events/stream", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", b.tokens["read"])
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { res.Body.Close() })
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		s := &stream{t: t, res: res, rd: bufio.NewReader(res.Body)}
+		s.until(string(harvest.EventSignalReceived))
+		s.until(string(harvest.EventSignalReceived))
+		// The request paid 1, the pages of the two signals 1 each.
+		requireError(t, b.as(t, "read", "GET", "/workflows", nil), http.StatusTooManyRequests, codeRateLimited)
+		require.Equal(t, http.StatusOK, b.as(t, "write", "GET", "/workflows", nil).Status, "another token has its own bucket")
 	})
 	t.Run("OpenRoutesAreNotLimited", func(t *testing.T) {
 		b := setupAuth(t, withLimits(Limits{Rate: slowRefill, Burst: 1}))
@@ -166,7 +189,7 @@ func TestInFlightLimits(t *testing.T) {
 		// A long poll reads its run once per poll interval: a long one
 		// keeps 500 of them from loading the database.
 		tb := setupWith(t, func(c *engine.Config) { c.PollInterval = time.Minute })
-		b := setupAuthOn(t, tb, withLimits(Limits{MaxInFlight: 2}))
+		b := setupAuthOn(t, tb, withLimits(Limits{MaxInFlight: 2, MaxLongLivedPerToken: 500}))
 		r := b.as(t, "write", "POST", "/workflows/block/start", map[string]any{})
 		require.Equal(t, http.StatusCreated, r.Status, "body %s", r.Raw)
 		h := newHold(t)
@@ -204,6 +227,10 @@ func TestLimitsValidate(t *testing.T) {
 		{"NegativeBurst", Limits{Burst: -1}, false},
 		{"NegativeInFlight", Limits{MaxInFlight: -1}, false},
 		{"NegativeLongLived", Limits{MaxLongLived: -1}, false},
+		{"NegativeLongLivedPerToken", Limits{MaxLongLivedPerToken: -1}, false},
+		{"StreamMemoryOfOnePage", Limits{StreamMemory: StreamMemoryMin}, true},
+		{"StreamMemoryUnderOnePage", Limits{StreamMemory: StreamMemoryMin - 1}, false},
+		{"NegativeStreamMemory", Limits{StreamMemory: -1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.l.Validate()
@@ -218,7 +245,9 @@ func TestLimitsValidate(t *testing.T) {
 	}
 	t.Run("Defaults", func(t *testing.T) {
 		d := Limits{Rate: 2.5}.withDefaults()
-		require.Equal(t, Limits{Rate: 2.5, Burst: 3, MaxInFlight: MaxInFlightDefault, MaxLongLived: MaxLongLivedDefault}, d)
+		require.Equal(t, Limits{Rate: 2.5, Burst: 3, MaxInFlight: MaxInFlightDefault, MaxLongLived: MaxLongLivedDefault,
+			MaxLongLivedPerToken: MaxLongLivedPerTokenDefault, StreamMemory: StreamMemoryDefault}, d)
+		require.Equal(t, 32, MaxLongLivedPerTokenDefault)
 		require.Equal(t, 1, Limits{}.withDefaults().Burst)
 	})
 }

@@ -92,7 +92,7 @@ func (s *Server) openSource(c *gin.Context, id uuid.UUID, t Target, after int64)
 		if _, err := t.Shard.Result(ctx, id, 0); err != nil {
 			return nil, err
 		}
-		return localSource{shard: t.Shard, id: id}, nil
+		return localSource{s: s, shard: t.Shard, id: id}, nil
 	}
 	if c.GetHeader(ForwardedHeader) != "" || t.URL == "" {
 		return nil, notServedHere(t)
@@ -107,7 +107,7 @@ func (s *Server) pump(ctx context.Context, w *sseWriter, id uuid.UUID, src sourc
 	lostAt := time.Time{}
 	for {
 		closed, err := src.run(ctx, w)
-		if closed || ctx.Err() != nil {
+		if closed || ctx.Err() != nil || w.err != nil {
 			return
 		}
 		if lostAt.IsZero() || w.progressed() {
@@ -137,7 +137,7 @@ func (s *Server) resume(ctx context.Context, w *sseWriter, id uuid.UUID) source 
 			continue
 		}
 		if t.Shard != nil {
-			return localSource{shard: t.Shard, id: id}
+			return localSource{s: s, shard: t.Shard, id: id}
 		}
 		if t.URL != "" {
 			if src, err := s.dialOwner(w.c, t, w.last); err == nil {

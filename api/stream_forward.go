@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/harvestd/harvest/engine"
 )
 
 // streamIdle is how long a forwarded stream may stay silent (the owner
@@ -36,11 +38,15 @@ func newStreamClient(tlsCfg *tls.Config) *http.Client {
 
 // ownerSource relays the owner's event stream frame by frame.
 type ownerSource struct {
+	s      *Server
 	body   io.ReadCloser
 	cancel context.CancelFunc
 	idle   *time.Timer
 	// silence is how long the owner may stay silent (streamIdle).
 	silence time.Duration
+	// bytes and events relayed since the last page was charged.
+	bytes  int64
+	events int
 }
 
 // dialOwner opens the owner's stream from after (its Last-Event-ID). An
@@ -71,7 +77,7 @@ func (s *Server) dialOwner(c *gin.Context, t Target, after int64) (source, error
 		return nil, ownerError(res)
 	}
 	silence := streamIdle(s.cfg.StreamHeartbeat)
-	return &ownerSource{body: res.Body, cancel: cancel, idle: time.AfterFunc(silence, cancel), silence: silence}, nil
+	return &ownerSource{s: s, body: res.Body, cancel: cancel, idle: time.AfterFunc(silence, cancel), silence: silence}, nil
 }
 
 // ownerError is the owner's JSON error answer, passed on unchanged.
@@ -93,13 +99,50 @@ func ownerError(res *http.Response) *apiError {
 }
 
 // run copies frames until the owner's "closed" event (true), its "error"
-// event or a broken or silent connection.
-func (o *ownerSource) run(_ context.Context, w *sseWriter) (bool, error) {
+// event or a broken or silent connection. Frames that arrive together
+// are relayed as a page: once the first of them is there, the page's
+// share of the stream memory budget is taken, then frames are copied
+// until none is waiting or the page's bound is reached, flushed, and the
+// share given back. Each page after the first costs the caller's rate,
+// as a local stream's pages do.
+func (o *ownerSource) run(ctx context.Context, w *sseWriter) (bool, error) {
 	defer o.cancel()
 	defer o.body.Close()
 	defer o.idle.Stop()
 	rd := bufio.NewReader(o.body)
 	for {
+		if _, err := rd.Peek(1); err != nil {
+			return false, err
+		}
+		if o.bytes >= o.s.streamPage || o.events >= engine.HistoryPageMax {
+			o.bytes, o.events = 0, 0
+			if err := o.s.chargePage(ctx, w.c); err != nil {
+				return false, err
+			}
+		}
+		closed, err := o.page(ctx, rd, w)
+		if closed || err != nil || w.err != nil {
+			return closed, err
+		}
+	}
+}
+
+// page relays the frames waiting, up to a page's bound of data, holding
+// their share of the budget.
+func (o *ownerSource) page(ctx context.Context, rd *bufio.Reader, w *sseWriter) (bool, error) {
+	budget := o.s.budget
+	o.idle.Stop() // waiting for the budget is not the owner's silence
+	held, err := budget.acquire(ctx, pageCharge(o.s.streamPage))
+	o.idle.Reset(o.silence)
+	if err != nil {
+		return false, err
+	}
+	defer func() { budget.release(held) }()
+	w.deadline(streamWriteTimeout)
+	defer w.deadline(0)
+	defer w.flush()
+	var size int64
+	for events := 0; events < engine.HistoryPageMax && size < o.s.streamPage; events++ {
 		f, err := readFrame(rd)
 		if err != nil {
 			return false, err
@@ -108,12 +151,24 @@ func (o *ownerSource) run(_ context.Context, w *sseWriter) (bool, error) {
 		if f.event == sseError {
 			return false, errors.New("the owner lost the run's shard")
 		}
+		if n := int64(len(f.raw)); n > o.s.streamPage {
+			// One event larger than a page: it takes its own share.
+			if held, err = budget.grow(ctx, held, pageCharge(n)); err != nil {
+				return false, err
+			}
+		}
+		size += int64(len(f.raw))
+		o.bytes += int64(len(f.raw))
+		o.events++
 		w.frame(f.raw, f.id)
-		w.flush()
 		if f.event == sseClosed {
 			return true, nil
 		}
+		if rd.Buffered() == 0 {
+			return false, nil
+		}
 	}
+	return false, nil
 }
 
 // sseFrame is one event (or comment) of a stream, as read.

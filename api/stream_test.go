@@ -130,6 +130,7 @@ func frameData(f sseFrame) []byte {
 func splitLines(raw []byte) []string {
 	var out []string
 	rd := bufio.NewScanner(bytes.NewReader(raw))
+	rd.Buffer(nil, len(raw)+1)
 	for rd.Scan() {
 		out = append(out, rd.Text())
 	}

@@ -20,6 +20,8 @@ type sseWriter struct {
 	every time.Duration
 	wrote time.Time
 	moved bool
+	// err is the first failed write: the client is gone or too slow.
+	err error
 }
 
 // newSSEWriter commits the answer to an event stream.
@@ -35,22 +37,57 @@ func newSSEWriter(c *gin.Context, after int64, every time.Duration) *sseWriter {
 }
 
 // event writes one event; data is one line of JSON. A non-empty id
-// becomes the stream's last event id.
+// becomes the stream's last event id. Large data is written as it is,
+// not copied into a frame.
 func (w *sseWriter) event(name, id string, data []byte) {
-	buf := make([]byte, 0, len(data)+32)
-	buf = append(buf, "event: "+name+"\n"...)
-	if id != "" {
-		buf = append(buf, "id: "+id+"\n"...)
+	size := len("event: \nid: \ndata: \n\n") + len(name) + len(id)
+	if len(data) > sseCopyMax {
+		w.write(appendHead(make([]byte, 0, size), name, id))
+		w.write(data)
+		w.frame([]byte("\n\n"), id)
+		return
 	}
-	buf = append(buf, "data: "...)
+	buf := appendHead(make([]byte, 0, size+len(data)), name, id)
 	buf = append(buf, data...)
-	buf = append(buf, "\n\n"...)
-	w.frame(buf, id)
+	w.frame(append(buf, "\n\n"...), id)
+}
+
+// sseCopyMax is the largest event data copied into its frame.
+const sseCopyMax = 32 << 10
+
+// appendHead appends an event's lines up to its data's.
+func appendHead(buf []byte, name, id string) []byte {
+	buf = append(buf, "event: "...)
+	buf = append(buf, name...)
+	buf = append(buf, '\n')
+	if id != "" {
+		buf = append(buf, "id: "...)
+		buf = append(buf, id...)
+		buf = append(buf, '\n')
+	}
+	return append(buf, "data: "...)
+}
+
+// write writes raw unless a write failed before.
+func (w *sseWriter) write(raw []byte) {
+	if w.err == nil {
+		_, w.err = w.c.Writer.Write(raw)
+	}
+}
+
+// deadline bounds the writes from now by d (0: no bound), where the
+// connection allows it.
+func (w *sseWriter) deadline(d time.Duration) {
+	at := time.Time{}
+	if d > 0 {
+		at = time.Now().Add(d)
+	}
+	_ = http.NewResponseController(w.c.Writer).SetWriteDeadline(at)
 }
 
 // frame writes one encoded event (blank line included) with its id.
 func (w *sseWriter) frame(raw []byte, id string) {
-	_, _ = w.c.Writer.Write(raw)
+	w.write(raw)
 	w.wrote = time.Now()
 	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
 		w.last = n
@@ -67,7 +104,11 @@ func (w *sseWriter) heartbeat() {
 	w.flush()
 }
 
-func (w *sseWriter) flush() { w.c.Writer.Flush() }
+func (w *sseWriter) flush() {
+	if w.err == nil {
+		w.err = http.NewResponseController(w.c.Writer).Flush()
+	}
+}
 
 // progressed reports whether an event was sent since the last call.
 func (w *sseWriter) progressed() bool {

@@ -70,6 +70,30 @@ func TestHistoryPagesBoundedByBytes(t *testing.T) {
 		require.Greater(t, len(all), len(payloads), "every signal is an event")
 	})
 
+	t.Run("AQueryMayBoundItsPagesBelowTheEngine", func(t *testing.T) {
+		for _, c := range []struct {
+			name       string
+			query, got int64
+		}{{"Below", 50_000, 50_000}, {"Above", 10 * bound, bound}} {
+			var events []harvest.Event
+			q := HistoryQuery{After: -1, Limit: HistoryPageMax, MaxBytes: c.query}
+			pages := 0
+			for ; ; pages++ {
+				require.Less(t, pages, len(all), "paging does not end")
+				page, err := e.History(ctxT(t), res.ExecutionID, q)
+				require.NoError(t, err)
+				requirePageBounded(t, page.Events, int(c.got))
+				events = append(events, page.Events...)
+				if page.NextCursor == nil {
+					break
+				}
+				q.After = *page.NextCursor
+			}
+			require.Equal(t, eventIDs(all), eventIDs(events), c.name)
+			require.Equal(t, all, events, "%s: the data of every event, as stored", c.name)
+		}
+	})
+
 	t.Run("APageStopsBeforeTheBound", func(t *testing.T) {
 		page, err := e.History(ctxT(t), res.ExecutionID, HistoryQuery{After: -1, Limit: HistoryPageMax})
 		require.NoError(t, err)

@@ -287,6 +287,10 @@ type HistoryQuery struct {
 	Limit int
 	// Types keeps only these event types (empty: all).
 	Types []string
+	// MaxBytes bounds the page's event data (as JSON text) below the
+	// engine's HistoryPageBytes (0 or more: HistoryPageBytes); a page
+	// still holds at least one event.
+	MaxBytes int64
 }
 
 // HistoryPage is one page of history.
@@ -321,7 +325,8 @@ func (e *Engine) History(ctx context.Context, id uuid.UUID, q HistoryQuery) (His
 // in event_id order, one index probe a step, adding up their data's JSON
 // text size: it stops after the event that exceeds the limit $4 or the
 // byte bound $5 (but never after the first event alone), so the database
-// reads and sends at most one event beyond the page.
+// reads at most one event beyond the page, and sends that one without
+// its data (it is only there to say more follow).
 const historyPageSQL = `
 	WITH RECURSIVE page AS (
 		(SELECT e.event_id, e.event_type, e.data, e.created_at, octet_length(e.data::text)::bigint AS total, 1 AS n
@@ -336,14 +341,19 @@ const historyPageSQL = `
 			 ORDER BY e.event_id LIMIT 1) e
 		 WHERE p.n <= $4::int AND (p.total <= $5::bigint OR p.n = 1)
 	)
-	SELECT event_id, event_type, data, created_at, total FROM page ORDER BY event_id`
+	SELECT event_id, event_type, CASE WHEN n <= $4::int AND (n = 1 OR total <= $5::bigint) THEN data END, created_at, total
+	  FROM page ORDER BY event_id`
 
 // historyPage reads the events of one page of q: at most its limit, and
 // no more data than the engine's byte bound unless one event alone has
 // more. more reports that events follow the page.
 func (e *Engine) historyPage(ctx context.Context, id uuid.UUID, q HistoryQuery) (events []harvest.Event, more bool, err error) {
 	limit := clamp(q.Limit, HistoryPageDefault, HistoryPageMax)
-	rows, err := e.pool.Query(ctx, historyPageSQL, id, q.After, q.Types, limit, e.cfg.HistoryPageBytes)
+	maxBytes := e.cfg.HistoryPageBytes
+	if q.MaxBytes > 0 && q.MaxBytes < maxBytes {
+		maxBytes = q.MaxBytes
+	}
+	rows, err := e.pool.Query(ctx, historyPageSQL, id, q.After, q.Types, limit, maxBytes)
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", id, err)
 	}
@@ -360,7 +370,7 @@ func (e *Engine) historyPage(ctx context.Context, id uuid.UUID, q HistoryQuery) 
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", id, err)
 	}
-	n := pageLength(totals, limit, e.cfg.HistoryPageBytes)
+	n := pageLength(totals, limit, maxBytes)
 	return events[:n], n < len(events), nil
 }
 

@@ -34,6 +34,8 @@ const (
 	flagRateBurst         = "rate-burst"
 	flagMaxInFlight       = "max-in-flight"
 	flagMaxLongPolls      = "max-long-polls"
+	flagMaxLongPollsToken = "max-long-polls-per-token"
+	flagStreamMemory      = "stream-memory"
 	flagTLSCert           = "tls-cert"
 	flagTLSKey            = "tls-key"
 	flagTLSCA             = "tls-ca"
@@ -72,6 +74,10 @@ func nodeFlags() []cli.Flag {
 			Usage: "most ordinary requests this node serves at once (one more: 503 overloaded with Retry-After)"},
 		&cli.IntFlag{Name: flagMaxLongPolls, Value: api.MaxLongLivedDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS"},
 			Usage: "most long polls (?wait=) and event streams this node holds at once, apart from --max-in-flight"},
+		&cli.IntFlag{Name: flagMaxLongPollsToken, Value: api.MaxLongLivedPerTokenDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS_PER_TOKEN"},
+			Usage: "most long polls and event streams one token holds on this node at once (one more: 429 too_many_long_polls with Retry-After)"},
+		&cli.Int64Flag{Name: flagStreamMemory, Value: api.StreamMemoryDefault, EnvVars: []string{"HARVEST_STREAM_MEMORY"},
+			Usage: "bytes of history this node's event streams hold at once, however many they are (pages of 1 MiB; streams wait for room); at least 2 MiB"},
 		&cli.StringFlag{Name: flagTLSCert, EnvVars: []string{"HARVEST_TLS_CERT"},
 			Usage: "PEM certificate of this node: the HTTP API serves TLS, forwarding uses https and raft runs over TLS (with --tls-key; every node or none)"},
 		&cli.StringFlag{Name: flagTLSKey, EnvVars: []string{"HARVEST_TLS_KEY"},
@@ -90,6 +96,9 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagGCPercent, Value: gcPercentDefault, EnvVars: []string{"HARVEST_GC_PERCENT"},
 			Usage: "Go collector target: the heap grows by this percentage of what is live before a collection " +
 				"(GOGC in the environment wins)"},
+		&cli.StringFlag{Name: flagMemoryLimit, Value: "0", EnvVars: []string{"HARVEST_MEMORY_LIMIT"},
+			Usage: "Go runtime soft memory limit, e.g. 1536MiB or 2GiB (suffixes B, KiB, MiB, GiB, TiB): near it the collector runs " +
+				"and freed memory goes back to the system; set it below the container's memory (GOMEMLIMIT in the environment wins; 0: none)"},
 		&cli.StringFlag{Name: flagPprofAddr, EnvVars: []string{"HARVEST_PPROF_ADDR"},
 			Usage: "host:port to serve Go's profiler (/debug/pprof/) on, e.g. 127.0.0.1:6060 (default: off; keep it on loopback)"},
 	}
@@ -112,7 +121,8 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		StateCacheEntries: stateCacheEntries(c.Int(flagStateCacheEntries)),
 		StateCacheBytes:   c.Int64(flagStateCacheBytes),
 		Limits: api.Limits{Rate: c.Float64(flagRateLimit), Burst: c.Int(flagRateBurst),
-			MaxInFlight: c.Int(flagMaxInFlight), MaxLongLived: c.Int(flagMaxLongPolls)},
+			MaxInFlight: c.Int(flagMaxInFlight), MaxLongLived: c.Int(flagMaxLongPolls), MaxLongLivedPerToken: c.Int(flagMaxLongPollsToken),
+			StreamMemory: c.Int64(flagStreamMemory)},
 		Logger: log,
 	}
 	if cfg.IdempotencyWindow <= 0 || cfg.MaxBodyBytes <= 0 || cfg.ActivityWorkers <= 0 {
@@ -121,8 +131,11 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 	if c.Int(flagStateCacheEntries) < 0 || cfg.StateCacheBytes <= 0 {
 		return node.Config{}, fmt.Errorf("--%s must not be negative and --%s must be positive", flagStateCacheEntries, flagStateCacheBytes)
 	}
-	if cfg.Limits.MaxInFlight <= 0 || cfg.Limits.MaxLongLived <= 0 {
-		return node.Config{}, fmt.Errorf("--%s and --%s must be positive", flagMaxInFlight, flagMaxLongPolls)
+	if cfg.Limits.MaxInFlight <= 0 || cfg.Limits.MaxLongLived <= 0 || cfg.Limits.MaxLongLivedPerToken <= 0 {
+		return node.Config{}, fmt.Errorf("--%s, --%s and --%s must be positive", flagMaxInFlight, flagMaxLongPolls, flagMaxLongPollsToken)
+	}
+	if cfg.Limits.StreamMemory < api.StreamMemoryMin {
+		return node.Config{}, fmt.Errorf("--%s %d: want at least %d bytes (one page of a stream)", flagStreamMemory, cfg.Limits.StreamMemory, api.StreamMemoryMin)
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return node.Config{}, fmt.Errorf("--%s, --%s: %w", flagRateLimit, flagRateBurst, err)
@@ -176,6 +189,9 @@ func parseCIDRs(values []string) ([]netip.Prefix, error) {
 func (a *app) serve(c *cli.Context, cfg node.Config) error {
 	log := cfg.Logger.With().Str("component", a.opts.name).Logger()
 	if err := setGCPercent(c, log); err != nil {
+		return err
+	}
+	if err := setMemoryLimit(c, log); err != nil {
 		return err
 	}
 	if addr := c.String(flagPprofAddr); addr != "" {

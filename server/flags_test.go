@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"runtime/debug"
@@ -175,6 +176,50 @@ func TestGCPercentFlag(t *testing.T) {
 	})
 }
 
+func TestMemoryLimitFlag(t *testing.T) {
+	// Not parallel: the memory limit and the environment are global.
+	t.Setenv("GOMEMLIMIT", "")
+	require.NoError(t, os.Unsetenv("GOMEMLIMIT"))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	const none = math.MaxInt64
+	apply := func(args ...string) (int64, error) {
+		var err error
+		app := &cli.App{Flags: devFlags(), Action: func(c *cli.Context) error {
+			err = setMemoryLimit(c, zerolog.Nop())
+			return nil
+		}}
+		debug.SetMemoryLimit(none)
+		require.NoError(t, app.Run(append([]string{"harvestd"}, args...)))
+		return debug.SetMemoryLimit(-1), err
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  string
+		want int64
+	}{
+		{name: "DefaultIsNone", want: none},
+		{name: "Bytes", args: []string{"--memory-limit", "1073741824"}, want: 1 << 30},
+		{name: "MiB", args: []string{"--memory-limit", "1536MiB"}, want: 1536 << 20},
+		{name: "GiB", args: []string{"--memory-limit", "2GiB"}, want: 2 << 30},
+		{name: "ZeroIsNone", args: []string{"--memory-limit", "0"}, want: none},
+		{name: "EnvWins", args: []string{"--memory-limit", "2GiB"}, env: "1GiB", want: none},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", c.env)
+			got, err := apply(c.args...)
+			require.NoError(t, err)
+			require.Equal(t, c.want, got)
+		})
+	}
+	for _, v := range []string{"-1", "2GB", "1.5GiB", "lots", "9999999TiB"} {
+		t.Run("Refused"+v, func(t *testing.T) {
+			_, err := apply("--memory-limit", v)
+			require.EqualError(t, err, "--memory-limit \""+v+"\": want a size such as 1536MiB or 2GiB (B, KiB, MiB, GiB, TiB), or 0 for none")
+		})
+	}
+}
+
 func TestLimitFlags(t *testing.T) {
 	// Not parallel: urfave/cli's help flag is a shared global.
 	parse := func(args ...string) (node.Config, error) {
@@ -190,14 +235,19 @@ func TestLimitFlags(t *testing.T) {
 	t.Run("Defaults", func(t *testing.T) {
 		cfg, err := parse()
 		require.NoError(t, err)
-		require.Equal(t, api.Limits{MaxInFlight: api.MaxInFlightDefault, MaxLongLived: api.MaxLongLivedDefault}, cfg.Limits)
+		require.Equal(t, api.Limits{MaxInFlight: api.MaxInFlightDefault, MaxLongLived: api.MaxLongLivedDefault,
+			MaxLongLivedPerToken: api.MaxLongLivedPerTokenDefault, StreamMemory: api.StreamMemoryDefault}, cfg.Limits)
 	})
 	t.Run("Set", func(t *testing.T) {
-		cfg, err := parse("--rate-limit", "20", "--rate-burst", "40", "--max-in-flight", "64", "--max-long-polls", "128")
+		cfg, err := parse("--rate-limit", "20", "--rate-burst", "40", "--max-in-flight", "64", "--max-long-polls", "128",
+			"--max-long-polls-per-token", "8", "--stream-memory", "16777216")
 		require.NoError(t, err)
-		require.Equal(t, api.Limits{Rate: 20, Burst: 40, MaxInFlight: 64, MaxLongLived: 128}, cfg.Limits)
+		require.Equal(t, api.Limits{Rate: 20, Burst: 40, MaxInFlight: 64, MaxLongLived: 128, MaxLongLivedPerToken: 8,
+			StreamMemory: 16 << 20}, cfg.Limits)
 	})
-	for _, args := range [][]string{{"--rate-limit", "-1"}, {"--rate-burst", "-1"}, {"--max-in-flight", "0"}, {"--max-long-polls", "-5"}} {
+	for _, args := range [][]string{{"--rate-limit", "-1"}, {"--rate-burst", "-1"}, {"--max-in-flight", "0"}, {"--max-long-polls", "-5"},
+		{"--max-long-polls-per-token", "0"}, {"--max-long-polls-per-token", "-1"},
+		{"--stream-memory", "0"}, {"--stream-memory", "1048576"}, {"--stream-memory", "-1"}} {
 		t.Run("Refused"+strings.Join(args, ""), func(t *testing.T) {
 			_, err := parse(args...)
 			require.Error(t, err)

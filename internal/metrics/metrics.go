@@ -54,10 +54,21 @@ var (
 	StateCacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harvest_state_cache_lookups_total", Help: "Workflow tasks by how they found their run's state (hit, miss, rebuilt).",
 	}, []string{"result"})
+	// StreamMemoryBytes is the bytes of history the node's event streams
+	// hold right now (read, encoded or relayed): at most --stream-memory.
+	StreamMemoryBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "harvest_stream_memory_bytes", Help: "Bytes of history event streams hold right now (at most --stream-memory).",
+	})
+	// StreamMemoryWaits counts the pages event streams waited for the
+	// stream memory budget before reading or relaying them.
+	StreamMemoryWaits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harvest_stream_memory_waits_total", Help: "Pages event streams waited for the stream memory budget to read or relay.",
+	})
 )
 
 func init() {
 	Registry.MustRegister(Starts, StartDedupHits, StartBatchSize, StartBatches, Signals, ActivityAttempts, WorkflowTaskSeconds, StateCacheLookups,
+		StreamMemoryBytes, StreamMemoryWaits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

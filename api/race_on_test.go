@@ -1,0 +1,7 @@
+//go:build race
+
+package api
+
+// raceEnabled: the race detector multiplies memory, so memory bounds do
+// not hold under it.
+const raceEnabled = true
