@@ -347,11 +347,25 @@ pg_up() {
 	done
 }
 
+# alive PID: the process runs (a zombie waiting to be reaped does not).
+alive() {
+	local stat
+	stat="$(cat "/proc/$1/stat" 2>/dev/null)" || { kill -0 "$1" 2>/dev/null; return; }
+	stat="${stat##*) }"
+	[[ "${stat:0:1}" != Z && "${stat:0:1}" != X ]]
+}
+
 pg_down() {
 	[[ -d "$PGDATA" ]] || return 0
 	PGBIN="$(pg_bin_dir)"
 	if pg_running; then
+		local postmaster
+		postmaster="$(head -n 1 "$PGDATA/postmaster.pid" 2>/dev/null)" || true
 		as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w -t 60 stop >/dev/null || true
+		# The postmaster removes its pid file (what pg_ctl waits for) a
+		# moment before it exits; on a busy machine the moment is long.
+		local deadline=$((SECONDS + 30))
+		while [[ -n "$postmaster" ]] && alive "$postmaster" && ((SECONDS < deadline)); do sleep 0.1; done
 	fi
 	# A postmaster pg_ctl could not stop (or a stale pid file).
 	if [[ -f "$PGDATA/postmaster.pid" ]]; then
