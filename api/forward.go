@@ -93,7 +93,7 @@ func (s *Server) forward(c *gin.Context, t Target, body []byte) {
 	}))
 	res, err := s.client.Do(req)
 	if err != nil {
-		s.log.Debug().Err(err).Uint16("shard_id", t.ShardID).Str("node_id", t.Owner).Bool("sent", sent.Load()).Msg("forward failed")
+		s.log.Debug().Err(err).Uint16("shard_id", t.ShardID).Str("to_node_id", t.Owner).Bool("sent", sent.Load()).Msg("forward failed")
 		abort(c, forwardFailed(t, sent.Load()))
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,13 +40,26 @@ func TestForwardFailed(t *testing.T) {
 	}
 
 	t.Run("UnreachableOwnerIs503", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		url := "http://" + ln.Addr().String()
-		require.NoError(t, ln.Close())
 		before := b.counts(t)
-		requireError(t, post(t, proxyTo(t, url)), http.StatusServiceUnavailable, codeUnavailable)
+		requireError(t, post(t, proxyTo(t, closedURL(t))), http.StatusServiceUnavailable, codeUnavailable)
 		require.Equal(t, before, b.counts(t))
+	})
+	t.Run("TheFailureLogNamesBothNodesOnce", func(t *testing.T) {
+		// node_id is the node that logs (its root logger carries it);
+		// the owner it could not reach is to_node_id, not a second
+		// node_id that a JSON reader would take in place of the first.
+		var logs syncBuffer
+		root := zerolog.New(&logs).Level(zerolog.DebugLevel).With().Str("node_id", "proxy").Logger()
+		srv, err := New(Config{NodeKey: testNodeKey, NodeID: "proxy", Logger: root},
+			remoteStarts{&movingRouter{single: single{b.engine}, url: closedURL(t)}})
+		require.NoError(t, err)
+		ts := httptest.NewServer(srv)
+		t.Cleanup(ts.Close)
+		requireError(t, post(t, ts.URL+BasePath), http.StatusServiceUnavailable, codeUnavailable)
+		line := logLine(t, logs.String(), "forward failed")
+		require.Equal(t, 1, strings.Count(line, `"node_id":`), "%s", line)
+		require.Contains(t, line, `"node_id":"proxy"`)
+		require.Contains(t, line, `"to_node_id":"owner"`)
 	})
 	t.Run("AFailedTLSHandshakeIs503", func(t *testing.T) {
 		// An owner whose certificate the node does not trust: the
@@ -81,6 +95,27 @@ func TestForwardFailed(t *testing.T) {
 		after := b.counts(t)
 		require.Equal(t, before[0]+1, after[0], "one run, which a retry of the keyless start would double")
 	})
+}
+
+// closedURL is the URL of a loopback port nothing listens on.
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return url
+}
+
+// logLine is the one log line whose message is msg.
+func logLine(t *testing.T, logs, msg string) string {
+	var found []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"message":"`+msg+`"`) {
+			found = append(found, line)
+		}
+	}
+	require.Len(t, found, 1, "%s", logs)
+	return found[0]
 }
 
 // TestForwardedAnswer: a forwarded answer reaches the client as the owner

@@ -326,7 +326,11 @@ func (e *Engine) History(ctx context.Context, id uuid.UUID, q HistoryQuery) (His
 // text size: it stops after the event that exceeds the limit $4 or the
 // byte bound $5 (but never after the first event alone), so the database
 // reads at most one event beyond the page, and sends that one without
-// its data (it is only there to say more follow).
+// its data (it is only there to say more follow). An event that cannot
+// fit, because the page is already full in events or bytes, is not
+// measured (its size would be a second conversion of its data to text:
+// with pages of one large event each, a third of the work); any size of
+// JSON text is at least one byte, so total+1 excludes it just as well.
 const historyPageSQL = `
 	WITH RECURSIVE page AS (
 		(SELECT e.event_id, e.event_type, e.data, e.created_at, octet_length(e.data::text)::bigint AS total, 1 AS n
@@ -334,7 +338,8 @@ const historyPageSQL = `
 		  WHERE e.execution_id = $1 AND e.event_id > $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR e.event_type = ANY($3))
 		  ORDER BY e.event_id LIMIT 1)
 		UNION ALL
-		SELECT e.event_id, e.event_type, e.data, e.created_at, p.total + octet_length(e.data::text), p.n + 1
+		SELECT e.event_id, e.event_type, e.data, e.created_at,
+		       CASE WHEN p.n < $4::int AND p.total < $5::bigint THEN p.total + octet_length(e.data::text) ELSE p.total + 1 END, p.n + 1
 		  FROM page p, LATERAL (
 			SELECT * FROM harvest_events e
 			 WHERE e.execution_id = $1 AND e.event_id > p.event_id AND (coalesce(cardinality($3::text[]), 0) = 0 OR e.event_type = ANY($3))
