@@ -2,6 +2,6 @@
 
 package api
 
-// raceEnabled: the race detector multiplies memory, so memory bounds do
-// not hold under it.
+// raceEnabled: the race detector multiplies memory, so a memory bound
+// has a race build's figure beside its own.
 const raceEnabled = true

@@ -24,6 +24,19 @@ import (
 // and the budget (200 streams reading 4 MiB pages), +112 MiB.
 const streamRSSBound = 96 << 20
 
+// streamRSSBoundRace is streamRSSBound under the race detector, whose
+// shadow memory multiplies what the same streams allocate: measured +193
+// to +233 MiB (and +11 to +34 MiB without it, on the same machine).
+const streamRSSBoundRace = 384 << 20
+
+// rssBound is the bound that applies to this build.
+func rssBound() int64 {
+	if raceEnabled {
+		return streamRSSBoundRace
+	}
+	return streamRSSBound
+}
+
 // peaks samples a node's /metrics until stop: the largest resident
 // memory and stream memory seen.
 type peaks struct {
@@ -172,12 +185,9 @@ func TestStreamsOfOneReadToken(t *testing.T) {
 			30*time.Second, 10*time.Millisecond, "closed streams give their pages back")
 	})
 	t.Run("ResidentMemoryWithinItsBound", func(t *testing.T) {
-		if raceEnabled {
-			t.Skip("the race detector multiplies memory")
-		}
 		grew := p.rss - rssBefore
 		t.Logf("resident memory %d MiB before, peak %d MiB (+%d MiB); stream memory peak %d MiB",
 			rssBefore>>20, p.rss>>20, grew>>20, p.stream>>20)
-		require.Less(t, grew, int64(streamRSSBound))
+		require.Less(t, grew, rssBound())
 	})
 }
