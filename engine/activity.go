@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -171,7 +172,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 		due = claimDueOrReclaimSQL
 	}
 	noSeqScan := func(b *pgx.Batch) { b.Queue(`SET LOCAL enable_seqscan = off`) }
-	err := e.withFencedBatch(ctx, noSeqScan, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, noSeqScan, func(tx *fence.Tx) error {
 		rows, err := tx.Query(ctx, `
 			WITH c AS (`+due+`)
 			UPDATE harvest_tasks t
@@ -182,7 +183,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 			RETURNING t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
 			          t.input, t.idempotency_key, t.options, t.attempt, t.close_deadline, t.heartbeat_details,
 			          t.cancel_requested, now() + $4 * interval '1 microsecond'`,
-			e.epoch.Load(), limit, leaseGrace.Milliseconds(), micros(tx.ahead))
+			e.epoch.Load(), limit, leaseGrace.Milliseconds(), micros(tx.Ahead()))
 		if err != nil {
 			return fmt.Errorf("claim activities: %w", err)
 		}
@@ -213,7 +214,7 @@ func (e *Engine) unclaimActivities(ctx context.Context, tasks []claimedTask) {
 	for i, t := range tasks {
 		ids[i], attempts[i] = t.TaskID, int32(t.Attempt)
 	}
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		_, err := tx.Exec(ctx, `
 			UPDATE harvest_tasks t
 			   SET status = 'pending', attempt = t.attempt - 1, claim_epoch = NULL, locked_until = NULL
@@ -374,7 +375,7 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 
 func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details json.RawMessage) error {
 	var canceled bool
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		err := tx.QueryRow(ctx, `
 			UPDATE harvest_tasks SET heartbeat_at = now(), heartbeat_details = $3
 			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'
@@ -411,7 +412,7 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 		metrics.ActivityAttempts.WithLabelValues(res.outcome).Inc()
 	}
 	if res.outcome == "retried" {
-		e.retryWake.after(res.retryIn)
+		e.retryWake.After(res.retryIn)
 	}
 	if res.wake {
 		e.nudge(e.wfWake)
@@ -439,7 +440,7 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 		queueLockExecution(b, t.ExecutionID, &ex)
 		queueLockAttempt(b, t, &current)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		if ex == nil || !current {
 			return nil
 		}
@@ -473,11 +474,11 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 }
 
 // writeOutcome deletes the attempt's task and appends its event, one commit.
-func (e *Engine) writeOutcome(ctx context.Context, tx *fencedTx, t claimedTask, ex *execRow, ev harvest.Command) error {
+func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *execRow, ev harvest.Command) error {
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, t.TaskID)
 	queueAppendEvents(b, tx, ex, []harvest.Command{ev}, true)
-	if err := tx.commitWith(ctx, b); err != nil {
+	if err := tx.CommitWith(ctx, b); err != nil {
 		return fmt.Errorf("write: %w", translate(err))
 	}
 	return nil
@@ -509,7 +510,7 @@ func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
 // schedule-to-close deadline allow another attempt, and returns the
 // backoff. The failure is recorded at the transaction's workflow time,
 // and the next attempt is due exactly the backoff after it.
-func (e *Engine) maybeRetry(ctx context.Context, tx *fencedTx, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, time.Duration, error) {
+func (e *Engine) maybeRetry(ctx context.Context, tx *fence.Tx, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, time.Duration, error) {
 	policy := t.Options.WithDefaults().Retry
 	if timeoutType == TimeoutScheduleToClose || !policy.ShouldRetry(t.Attempt, info) {
 		return false, 0, nil
@@ -522,7 +523,7 @@ func (e *Engine) maybeRetry(ctx context.Context, tx *fencedTx, t claimedTask, in
 	if err != nil {
 		return false, 0, fmt.Errorf("encode activity error: %w", err)
 	}
-	tag, err := tx.Exec(ctx, retrySQL, t.TaskID, micros(delay), string(lastErr), micros(tx.ahead))
+	tag, err := tx.Exec(ctx, retrySQL, t.TaskID, micros(delay), string(lastErr), micros(tx.Ahead()))
 	if err != nil {
 		return false, 0, fmt.Errorf("reschedule activity: %w", err)
 	}
@@ -552,7 +553,7 @@ func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) h
 		ActivityID: t.ActivityID, Error: info, Attempt: t.Attempt})
 }
 
-func deleteTask(ctx context.Context, tx *fencedTx, id int64) error {
+func deleteTask(ctx context.Context, tx *fence.Tx, id int64) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM harvest_tasks WHERE task_id = $1`, id); err != nil {
 		return fmt.Errorf("delete activity task: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -48,10 +50,10 @@ type completion struct {
 
 // runCompletionBatcher starts the completion batcher of this run.
 func (e *Engine) runCompletionBatcher(ctx context.Context) {
-	g := newBatcher[*completion](completionBatchMax)
+	g := loop.NewBatcher[*completion](completionBatchMax)
 	e.completions.Store(g)
 	e.spawn(ctx, func(ctx context.Context) {
-		g.run(ctx, completionLoops, func(batch []*completion) {
+		g.Run(ctx, completionLoops, func(batch []*completion) {
 			ok := e.completeBatch(ctx, batch) == nil
 			for _, c := range batch {
 				c.recorded <- ok
@@ -70,7 +72,7 @@ func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.R
 		return
 	}
 	c := &completion{t: t, out: out, recorded: make(chan bool, 1)}
-	if g.submit(ctx, c) != nil {
+	if g.Submit(ctx, c) != nil {
 		return
 	}
 	if !<-c.recorded {
@@ -128,8 +130,8 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		tmWork    bool
 		w         = newWriteSet()
 	)
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
-		dbNow = dbNow.Add(tx.ahead) // workflow time
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+		dbNow = dbNow.Add(tx.Ahead()) // workflow time
 		completed = 0
 		var (
 			done   []int64

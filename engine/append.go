@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Execution states.
@@ -57,7 +58,7 @@ func (r *execRow) scanTargets() []any {
 }
 
 // lockExecution takes the execution's row lock (ErrNotFound if absent).
-func lockExecution(ctx context.Context, tx *fencedTx, id uuid.UUID) (*execRow, error) {
+func lockExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, error) {
 	r := &execRow{ID: id}
 	err := tx.QueryRow(ctx, `
 		SELECT `+execRowColumns+`
@@ -113,7 +114,7 @@ func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execR
 
 // appendEvents appends events after the locked execution's last one and
 // advances next_event_id; wake schedules a workflow task now.
-func appendEvents(ctx context.Context, tx *fencedTx, ex *execRow, cmds []harvest.Command, wake bool) error {
+func appendEvents(ctx context.Context, tx *fence.Tx, ex *execRow, cmds []harvest.Command, wake bool) error {
 	b := &pgx.Batch{}
 	queueAppendEvents(b, tx, ex, cmds, wake)
 	return sendBatch(ctx, tx, b)
@@ -122,7 +123,7 @@ func appendEvents(ctx context.Context, tx *fencedTx, ex *execRow, cmds []harvest
 // queueAppendEvents queues what appendEvents does, for one round trip
 // with other statements of tx. The events are stamped with tx's
 // workflow time.
-func queueAppendEvents(b *pgx.Batch, tx *fencedTx, ex *execRow, cmds []harvest.Command, wake bool) {
+func queueAppendEvents(b *pgx.Batch, tx *fence.Tx, ex *execRow, cmds []harvest.Command, wake bool) {
 	if len(cmds) == 0 {
 		return
 	}
@@ -138,7 +139,7 @@ func queueAppendEvents(b *pgx.Batch, tx *fencedTx, ex *execRow, cmds []harvest.C
 		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
 		SELECT $1, u.event_id, u.event_type, u.data::jsonb, now() + $5 * interval '1 microsecond'
 		  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(event_id, event_type, data)`,
-		ex.ID, ids, types, data, micros(tx.ahead))
+		ex.ID, ids, types, data, micros(tx.Ahead()))
 	ex.NextEventID += int64(len(cmds))
 	b.Queue(`
 		UPDATE harvest_executions
@@ -166,7 +167,7 @@ func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInf
 }
 
 // sendBatch sends the queued statements in one round trip.
-func sendBatch(ctx context.Context, tx *fencedTx, b *pgx.Batch) error {
+func sendBatch(ctx context.Context, tx *fence.Tx, b *pgx.Batch) error {
 	if b.Len() == 0 {
 		return nil
 	}
@@ -177,7 +178,7 @@ func sendBatch(ctx context.Context, tx *fencedTx, b *pgx.Batch) error {
 }
 
 // forceClose appends WorkflowCancelled/WorkflowTerminated and seals the run.
-func forceClose(ctx context.Context, tx *fencedTx, ex *execRow, state, reason, replacedBy string) error {
+func forceClose(ctx context.Context, tx *fence.Tx, ex *execRow, state, reason, replacedBy string) error {
 	t := harvest.EventWorkflowCancelled
 	if state == StateTerminated {
 		t = harvest.EventWorkflowTerminated

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -73,7 +74,7 @@ func (e *Engine) mintTaskToken(ctx context.Context, t claimedTask) (string, erro
 		return "", fmt.Errorf("mint task token: %w", err)
 	}
 	token := taskTokenPrefix + hex.EncodeToString(t.ExecutionID[:]) + "_" + hex.EncodeToString(secret[:])
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO harvest_task_tokens (token_hash, execution_id, task_id, activity_id, attempt)
 			SELECT $1, execution_id, task_id, activity_id, attempt FROM harvest_tasks
@@ -99,7 +100,7 @@ func (e *Engine) mintTaskToken(ctx context.Context, t claimedTask) (string, erro
 func (e *Engine) markAsync(ctx context.Context, t claimedTask, left time.Duration) (bool, error) {
 	hb := t.Options.WithDefaults().HeartbeatTimeout
 	var marked bool
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			WITH d AS (SELECT now() + $3 * interval '1 microsecond' AS at)
 			UPDATE harvest_tasks SET async = true, async_deadline = d.at,
@@ -150,7 +151,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 		ans AsyncAnswer
 		res attemptOutcome
 	)
-	err := e.withTaskToken(ctx, token, func(tx *fencedTx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
+	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		switch {
 		case tok.Answer != nil && *tok.Answer == kind:
@@ -187,7 +188,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 }
 
 // writeAsyncOutcome writes an attempt's outcome as recordOutcome does.
-func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fencedTx, t claimedTask, ex *execRow, out json.RawMessage, runErr error) (attemptOutcome, error) {
+func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *execRow, out json.RawMessage, runErr error) (attemptOutcome, error) {
 	var res attemptOutcome
 	ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
 		ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
@@ -212,7 +213,7 @@ func (e *Engine) afterOutcome(res attemptOutcome) {
 		metrics.ActivityAttempts.WithLabelValues(res.outcome).Inc()
 	}
 	if res.outcome == "retried" {
-		e.retryWake.after(res.retryIn)
+		e.retryWake.After(res.retryIn)
 	}
 	if res.wake {
 		e.nudge(e.wfWake)
@@ -224,7 +225,7 @@ func (e *Engine) afterOutcome(res attemptOutcome) {
 // cancelled the activity (fail it then, or complete it).
 func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (AsyncAnswer, error) {
 	var ans AsyncAnswer
-	err := e.withTaskToken(ctx, token, func(tx *fencedTx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
+	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		if IsTerminal(ex.State) {
 			return &TerminalError{ExecutionID: id.String(), State: ex.State}
@@ -255,7 +256,7 @@ func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details js
 
 // withTaskToken runs fn in a fenced transaction with the run and the
 // token record of token locked: an unknown token is ErrTaskToken.
-func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fencedTx, id uuid.UUID, ex *execRow, tok *tokenRow) error) error {
+func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *tokenRow) error) error {
 	if err := e.checkOwning(); err != nil {
 		return err
 	}
@@ -271,7 +272,7 @@ func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fe
 		queueLockExecution(b, id, &ex)
 		queueLockToken(b, token, id, &tok)
 	}
-	return e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	return e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		if tok == nil || ex == nil {
 			return ErrTaskToken
 		}
@@ -297,7 +298,7 @@ func queueLockToken(b *pgx.Batch, token string, id uuid.UUID, tok **tokenRow) {
 }
 
 // lockAsyncTask locks the task taskID of ex; nil when it is gone.
-func lockAsyncTask(ctx context.Context, tx *fencedTx, taskID int64, ex *execRow) (*asyncTask, error) {
+func lockAsyncTask(ctx context.Context, tx *fence.Tx, taskID int64, ex *execRow) (*asyncTask, error) {
 	t := &asyncTask{}
 	var opts []byte
 	err := tx.QueryRow(ctx, `
@@ -323,7 +324,7 @@ func lockAsyncTask(ctx context.Context, tx *fencedTx, taskID int64, ex *execRow)
 func (e *Engine) sweepAsync(ctx context.Context) {
 	var tasks []claimedTask
 	var types []string
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
 			       t.idempotency_key, t.options, t.attempt, t.close_deadline,
@@ -332,7 +333,7 @@ func (e *Engine) sweepAsync(ctx context.Context) {
 			  FROM harvest_tasks t JOIN harvest_executions e ON e.execution_id = t.execution_id
 			 WHERE t.status = 'running' AND t.async AND t.locked_until < now()
 			 ORDER BY t.locked_until LIMIT 64`,
-			micros(tx.ahead), TimeoutScheduleToClose, TimeoutStartToClose, TimeoutHeartbeat)
+			micros(tx.Ahead()), TimeoutScheduleToClose, TimeoutStartToClose, TimeoutHeartbeat)
 		if err != nil {
 			return fmt.Errorf("sweep async attempts: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Completion callback delivery: at least once, retried with backoff, every
@@ -111,7 +112,7 @@ func (e *Engine) wakeAfterClose() {
 // claimCallbacks takes due callbacks for one attempt each.
 func (e *Engine) claimCallbacks(ctx context.Context) ([]dueCallback, error) {
 	var out []dueCallback
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		rows, err := tx.Query(ctx, `
 			WITH c AS (SELECT execution_id, idx FROM harvest_callbacks
 			            WHERE status = 'due' AND next_attempt_at <= now()
@@ -173,7 +174,7 @@ func (e *Engine) deliver(ctx context.Context, cb dueCallback) error {
 // recordDelivery marks a callback delivered, or schedules its retry, or
 // gives up after callbackMaxAttempts.
 func (e *Engine) recordDelivery(ctx context.Context, cb dueCallback, deliveryErr error) error {
-	return e.withTx(ctx, func(tx *fencedTx) error {
+	return e.withTx(ctx, func(tx *fence.Tx) error {
 		if deliveryErr == nil {
 			_, err := tx.Exec(ctx, `UPDATE harvest_callbacks SET status = 'delivered', delivered_at = now(), last_error = NULL
 			                         WHERE execution_id = $1 AND idx = $2`, cb.ExecutionID, cb.Idx)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Continue-as-new chains.
@@ -156,7 +157,7 @@ func (e *Engine) wakeSuccessors(w *writeSet) {
 // lockCurrentRun returns the current run of ex's chain, locked: ex itself
 // unless it continued as new. ex must be locked: once it continued, its
 // successors exist.
-func lockCurrentRun(ctx context.Context, tx *fencedTx, ex *execRow) (*execRow, error) {
+func lockCurrentRun(ctx context.Context, tx *fence.Tx, ex *execRow) (*execRow, error) {
 	if ex.ContinuedTo == nil {
 		return ex, nil
 	}
@@ -179,7 +180,7 @@ func lockCurrentRun(ctx context.Context, tx *fencedTx, ex *execRow) (*execRow, e
 
 // lockChainRun locks the run id, or the current run of its chain when it
 // continued as new.
-func lockChainRun(ctx context.Context, tx *fencedTx, id uuid.UUID) (*execRow, error) {
+func lockChainRun(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, error) {
 	ex, err := lockExecution(ctx, tx, id)
 	if err != nil {
 		return nil, err

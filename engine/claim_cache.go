@@ -3,6 +3,8 @@ package engine
 import (
 	"sync"
 	"time"
+
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // claimCache remembers live start claims, with the state of the run each
@@ -31,7 +33,7 @@ type claimCache struct {
 	mu         sync.Mutex
 	size       int
 	runningFor time.Duration
-	entries    generations[nameKey, cachedClaim]
+	entries    loop.Generations[nameKey, cachedClaim]
 	// gen counts forgets: an answer read before one is not cached after.
 	gen uint64
 }
@@ -56,7 +58,7 @@ const claimGeneration = 1 << 15
 // newClaimCache keeps two generations of size entries; a RUNNING state
 // answers for at most runningFor.
 func newClaimCache(size int, runningFor time.Duration) *claimCache {
-	return &claimCache{size: size, runningFor: runningFor, entries: newGenerations[nameKey, cachedClaim](size)}
+	return &claimCache{size: size, runningFor: runningFor, entries: loop.NewGenerations[nameKey, cachedClaim](size)}
 }
 
 // generation is the generation to hand put for an answer read from now on.
@@ -87,14 +89,14 @@ func (c *claimCache) put(gen uint64, key string, res StartResult, seen time.Time
 	if gen != c.gen {
 		return
 	}
-	c.entries.add(nameKey{res.WorkflowName, key}, e)
+	c.entries.Add(nameKey{res.WorkflowName, key}, e)
 }
 
 // get returns the cached answer of (name, key) if it may still be used at
 // now; open reports whether a RUNNING run is still known open.
 func (c *claimCache) get(name, key string, now time.Time, open func(StartResult) bool) (StartResult, bool) {
 	c.mu.Lock()
-	e, ok := c.entries.get(nameKey{name, key})
+	e, ok := c.entries.Get(nameKey{name, key})
 	c.mu.Unlock()
 	if !ok || !e.usable(now) {
 		return StartResult{}, false
@@ -109,7 +111,7 @@ func (c *claimCache) get(name, key string, now time.Time, open func(StartResult)
 func (c *claimCache) has(name, key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.entries.has(nameKey{name, key})
+	return c.entries.Has(nameKey{name, key})
 }
 
 // forget drops every entry: the lease changed hands, and a claim this
@@ -118,6 +120,6 @@ func (c *claimCache) has(name, key string) bool {
 func (c *claimCache) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries = newGenerations[nameKey, cachedClaim](c.size)
+	c.entries = loop.NewGenerations[nameKey, cachedClaim](c.size)
 	c.gen++
 }

@@ -13,7 +13,7 @@ import (
 // retries' due times and its activity attempts' timeouts. It is the
 // database's clock moved ahead by Config.Clock's Offset, which is 0 for
 // the real clock and grows as a test clock advances. The engine reads the
-// offset once per transaction (fencedTx.ahead), so a transaction's
+// offset once per transaction (fence.Tx.Ahead), so a transaction's
 // workflow time is its now() plus that offset in every statement, and
 // what its workflow code saw is what it stores.
 //

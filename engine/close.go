@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // CloseResult is the outcome of a cancel or terminate.
@@ -30,7 +31,7 @@ type CloseResult struct {
 // (CloseResult.ExecutionID).
 func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason, State: StateRunning, CancelRequested: true}
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err
@@ -61,7 +62,7 @@ func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (Close
 
 // hasCancelRequest reports whether the run's history holds a cancel
 // request already: the read-only dedup of Cancel.
-func hasCancelRequest(ctx context.Context, tx *fencedTx, id uuid.UUID) (bool, error) {
+func hasCancelRequest(ctx context.Context, tx *fence.Tx, id uuid.UUID) (bool, error) {
 	var found bool
 	err := tx.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM harvest_events WHERE execution_id = $1 AND event_type = $2)`,
@@ -81,7 +82,7 @@ func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (Cl
 
 func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason}
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err

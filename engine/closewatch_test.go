@@ -118,7 +118,7 @@ func TestCloseWatch(t *testing.T) {
 			ids[i] = uuid.New()
 		}
 		w.opened(ids...)
-		require.LessOrEqual(t, w.open.len(), 2*openGeneration)
+		require.LessOrEqual(t, w.open.Len(), 2*openGeneration)
 		oldest, newest := w.waitFor(ids[0]), w.waitFor(ids[len(ids)-1])
 		defer oldest.release()
 		defer newest.release()

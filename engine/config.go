@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Defaults of Config.
@@ -151,7 +152,7 @@ type Config struct {
 	// batchClosedHook runs in a deferred batch start's transaction after
 	// it closed its key's open batch to make room: tests only, standing
 	// in for concurrent starts that fill the batch opened next.
-	batchClosedHook func(ctx context.Context, tx *fencedTx) error
+	batchClosedHook func(ctx context.Context, tx *fence.Tx) error
 }
 
 // ActivityRunner runs one attempt of an activity by name on its JSON

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Deferred starts (migration 017, docs/http-api.md): a start under a
@@ -156,7 +158,7 @@ func (e *Engine) Defer(ctx context.Context, req DeferRequest) (Deferred, error) 
 		d      Deferred
 		closed bool
 	)
-	err = e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		switch policy {
 		case PolicyDebounce:
 			d, err = debounce(ctx, tx, e.cfg.ShardID, req, now)
@@ -295,7 +297,7 @@ const upsertDebounce = `
 	       fire_at = least($6::timestamptz + $7::bigint * interval '1 microsecond', d.deadline_at), updated_at = $6::timestamptz
 	RETURNING ` + deferredColumns
 
-func debounce(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
+func debounce(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
 	p := req.Debounce
 	d, err := scanDeferred(tx.QueryRow(ctx, upsertDebounce, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID,
 		jsonArg(req.Input), now, micros(p.Window), micros(p.MaxWait)))
@@ -334,8 +336,8 @@ const closeBatch = `
 // batch appends the start to its key's open batch, or opens one; closed
 // reports that it closed a full batch (due at once) to make room.
 // afterClose, when set (tests), runs after each close.
-func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time, maxBytes int64,
-	afterClose func(context.Context, *fencedTx) error) (d Deferred, closed bool, err error) {
+func batch(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, now time.Time, maxBytes int64,
+	afterClose func(context.Context, *fence.Tx) error) (d Deferred, closed bool, err error) {
 	p := req.Batch
 	input := jsonArg(req.Input)
 	size := int64(len(inputOrNull(req.Input)))
@@ -367,7 +369,7 @@ func batch(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, no
 
 // throttle hands the start its key's next slot, under the lock of the
 // key's pace row, unless the key's backlog is full.
-func throttle(ctx context.Context, tx *fencedTx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
+func throttle(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
 	p := req.Throttle
 	var next time.Time
 	err := tx.QueryRow(ctx, `

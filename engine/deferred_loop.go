@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // The deferred fire loop: the shard's owner fires its due deferred items
@@ -43,7 +45,7 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	n := 0
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		fires, err := closeDueDeferred(ctx, tx, now)
 		if err != nil {
 			return err
@@ -77,7 +79,7 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 // closeDueDeferred closes the due items a concurrent start is not
 // joining right now (those fire in the next pass) and returns their
 // starts.
-func closeDueDeferred(ctx context.Context, tx *fencedTx, now time.Time) ([]deferredStartRequest, error) {
+func closeDueDeferred(ctx context.Context, tx *fence.Tx, now time.Time) ([]deferredStartRequest, error) {
 	rows, err := tx.Query(ctx, `
 		WITH due AS (SELECT deferred_id FROM harvest_deferred WHERE state = 'pending' AND fire_at <= $1
 		              ORDER BY fire_at LIMIT $2 FOR UPDATE SKIP LOCKED)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // echoWF returns its input, whatever JSON it is.
@@ -198,7 +199,7 @@ func TestDeferredBatch(t *testing.T) {
 		fills := 0
 		db := setupDeferred(t, func(c *Config) {
 			c.BatchInputBytes = 16
-			c.batchClosedHook = func(ctx context.Context, tx *fencedTx) error {
+			c.batchClosedHook = func(ctx context.Context, tx *fence.Tx) error {
 				fills++
 				full := raw(t, strings.Repeat("f", 14)) // 16 bytes of JSON
 				_, err := tx.Exec(ctx, upsertBatch, NewExecutionID(c.ShardID), echoWF.Name(), "b", jsonArg(full),

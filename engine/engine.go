@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // Engine runs one shard. Create it with New, then Start it; the request
@@ -35,7 +37,7 @@ type Engine struct {
 	// activity loop (see activityLoop).
 	actPending atomic.Bool
 	// retryWake wakes the activity loop when a retry comes due.
-	retryWake *wakeup
+	retryWake *loop.Wakeup
 	tmWake    chan struct{}
 	closed    *closeWatch
 	// live caches the state of recently active runs (statecache.go).
@@ -53,18 +55,18 @@ type Engine struct {
 	cbHTTP *http.Client
 	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
 	actHTTP *activityOutbound
-	starts  atomic.Pointer[batcher[*startCall]] // nil: group commit off
+	starts  atomic.Pointer[loop.Batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
-	probes atomic.Pointer[batcher[*probeCall]]
+	probes atomic.Pointer[loop.Batcher[*probeCall]]
 	// completions is the activity completion batcher (nil before Start).
-	completions atomic.Pointer[batcher[*completion]]
+	completions atomic.Pointer[loop.Batcher[*completion]]
 	// signals is the signal batcher (nil before Start).
-	signals atomic.Pointer[batcher[*signalCall]]
+	signals atomic.Pointer[loop.Batcher[*signalCall]]
 	// signalRetries counts signal batches that failed as a whole, their
 	// signals then sent through the single path (signal_batch.go).
 	signalRetries atomic.Int64
 	// clock estimates the database's time (one-trip start batches).
-	clock dbClock
+	clock fence.Clock
 	// oneTripPaused counts the start batches still to take two trips
 	// after a one-trip batch missed (one_trip.go).
 	oneTripPaused atomic.Int32
@@ -106,7 +108,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
 	}
-	e.retryWake = newWakeup(e.wakeActivities)
+	e.retryWake = loop.NewWakeup(e.wakeActivities)
 	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
 	e.closed.onClose = e.live.drop
 	if e.cfg.Outbound == nil {
@@ -216,7 +218,7 @@ func (e *Engine) halt(cause error) bool {
 	e.mu.Unlock()
 	e.loops.Wait()
 	e.live.purge()
-	e.retryWake.stop()
+	e.retryWake.Stop()
 	return true
 }
 
@@ -275,7 +277,7 @@ type closeWatch struct {
 	mu   sync.Mutex
 	runs map[uuid.UUID]*runWaiters
 	// open are the runs known open.
-	open generations[uuid.UUID, struct{}]
+	open loop.Generations[uuid.UUID, struct{}]
 	// onClose, when set, is told of every close fired (the state cache
 	// drops the runs).
 	onClose func(ids ...uuid.UUID)
@@ -292,7 +294,7 @@ type runWaiters struct {
 }
 
 func newCloseWatch() *closeWatch {
-	return &closeWatch{runs: map[uuid.UUID]*runWaiters{}, open: newGenerations[uuid.UUID, struct{}](openGeneration)}
+	return &closeWatch{runs: map[uuid.UUID]*runWaiters{}, open: loop.NewGenerations[uuid.UUID, struct{}](openGeneration)}
 }
 
 // opened records runs created open by a transaction about to commit.
@@ -302,7 +304,7 @@ func (w *closeWatch) opened(ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {
-		w.open.add(id, struct{}{})
+		w.open.Add(id, struct{}{})
 	}
 }
 
@@ -312,7 +314,7 @@ func (w *closeWatch) unopened(ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {
-		w.open.remove(id)
+		w.open.Remove(id)
 	}
 }
 
@@ -321,14 +323,14 @@ func (w *closeWatch) unopened(ids ...uuid.UUID) {
 func (w *closeWatch) forget() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.open = newGenerations[uuid.UUID, struct{}](openGeneration)
+	w.open = loop.NewGenerations[uuid.UUID, struct{}](openGeneration)
 }
 
 // isOpen reports whether the run is known open.
 func (w *closeWatch) isOpen(id uuid.UUID) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.open.has(id)
+	return w.open.Has(id)
 }
 
 // closeWait is one waiter's registration for one execution's close.
@@ -352,7 +354,7 @@ func (w *closeWatch) waitFor(id uuid.UUID) *closeWait {
 		w.runs[id] = r
 	}
 	r.n++
-	return &closeWait{w: w, id: id, r: r, knownOpen: w.open.has(id)}
+	return &closeWait{w: w, id: id, r: r, knownOpen: w.open.Has(id)}
 }
 
 // closed is closed when the execution closes.
@@ -386,7 +388,7 @@ func (w *closeWatch) fireWith(outs map[uuid.UUID]Outcome, ids ...uuid.UUID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range ids {
-		w.open.remove(id)
+		w.open.Remove(id)
 		if r, ok := w.runs[id]; ok {
 			if o, ok := outs[id]; ok {
 				r.out = &o

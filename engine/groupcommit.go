@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -59,9 +61,9 @@ func (e *Engine) runStartBatcher(ctx context.Context) {
 		e.starts.Store(nil)
 		return
 	}
-	g := newBatcher[*startCall](e.cfg.StartBatchMax)
+	g := loop.NewBatcher[*startCall](e.cfg.StartBatchMax)
 	e.starts.Store(g)
-	e.spawn(ctx, func(ctx context.Context) { g.run(ctx, 1, func(calls []*startCall) { e.answerStarts(ctx, calls) }) })
+	e.spawn(ctx, func(ctx context.Context) { g.Run(ctx, 1, func(calls []*startCall) { e.answerStarts(ctx, calls) }) })
 }
 
 // groupStart runs a prepared start through the batcher, or alone when
@@ -74,8 +76,8 @@ func (e *Engine) groupStart(ctx context.Context, req StartRequest) (StartResult,
 	}
 	e.prepareEarly(ctx, &req)
 	c := &startCall{req: req, reply: make(chan startReply, 1)}
-	switch err := g.submit(ctx, c); {
-	case errors.Is(err, errBatcherStopped):
+	switch err := g.Submit(ctx, c); {
+	case errors.Is(err, loop.ErrBatcherStopped):
 		return e.startSingle(ctx, req) // the single path says why
 	case err != nil:
 		return StartResult{}, err
@@ -187,10 +189,10 @@ func (e *Engine) sendTwoTrips(ctx context.Context, p *batchPlan, first firstTask
 		p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow)
 		sent = time.Now() // the connection is ours: the batch goes out next
 	},
-		func(tx *fencedTx) error {
-			e.clock.observe(sent, p.dbNow)
-			p.ahead, p.dbNow = tx.ahead, p.dbNow.Add(tx.ahead) // workflow time
-			return p.write(ctx, &pgx.Batch{}, tx.commitWith, e.cfg.IdempotencyWindow, first, beforeCommit)
+		func(tx *fence.Tx) error {
+			e.clock.Observe(sent, p.dbNow)
+			p.ahead, p.dbNow = tx.Ahead(), p.dbNow.Add(tx.Ahead()) // workflow time
+			return p.write(ctx, &pgx.Batch{}, tx.CommitWith, e.cfg.IdempotencyWindow, first, beforeCommit)
 		})
 }
 
@@ -247,7 +249,7 @@ type batchPlan struct {
 	moved   []*MovedError   // a newer epoch redirected the start's routing key
 	fresh   int             // runs created
 	dbNow   time.Time       // the transaction's start (a one-trip batch: its estimate), in workflow time
-	ahead   time.Duration   // the transaction's clock offset (fencedTx.ahead)
+	ahead   time.Duration   // the transaction's clock offset (fence.Tx.Ahead)
 	// oneTrip: the batch is sent in one trip, and the early first tasks of
 	// its starts are used (one_trip.go).
 	oneTrip bool

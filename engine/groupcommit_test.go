@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // batchRun is one forced batch: its requests, the batch's replies and
@@ -268,7 +270,7 @@ func TestGroupCommit(t *testing.T) {
 	t.Run("CallerCancelledBeforeTheBatchTakesItGetsCtxErr", func(t *testing.T) {
 		t.Parallel()
 		b, e := gcSetup(t)
-		stalled := newBatcher[*startCall](8) // never run: nothing takes a start
+		stalled := loop.NewBatcher[*startCall](8) // never run: nothing takes a start
 		e.starts.Store(stalled)
 		ctx, cancel := context.WithCancel(context.Background())
 		checked := make(chan struct{})
@@ -282,7 +284,7 @@ func TestGroupCommit(t *testing.T) {
 		cancel()
 		require.ErrorIs(t, <-errc, context.Canceled)
 		// A stopped batcher hands its callers to the single path.
-		close(stalled.done)
+		stalled.Run(ctx, 1, func([]*startCall) { t.Error("a stopped batcher took a start") }) // ctx ended: it returns at once
 		res := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "c"})
 		require.True(t, res.StartedFresh)
 		require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM harvest_executions`))

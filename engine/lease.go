@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // acquireLease bumps the epoch if the lease is free, expired, already ours
@@ -59,7 +61,7 @@ func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
 }
 
 // renewLease extends the lease; a changed epoch means it was lost. It
-// measures the database's clock too (dbClock).
+// measures the database's clock too (fence.Clock).
 func (e *Engine) renewLease(ctx context.Context) error {
 	var db time.Time
 	sent := time.Now()
@@ -72,7 +74,7 @@ func (e *Engine) renewLease(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("renew lease of shard %d: %w", e.cfg.ShardID, err)
 	}
-	e.clock.observe(sent, db)
+	e.clock.Observe(sent, db)
 	return nil
 }
 
@@ -123,7 +125,7 @@ func (e *Engine) renewLoop(ctx context.Context) {
 const fenceLockKey int64 = 0x4856_4645_4e43_4531 // "HVFENCE1"
 
 // withTx runs fn in a fenced transaction and commits it.
-func (e *Engine) withTx(ctx context.Context, fn func(tx *fencedTx) error) error {
+func (e *Engine) withTx(ctx context.Context, fn func(tx *fence.Tx) error) error {
 	return e.withFencedBatch(ctx, nil, fn)
 }
 
@@ -139,12 +141,12 @@ func (e *Engine) withTx(ctx context.Context, fn func(tx *fencedTx) error) error 
 // every transaction that fences after it sees the new epoch. Statements
 // queued after the fence are rolled back with the transaction when the
 // fence fails.
-func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx *fencedTx) error) error {
+func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx *fence.Tx) error) error {
 	tx, batch, err := e.beginFenced(ctx)
 	if err != nil {
 		return err
 	}
-	defer tx.release(context.WithoutCancel(ctx))
+	defer tx.Release(context.WithoutCancel(ctx))
 	var (
 		epoch int64
 		owner *string
@@ -166,7 +168,7 @@ func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), 
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := tx.finish(ctx); err != nil {
+	if err := tx.Finish(ctx); err != nil {
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
@@ -175,7 +177,7 @@ func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), 
 // beginFenced takes a connection for a fenced transaction while the
 // engine holds the lease, and starts its first batch: BEGIN and the fence
 // lock. The caller queues the epoch check next, and releases tx.
-func (e *Engine) beginFenced(ctx context.Context) (*fencedTx, *pgx.Batch, error) {
+func (e *Engine) beginFenced(ctx context.Context) (*fence.Tx, *pgx.Batch, error) {
 	if err := e.checkOwning(); err != nil {
 		return nil, nil, err
 	}
@@ -186,7 +188,7 @@ func (e *Engine) beginFenced(ctx context.Context) (*fencedTx, *pgx.Batch, error)
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
-	return &fencedTx{conn: conn, ahead: e.ahead()}, b, nil
+	return fence.NewTx(conn, e.ahead()), b, nil
 }
 
 func deref[T any](p *T) T {

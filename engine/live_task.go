@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -57,7 +58,7 @@ func (t claimedWorkflowTask) from() int64 {
 // on its cached run when it has one, else (or when the cached step fails)
 // on a run rebuilt by replaying the whole history. runErr fails the task;
 // err (reading the history) fails the transaction.
-func (e *Engine) runLive(ctx context.Context, tx *fencedTx, t claimedWorkflowTask) (res harvest.TaskResult, run *harvest.Run, runErr, err error) {
+func (e *Engine) runLive(ctx context.Context, tx *fence.Tx, t claimedWorkflowTask) (res harvest.TaskResult, run *harvest.Run, runErr, err error) {
 	taskCtx, cancel := context.WithTimeout(ctx, e.cfg.WorkflowTaskTimeout)
 	defer cancel()
 	log := e.log.With().Str("execution_id", t.ex.ID.String()).Logger()
@@ -139,7 +140,7 @@ func (e *Engine) putBack(lr *liveRun) {
 // loadHistories reads, in one query, the history of every claimed
 // running run: from its cached run's position when it has one, else the
 // whole of it.
-func loadHistories(ctx context.Context, tx *fencedTx, tasks []claimedWorkflowTask) error {
+func loadHistories(ctx context.Context, tx *fence.Tx, tasks []claimedWorkflowTask) error {
 	index := make(map[uuid.UUID]int, len(tasks))
 	ids := make([]uuid.UUID, 0, len(tasks))
 	froms := make([]int64, 0, len(tasks))

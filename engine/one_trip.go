@@ -45,7 +45,7 @@ import (
 // The time: a workflow's clock is the time of its history's events
 // (replay.go), so the first tasks must know the time their events will be
 // stamped with. A one-trip batch stamps its events with its estimate (the
-// node's clock moved by the offset dbClock measured, less clockLead)
+// node's clock moved by the offset fence.Clock measured, less clockLead)
 // instead of now(); the check keeps it behind now(), so a run's history
 // never goes back in time (every later transaction's now() is later
 // still), and close to it. With a clock ahead of the database's
@@ -117,7 +117,7 @@ const (
 // oneTripFits says whether p may be sent in one trip: it creates runs,
 // the clock has been measured, and no miss paused the one-trip path.
 func (e *Engine) oneTripFits(p *batchPlan) bool {
-	if !e.clock.measured() {
+	if !e.clock.Measured() {
 		return false
 	}
 	if e.oneTripPaused.Load() > 0 {
@@ -153,13 +153,13 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 	if err != nil {
 		return err
 	}
-	defer tx.release(context.WithoutCancel(ctx))
+	defer tx.Release(context.WithoutCancel(ctx))
 	// Taken once the connection is ours: waiting for it uses no margin.
-	at, ok := e.clock.at(clockLead)
+	at, ok := e.clock.At(clockLead)
 	if !ok {
 		return &assumptionError{what: "a measured database clock"}
 	}
-	p.ahead, p.dbNow = tx.ahead, at.Add(tx.ahead) // workflow time
+	p.ahead, p.dbNow = tx.Ahead(), at.Add(tx.Ahead()) // workflow time
 	b.Queue(`SELECT harvest_expect(coalesce((SELECT epoch FROM harvest_shard_lease) = $1, false), $2)`,
 		e.epoch.Load(), expectFence)
 	p.queueAssumptions(b, e.cfg.IdempotencyWindow)
@@ -167,7 +167,7 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 		dbNow, sent time.Time
 	)
 	p.oneTrip, p.stampLo, p.stampHi = true, p.dbNow, p.dbNow
-	commit := func(ctx context.Context, b *pgx.Batch) error { return heldSlot(tx.commitWith(ctx, b)) }
+	commit := func(ctx context.Context, b *pgx.Batch) error { return heldSlot(tx.CommitWith(ctx, b)) }
 	err = p.write(ctx, b, commit, e.cfg.IdempotencyWindow, first, func() {
 		beforeCommit()
 		// Last before the COMMIT: the first tasks have stamped the events
@@ -180,7 +180,7 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 		sent = time.Now() // the batch goes out next
 	})
 	if !dbNow.IsZero() && !sent.IsZero() {
-		e.clock.observe(sent, dbNow)
+		e.clock.Observe(sent, dbNow)
 	}
 	return err
 }
@@ -208,7 +208,7 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 	}
 }
 
-// sampleClock measures the database's clock once (see dbClock).
+// sampleClock measures the database's clock once (see fence.Clock).
 func (e *Engine) sampleClock(ctx context.Context) {
 	var db time.Time
 	sent := time.Now()
@@ -216,7 +216,7 @@ func (e *Engine) sampleClock(ctx context.Context) {
 		e.log.Debug().Err(err).Msg("database clock not measured")
 		return
 	}
-	e.clock.observe(sent, db)
+	e.clock.Observe(sent, db)
 }
 
 // earlyStart is what a start's own goroutine prepares while the batch
@@ -250,7 +250,7 @@ func (e *Engine) prepareEarly(ctx context.Context, req *StartRequest) {
 	if req.dueAt != nil || e.oneTripPaused.Load() > 0 {
 		return
 	}
-	at, ok := e.clock.at(clockLead)
+	at, ok := e.clock.At(clockLead)
 	if !ok {
 		return
 	}

@@ -44,9 +44,7 @@ func setClock(t *testing.T, b *testBundle, e *Engine, skew time.Duration) {
 	var db time.Time
 	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT now()`).Scan(&db))
 	got := time.Now()
-	e.clock.mu.Lock()
-	defer e.clock.mu.Unlock()
-	e.clock.cur, e.clock.n, e.clock.hasPrev = db.Add(skew).Sub(got.Round(0)), 1, false
+	e.clock.Force(db.Add(skew).Sub(got.Round(0)))
 }
 
 func TestOneTripStartBatch(t *testing.T) {
@@ -257,7 +255,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		setClock(t, b, e, time.Minute)
 		runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
 		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e))
-		at, ok := e.clock.at(0)
+		at, ok := e.clock.At(0)
 		require.True(t, ok)
 		var db time.Time
 		require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT now()`).Scan(&db))
@@ -369,69 +367,10 @@ func TestOneTripStartBatch(t *testing.T) {
 	t.Run("BeforeAnyMeasureTheBatchTakesTwoTrips", func(t *testing.T) {
 		t.Parallel()
 		_, e := oneTripSetup(t)
-		e.clock.mu.Lock()
-		e.clock.n, e.clock.hasPrev = 0, false
-		e.clock.mu.Unlock()
+		e.clock.Forget()
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"})
 		require.Equal(t, [4]int64{0, 1, 0, 0}, trips(e), "not even tried")
 		require.True(t, r.res[0].StartedFresh)
-		require.True(t, e.clock.measured(), "measured by the first batch")
-	})
-}
-
-func TestDBClock(t *testing.T) {
-	t.Parallel()
-	base := time.Now()
-	observe := func(c *dbClock, offsets ...time.Duration) {
-		for _, d := range offsets {
-			c.observe(base, base.Add(d))
-		}
-	}
-	// offset reads the clock's estimate back as an offset to the node's
-	// clock, to 10 ms (a busy machine may pause between the two reads).
-	offset := func(c *dbClock) (time.Duration, bool) {
-		before := time.Now()
-		at, ok := c.at(0)
-		return at.Sub(before).Round(10 * time.Millisecond), ok
-	}
-	t.Run("NothingBeforeASample", func(t *testing.T) {
-		var c dbClock
-		_, ok := c.at(0)
-		require.False(t, ok)
-	})
-	t.Run("TheLeastSampleWins", func(t *testing.T) {
-		var c dbClock
-		observe(&c, 5*time.Second, 3*time.Second, 4*time.Second)
-		d, ok := offset(&c)
-		require.True(t, ok)
-		require.Equal(t, 3*time.Second, d)
-	})
-	t.Run("LeadIsSubtractedAndMicrosecondsKept", func(t *testing.T) {
-		var c dbClock
-		observe(&c, 0)
-		at, ok := c.at(time.Hour)
-		require.True(t, ok)
-		require.Equal(t, -time.Hour, time.Until(at).Round(time.Minute))
-		require.Zero(t, at.Nanosecond()%1000)
-		require.Equal(t, at, at.Round(0), "no monotonic reading")
-	})
-	t.Run("AStepBackIsFollowedAtOnce", func(t *testing.T) {
-		var c dbClock
-		observe(&c, 10*time.Second)
-		observe(&c, -10*time.Second)
-		d, _ := offset(&c)
-		require.Equal(t, -10*time.Second, d)
-	})
-	t.Run("AStepForwardIsFollowedWithinTwoWindows", func(t *testing.T) {
-		var c dbClock
-		observe(&c, 0)
-		for range 2*clockWindow - 2 {
-			observe(&c, time.Minute)
-		}
-		d, _ := offset(&c)
-		require.Equal(t, time.Duration(0), d, "the old sample's window is the previous one")
-		observe(&c, time.Minute)
-		d, _ = offset(&c)
-		require.Equal(t, time.Minute, d)
+		require.True(t, e.clock.Measured(), "measured by the first batch")
 	})
 }

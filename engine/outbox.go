@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // The outbox (migration 011) holds the commands that act on other runs,
@@ -180,7 +181,7 @@ func (e *Engine) claimOutbox(ctx context.Context) ([]outboxRow, error) {
 		return nil, err
 	}
 	var out []outboxRow
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		rows, err := tx.Query(ctx, `
 			WITH c AS (SELECT outbox_id FROM harvest_outbox
 			            WHERE due_at <= now() OR (claim_epoch < $3 AND attempts > 0)
@@ -237,7 +238,7 @@ func (e *Engine) performKind(ctx context.Context, r outboxRow) (*harvest.Command
 // retryOutbox schedules the row's next attempt with backoff.
 func (e *Engine) retryOutbox(ctx context.Context, r outboxRow, cause error) error {
 	delay := harvest.RetryPolicy{InitialInterval: e.cfg.PollInterval / 4, MaxInterval: e.cfg.TaskRetryMax}.Backoff(r.Attempts)
-	return e.withTx(ctx, func(tx *fencedTx) error {
+	return e.withTx(ctx, func(tx *fence.Tx) error {
 		_, err := tx.Exec(ctx, `
 			UPDATE harvest_outbox SET due_at = now() + $2 * interval '1 millisecond', last_error = $3
 			 WHERE outbox_id = $1`, r.ID, delay.Milliseconds(), cause.Error())
@@ -271,9 +272,9 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 			return rows.Err()
 		})
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		w, b := newWriteSet(), &pgx.Batch{}
-		w.ahead = tx.ahead
+		w.ahead = tx.Ahead()
 		for _, a := range answers {
 			if !deleted[a.row.ID] {
 				continue

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // A signal sent to a workflow id (harvest.SignalExternalWorkflow) goes to
@@ -61,7 +62,7 @@ func (e *Engine) signalTarget(ctx context.Context, r outboxRow, d signalRow) (uu
 // one recorded (an earlier attempt's, if it won).
 func (e *Engine) recordResolved(ctx context.Context, rowID int64, id uuid.UUID) (uuid.UUID, error) {
 	var got string
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		return tx.QueryRow(ctx, recordResolvedSQL, rowID, id.String()).Scan(&got)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

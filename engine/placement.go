@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Placement says under which catalog placement epoch a start was placed
@@ -113,7 +115,7 @@ func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimRes
 	}
 	var out ClaimResult
 	queue := func(b *pgx.Batch) { queuePlacementLock(b, req.WorkflowName, routing) }
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		out = ClaimResult{}
 		if req.IdempotencyKey != "" {
 			res, err := lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
@@ -144,7 +146,7 @@ func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimRes
 
 // upsertRedirect records the key's redirect to target unless a newer
 // epoch's redirect is there (returned as a MovedError).
-func upsertRedirect(ctx context.Context, tx *fencedTx, name, routing string, epoch uint64, target uint16) (*MovedError, error) {
+func upsertRedirect(ctx context.Context, tx *fence.Tx, name, routing string, epoch uint64, target uint16) (*MovedError, error) {
 	var (
 		gotEpoch int64
 		gotShard int32

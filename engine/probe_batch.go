@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // Batched replay probes.
@@ -67,10 +69,10 @@ func (e *Engine) runProbeBatcher(ctx context.Context) {
 		e.probes.Store(nil)
 		return
 	}
-	g := newBatcher[*probeCall](probeBatchMax)
+	g := loop.NewBatcher[*probeCall](probeBatchMax)
 	e.probes.Store(g)
 	e.spawn(ctx, func(ctx context.Context) {
-		g.run(ctx, probeLoops, func(calls []*probeCall) { e.answerProbes(ctx, calls) })
+		g.Run(ctx, probeLoops, func(calls []*probeCall) { e.answerProbes(ctx, calls) })
 	})
 }
 
@@ -89,8 +91,8 @@ func (e *Engine) lookupStartKey(ctx context.Context, name, key string) (StartRes
 		return lookupClaimLeft(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
 	}
 	c := &probeCall{name: name, key: key, reply: make(chan probeReply, 1)}
-	switch err := g.submit(ctx, c); {
-	case errors.Is(err, errBatcherStopped):
+	switch err := g.Submit(ctx, c); {
+	case errors.Is(err, loop.ErrBatcherStopped):
 		return lookupClaimLeft(ctx, e.pool, name, key, e.cfg.IdempotencyWindow.Milliseconds())
 	case err != nil:
 		return StartResult{}, 0, err

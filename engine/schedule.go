@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Schedules (migration 013, docs/schedules.md): a schedule starts a
@@ -164,7 +166,7 @@ func (e *Engine) CreateSchedule(ctx context.Context, id string, spec ScheduleSpe
 	}
 	now := e.now()
 	next := e.nextDue(id, 0, spec, clock, now)
-	err = e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		return tx.QueryRow(ctx, `
 			INSERT INTO harvest_schedules (schedule_id, spec, paused, cursor_at, next_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (schedule_id) DO UPDATE
@@ -309,7 +311,7 @@ func (e *Engine) ResumeSchedule(ctx context.Context, id string) error {
 // changed; none is ErrNotFound.
 func (e *Engine) changeSchedule(ctx context.Context, id, sql string, args ...any) error {
 	var n int
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		return tx.QueryRow(ctx, sql, append([]any{id}, args...)...).Scan(&n)
 	})
 	if err != nil {

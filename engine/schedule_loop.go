@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // The fire loop: the shard's owner fires its due schedules. One fenced
@@ -64,7 +66,7 @@ func (e *Engine) fireDueSchedules(ctx context.Context) (bool, error) {
 // says some are left for the next transaction.
 func (e *Engine) fireSchedule(ctx context.Context, id string, now time.Time) (more bool, err error) {
 	started := false
-	err = e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		s, ok, err := lockSchedule(ctx, tx, id)
 		if err != nil || !ok || s.Paused {
 			return err
@@ -94,7 +96,7 @@ func (e *Engine) fireSchedule(ctx context.Context, id string, now time.Time) (mo
 }
 
 // lockSchedule locks a live schedule's row; false if there is none.
-func lockSchedule(ctx context.Context, tx *fencedTx, id string) (Schedule, bool, error) {
+func lockSchedule(ctx context.Context, tx *fence.Tx, id string) (Schedule, bool, error) {
 	s, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM harvest_schedules
 		 WHERE schedule_id = $1 AND deleted_at IS NULL FOR UPDATE`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -107,7 +109,7 @@ func lockSchedule(ctx context.Context, tx *fencedTx, id string) (Schedule, bool,
 }
 
 // pendingFires counts the generation's fires whose start is in progress.
-func pendingFires(ctx context.Context, tx *fencedTx, s Schedule) (int, error) {
+func pendingFires(ctx context.Context, tx *fence.Tx, s Schedule) (int, error) {
 	var n int
 	err := tx.QueryRow(ctx, `SELECT count(*) FROM harvest_schedule_fires
 		 WHERE schedule_id = $1 AND generation = $2 AND outcome = 'pending'`, s.ID, s.Generation).Scan(&n)
@@ -209,7 +211,7 @@ func (p *firePlan) skipMissed(clock *scheduleClock, horizon time.Time) bool {
 
 // recordPlan writes a plan in the schedule's transaction: the fires, the
 // outbox rows of those to start, the cursor and the next due time.
-func (e *Engine) recordPlan(ctx context.Context, tx *fencedTx, s Schedule, p firePlan) error {
+func (e *Engine) recordPlan(ctx context.Context, tx *fence.Tx, s Schedule, p firePlan) error {
 	b := &pgx.Batch{}
 	var fr fireRows
 	for _, f := range p.fires {
@@ -313,7 +315,7 @@ func (e *Engine) TriggerSchedule(ctx context.Context, id, key string) (fire Sche
 		}
 	}
 	nominal := e.now().UTC().Truncate(time.Millisecond)
-	err = e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		s, ok, err := lockSchedule(ctx, tx, id)
 		if err != nil || !ok {
 			return cmpErr(err, &NotFoundError{What: "schedule", ID: id})
@@ -337,7 +339,7 @@ func (e *Engine) TriggerSchedule(ctx context.Context, id, key string) (fire Sche
 
 // recordTrigger records a trigger's fire (and its outbox row) in the
 // schedule's transaction.
-func (e *Engine) recordTrigger(ctx context.Context, tx *fencedTx, s Schedule, nominal time.Time, key string) (ScheduleFire, error) {
+func (e *Engine) recordTrigger(ctx context.Context, tx *fence.Tx, s Schedule, nominal time.Time, key string) (ScheduleFire, error) {
 	pending, err := pendingFires(ctx, tx, s)
 	if err != nil {
 		return ScheduleFire{}, err

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Schedules whose definitions live elsewhere (a cluster's raft catalog):
@@ -60,7 +62,7 @@ func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) 
 	now := e.now()
 	var n int
 	var changed bool
-	err = e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		err := tx.QueryRow(ctx, `
 			WITH up AS (
 			  INSERT INTO harvest_schedules (schedule_id, generation, spec, paused, cursor_at, next_at, catalog_revision)
@@ -91,7 +93,7 @@ func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) 
 // syncPaused pauses or resumes the copy of d's generation when it differs
 // and d is not older than the copy (an unversioned d is never older). A
 // resume starts from now, as ResumeSchedule does.
-func syncPaused(ctx context.Context, tx *fencedTx, d ScheduleDef, now time.Time) (bool, error) {
+func syncPaused(ctx context.Context, tx *fence.Tx, d ScheduleDef, now time.Time) (bool, error) {
 	var changed bool
 	err := tx.QueryRow(ctx, `
 		WITH old AS (SELECT paused FROM harvest_schedules
@@ -113,7 +115,7 @@ func syncPaused(ctx context.Context, tx *fencedTx, d ScheduleDef, now time.Time)
 // syncDeleted deletes the copy of d's generation (or an older one).
 func (e *Engine) syncDeleted(ctx context.Context, d ScheduleDef) (bool, error) {
 	var n int
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		return tx.QueryRow(ctx, `
 			WITH d AS (UPDATE harvest_schedules SET deleted_at = now(), next_at = NULL, updated_at = now()
 			            WHERE schedule_id = $1 AND generation <= $2 AND deleted_at IS NULL RETURNING schedule_id),

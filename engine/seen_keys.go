@@ -3,6 +3,8 @@ package engine
 import (
 	"hash/maphash"
 	"sync"
+
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // seenKeys remembers start keys this engine has claimed or answered a
@@ -14,7 +16,7 @@ import (
 type seenKeys struct {
 	seed maphash.Seed
 	mu   sync.Mutex
-	keys generations[uint64, struct{}]
+	keys loop.Generations[uint64, struct{}]
 }
 
 // seenGeneration is the size at which the keys start a new generation,
@@ -22,7 +24,7 @@ type seenKeys struct {
 const seenGeneration = 1 << 16
 
 func newSeenKeys() *seenKeys {
-	return &seenKeys{seed: maphash.MakeSeed(), keys: newGenerations[uint64, struct{}](seenGeneration)}
+	return &seenKeys{seed: maphash.MakeSeed(), keys: loop.NewGenerations[uint64, struct{}](seenGeneration)}
 }
 
 func (k *seenKeys) hash(name, key string) uint64 {
@@ -38,14 +40,14 @@ func (k *seenKeys) add(name, key string) {
 	h := k.hash(name, key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.keys.add(h, struct{}{})
+	k.keys.Add(h, struct{}{})
 }
 
 func (k *seenKeys) has(name, key string) bool {
 	h := k.hash(name, key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.keys.has(h)
+	return k.keys.Has(h)
 }
 
 // KnownStartKey reports whether this engine has claimed the start key or

@@ -26,7 +26,7 @@ func TestSeenKeys(t *testing.T) {
 		for i := range 2*seenGeneration + 1 {
 			k.add("wf", fmt.Sprint(i))
 		}
-		require.LessOrEqual(t, k.keys.len(), 2*seenGeneration)
+		require.LessOrEqual(t, k.keys.Len(), 2*seenGeneration)
 		require.False(t, k.has("wf", "0"), "the oldest generation is dropped")
 		require.True(t, k.has("wf", fmt.Sprint(seenGeneration+1)))
 		require.True(t, k.has("wf", fmt.Sprint(2*seenGeneration)))

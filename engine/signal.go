@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -67,7 +68,7 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 				QueryRow(func(row pgx.Row) error { return row.Scan(&seen) })
 		}
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		switch {
 		case ex == nil:
 			return fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)
@@ -109,7 +110,7 @@ const signalKeySeenSQL = `
 // chain's current run, locked, and looks the key up again there: a
 // signal of the same key may have landed while this one waited for that
 // run's lock.
-func (e *Engine) redirectSignal(ctx context.Context, tx *fencedTx, ex *execRow, key string) (*execRow, bool, error) {
+func (e *Engine) redirectSignal(ctx context.Context, tx *fence.Tx, ex *execRow, key string) (*execRow, bool, error) {
 	if ex.ContinuedTo == nil {
 		return ex, false, nil
 	}
@@ -137,7 +138,7 @@ func recordSignal(res SignalResult, err error) {
 
 // deliverSignal records the signal in the ledger and appends its event,
 // in one round trip.
-func deliverSignal(ctx context.Context, tx *fencedTx, ex *execRow, name string, payload json.RawMessage, key string) error {
+func deliverSignal(ctx context.Context, tx *fence.Tx, ex *execRow, name string, payload json.RawMessage, key string) error {
 	b := &pgx.Batch{}
 	b.Queue(`
 		INSERT INTO harvest_signals (execution_id, chain_id, signal_name, idempotency_key, event_id)
@@ -205,7 +206,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 			queuePlacementCheck(b, sr.WorkflowName, sr.Placement, &moved)
 		}
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		if moved != nil {
 			return moved
 		}
@@ -280,7 +281,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 }
 
 // findSignalKey looks for the signal key on any run of the workflow id.
-func (e *Engine) findSignalKey(ctx context.Context, tx *fencedTx, req SignalWithStartRequest, res *SignalWithStartResult) (bool, error) {
+func (e *Engine) findSignalKey(ctx context.Context, tx *fence.Tx, req SignalWithStartRequest, res *SignalWithStartResult) (bool, error) {
 	if req.IdempotencyKey == "" {
 		return false, nil
 	}

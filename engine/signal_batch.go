@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // Group commit of signals.
@@ -44,10 +46,10 @@ type signalReply struct {
 
 // runSignalBatcher starts the signal batcher of this run of the engine.
 func (e *Engine) runSignalBatcher(ctx context.Context) {
-	g := newBatcher[*signalCall](signalBatchMax)
+	g := loop.NewBatcher[*signalCall](signalBatchMax)
 	e.signals.Store(g)
 	e.spawn(ctx, func(ctx context.Context) {
-		g.run(ctx, 1, func(calls []*signalCall) {
+		g.Run(ctx, 1, func(calls []*signalCall) {
 			for i, r := range e.signalBatch(ctx, calls) {
 				calls[i].reply <- r
 			}
@@ -64,8 +66,8 @@ func (e *Engine) groupSignal(ctx context.Context, req SignalRequest) (SignalResu
 		return e.signalTx(ctx, req)
 	}
 	c := &signalCall{req: req, reply: make(chan signalReply, 1)}
-	switch err := g.submit(ctx, c); {
-	case errors.Is(err, errBatcherStopped):
+	switch err := g.Submit(ctx, c); {
+	case errors.Is(err, loop.ErrBatcherStopped):
 		return e.signalTx(ctx, req) // the single path says why
 	case err != nil:
 		return SignalResult{}, err
@@ -124,12 +126,12 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 				return rows.Err()
 			})
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		if err := redirectSignals(ctx, tx, exs); err != nil {
 			return err
 		}
 		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
-		w.ahead = tx.ahead
+		w.ahead = tx.Ahead()
 		delivered = false
 		for i, c := range calls {
 			replies[i] = e.queueSignal(w, ledger, c.req, exs, seen)
@@ -140,7 +142,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		if err := e.crashAt(ctx, crashSignal); err != nil {
 			return err
 		}
-		if err := tx.commitWith(ctx, b); err != nil {
+		if err := tx.CommitWith(ctx, b); err != nil {
 			return fmt.Errorf("write: %w", translate(err))
 		}
 		return nil
@@ -202,7 +204,7 @@ func (e *Engine) queueSignal(w *writeSet, ledger *signalRows, req SignalRequest,
 // looked up by chain already: a signal of the same key that lands while
 // this batch waits for a lock makes the ledger insert fail, and the batch
 // then goes through the single path, which answers it as a duplicate.
-func redirectSignals(ctx context.Context, tx *fencedTx, exs map[uuid.UUID]*execRow) error {
+func redirectSignals(ctx context.Context, tx *fence.Tx, exs map[uuid.UUID]*execRow) error {
 	var continued []*execRow
 	for _, ex := range exs {
 		if ex.ContinuedTo != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -302,7 +303,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 		}
 		queueSlotHolder(b, req.WorkflowName, req.WorkflowID, &prior)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fencedTx) error {
+	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		if moved != nil {
 			return moved
 		}
@@ -389,7 +390,7 @@ func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
 
 // createRun inserts a fresh run with its WorkflowStarted event, its first
 // workflow task, its timeout timers and its callbacks, in one round trip.
-func createRun(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest) error {
+func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest) error {
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
 	b := &pgx.Batch{}
@@ -402,7 +403,7 @@ func createRun(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest
 	b.Queue(`
 		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
 		VALUES ($1, 0, $2, $3, now() + $4 * interval '1 microsecond')`,
-		id, string(started.Type), string(started.Data), micros(tx.ahead))
+		id, string(started.Type), string(started.Data), micros(tx.Ahead()))
 	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
 		headers, err := json.Marshal(cb.Headers)
@@ -419,7 +420,7 @@ func createRun(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest
 
 // pointClaim makes the request's claim point at an attached run, so
 // retries of the key return that run.
-func (e *Engine) pointClaim(ctx context.Context, tx *fencedTx, req StartRequest, id uuid.UUID) error {
+func (e *Engine) pointClaim(ctx context.Context, tx *fence.Tx, req StartRequest, id uuid.UUID) error {
 	if req.IdempotencyKey == "" {
 		return nil
 	}
@@ -433,7 +434,7 @@ func (e *Engine) pointClaim(ctx context.Context, tx *fencedTx, req StartRequest,
 }
 
 // lockSlotHolder locks the run holding (name, workflow_id), if any.
-func lockSlotHolder(ctx context.Context, tx *fencedTx, name, workflowID string) (*execRow, error) {
+func lockSlotHolder(ctx context.Context, tx *fence.Tx, name, workflowID string) (*execRow, error) {
 	var id uuid.UUID
 	err := tx.QueryRow(ctx, `
 		SELECT execution_id FROM harvest_executions
@@ -454,7 +455,7 @@ func (r *execRow) state() string {
 	return r.State
 }
 
-func releaseSlot(ctx context.Context, tx *fencedTx, prior *execRow) error {
+func releaseSlot(ctx context.Context, tx *fence.Tx, prior *execRow) error {
 	if prior == nil {
 		return nil
 	}
@@ -464,7 +465,7 @@ func releaseSlot(ctx context.Context, tx *fencedTx, prior *execRow) error {
 	return nil
 }
 
-func insertExecution(ctx context.Context, tx *fencedTx, id uuid.UUID, req StartRequest) (*execRow, error) {
+func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest) (*execRow, error) {
 	queue := req.Queue
 	if queue == "" {
 		queue = harvest.DefaultQueue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // sweepLoop purges expired start claims every SweepInterval.
@@ -50,7 +52,7 @@ func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
 // idempotency window. table is one of the engine's own table names.
 func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
 	var n int64
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			DELETE FROM `+table+`
 			 WHERE ctid IN (SELECT ctid FROM `+table+`
@@ -70,7 +72,7 @@ func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
 func (e *Engine) SweepDeferred(ctx context.Context) (int64, error) {
 	var n int64
 	window := e.now().Add(-e.cfg.IdempotencyWindow)
-	err := e.withTx(ctx, func(tx *fencedTx) error {
+	err := e.withTx(ctx, func(tx *fence.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			DELETE FROM harvest_deferred WHERE deferred_id IN (
 				SELECT deferred_id FROM harvest_deferred WHERE state IN ('started', 'failed') AND updated_at < $1

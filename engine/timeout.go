@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // Workflow timeouts.
@@ -81,11 +82,11 @@ func queueTimeoutTimers(b *pgx.Batch, id uuid.UUID, at time.Time, timeouts []run
 
 // queueTimeoutTimersNow is queueTimeoutTimers for a run started by tx
 // itself: due d after tx's workflow time.
-func queueTimeoutTimersNow(b *pgx.Batch, tx *fencedTx, id uuid.UUID, timeouts []runTimeout) {
+func queueTimeoutTimersNow(b *pgx.Batch, tx *fence.Tx, id uuid.UUID, timeouts []runTimeout) {
 	for _, t := range timeouts {
 		b.Queue(`
 			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
-			VALUES ($1, $2, now() + $3 * interval '1 microsecond')`, id, t.timerID(), micros(tx.ahead+t.d))
+			VALUES ($1, $2, now() + $3 * interval '1 microsecond')`, id, t.timerID(), micros(tx.Ahead()+t.d))
 	}
 }
 
@@ -93,7 +94,7 @@ func queueTimeoutTimersNow(b *pgx.Batch, tx *fencedTx, id uuid.UUID, timeouts []
 // was due at fireAt. An execution timeout is measured from the start of
 // the run's continue-as-new chain (its first run, while its history is
 // kept), a run timeout from the run's own.
-func fireTimeout(ctx context.Context, tx *fencedTx, ex *execRow, kind string, fireAt time.Time) error {
+func fireTimeout(ctx context.Context, tx *fence.Tx, ex *execRow, kind string, fireAt time.Time) error {
 	from := ex.ID
 	if kind == TimeoutExecution && ex.ChainID != uuid.Nil {
 		from = ex.ChainID
@@ -121,7 +122,7 @@ func timeoutKind(timerID string) string {
 
 // timeOut closes the locked run TIMED_OUT: WorkflowTimedOut, then the
 // close, in tx.
-func timeOut(ctx context.Context, tx *fencedTx, ex *execRow, kind string, d time.Duration) error {
+func timeOut(ctx context.Context, tx *fence.Tx, ex *execRow, kind string, d time.Duration) error {
 	info := harvest.ErrorInfo{Type: "timeout", Message: fmt.Sprintf("workflow %s timeout %s", kind, d)}
 	raw, err := json.Marshal(info)
 	if err != nil {

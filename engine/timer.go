@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 // timerBatch is how many due timers one pass fires.
@@ -58,7 +59,7 @@ func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
 }
 
 func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (fired, closed bool, err error) {
-	err = e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		ex, err := lockExecution(ctx, tx, d.ExecutionID)
 		if errors.Is(err, ErrNotFound) {
 			return nil

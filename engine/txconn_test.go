@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
 func TestFencedTx(t *testing.T) {
@@ -54,14 +56,14 @@ func TestFencedTx(t *testing.T) {
 	}
 
 	t.Run("CommitWithCommitsInItsBatch", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fencedTx) error { return tx.commitWith(ctx, insert("with")) })
+		err := e.withTx(ctx, func(tx *fence.Tx) error { return tx.CommitWith(ctx, insert("with")) })
 		require.NoError(t, err)
 		require.True(t, stored("with"))
 		connsClean(t)
 	})
 
 	t.Run("WorkWithoutCommitWithIsCommittedAfter", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fencedTx) error {
+		err := e.withTx(ctx, func(tx *fence.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('plain')`)
 			return err
 		})
@@ -71,27 +73,27 @@ func TestFencedTx(t *testing.T) {
 	})
 
 	t.Run("NothingRunsAfterTheCommit", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fencedTx) error {
-			if err := tx.commitWith(ctx, insert("first")); err != nil {
+		err := e.withTx(ctx, func(tx *fence.Tx) error {
+			if err := tx.CommitWith(ctx, insert("first")); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('late')`)
 			return err
 		})
-		require.ErrorIs(t, err, errTxCommitted)
+		require.ErrorIs(t, err, fence.ErrTxCommitted)
 		require.True(t, stored("first"), "the batch with the commit went out")
 		require.False(t, stored("late"), "a statement after the commit would run outside the transaction")
 		connsClean(t)
 	})
 
 	t.Run("AFailedStatementRollsBackTheTransaction", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fencedTx) error {
+		err := e.withTx(ctx, func(tx *fence.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('earlier')`); err != nil {
 				return err
 			}
 			batch := insert("dup")
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('dup')`)
-			return tx.commitWith(ctx, batch)
+			return tx.CommitWith(ctx, batch)
 		})
 		require.Error(t, err)
 		require.False(t, stored("earlier"), "the COMMIT behind the failed statement never ran")
@@ -101,7 +103,7 @@ func TestFencedTx(t *testing.T) {
 
 	t.Run("AnErrorOfTheWorkRollsBack", func(t *testing.T) {
 		boom := errors.New("boom")
-		err := e.withTx(ctx, func(tx *fencedTx) error {
+		err := e.withTx(ctx, func(tx *fence.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('undone')`); err != nil {
 				return err
 			}
@@ -117,7 +119,7 @@ func TestFencedTx(t *testing.T) {
 		err := e.withFencedBatch(ctx, func(batch *pgx.Batch) {
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('fenced')`)
 			batch.Queue(`SELECT 1/0`)
-		}, func(*fencedTx) error { ran = true; return nil })
+		}, func(*fence.Tx) error { ran = true; return nil })
 		require.Error(t, err)
 		require.False(t, ran, "the work does not run when its first batch failed")
 		require.False(t, stored("fenced"))
@@ -127,7 +129,7 @@ func TestFencedTx(t *testing.T) {
 	t.Run("ACancelWhileTheCommitIsInFlightDoesNotCutIt", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		err := e.withTx(cctx, func(tx *fencedTx) error {
+		err := e.withTx(cctx, func(tx *fence.Tx) error {
 			batch := &pgx.Batch{}
 			batch.Queue(`SELECT pg_sleep(0.3)`)
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('in-flight')`)
@@ -135,7 +137,7 @@ func TestFencedTx(t *testing.T) {
 			// on its way, so its outcome must be reported, not an error.
 			stop := time.AfterFunc(50*time.Millisecond, cancel)
 			defer stop.Stop()
-			return tx.commitWith(cctx, batch)
+			return tx.CommitWith(cctx, batch)
 		})
 		require.NoError(t, err)
 		require.ErrorIs(t, cctx.Err(), context.Canceled, "the cancel came while the batch ran")
@@ -145,12 +147,12 @@ func TestFencedTx(t *testing.T) {
 
 	t.Run("ACancelledContextLeavesNoOpenTransaction", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
-		err := e.withTx(cctx, func(tx *fencedTx) error {
+		err := e.withTx(cctx, func(tx *fence.Tx) error {
 			if _, err := tx.Exec(cctx, `INSERT INTO fenced_probe (k) VALUES ('cancelled')`); err != nil {
 				return err
 			}
 			cancel()
-			return tx.commitWith(cctx, insert("cancelled-2"))
+			return tx.CommitWith(cctx, insert("cancelled-2"))
 		})
 		require.ErrorIs(t, err, context.Canceled)
 		require.False(t, stored("cancelled"))

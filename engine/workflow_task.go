@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -71,7 +72,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 	)
 	began := time.Now()
 	w := newWriteSet()
-	err = e.withTx(ctx, func(tx *fencedTx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		var err error
 		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
 			return err
@@ -110,7 +111,7 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 // its transaction. It reports the runs the tasks closed and whether w scheduled
 // timers. New activity tasks take free activity slots (w.direct): the
 // caller settles them (settleTasks) once its transaction ends.
-func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, tmWork bool, err error) {
+func (e *Engine) runAndWrite(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, tmWork bool, err error) {
 	if err := e.crashAt(ctx, crashLoaded); err != nil {
 		return nil, false, err
 	}
@@ -134,12 +135,12 @@ func (e *Engine) runAndWrite(ctx context.Context, tx *fencedTx, b *pgx.Batch, w 
 	if err := e.crashAt(ctx, crashRan); err != nil {
 		return nil, false, err
 	}
-	w.ahead = tx.ahead
+	w.ahead = tx.Ahead()
 	w.queue(b)
 	if err := e.crashAt(ctx, crashBeforeCommit); err != nil {
 		return nil, false, err
 	}
-	if err := tx.commitWith(ctx, b); err != nil {
+	if err := tx.CommitWith(ctx, b); err != nil {
 		return nil, false, fmt.Errorf("write: %w", translate(err))
 	}
 	return closed, len(w.timers.ids) > 0, nil
@@ -160,7 +161,7 @@ type claimedWorkflowTask struct {
 // commands) or b (its failure; the history is left untouched). ran is
 // false when the run was closed already (the task is just cleared) or
 // failed.
-func (e *Engine) runClaimedTask(ctx context.Context, tx *fencedTx, b *pgx.Batch, w *writeSet, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
+func (e *Engine) runClaimedTask(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w *writeSet, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
 	if IsTerminal(t.ex.State) {
 		w.clearWorkflowTask(t.ex)
 		return harvest.TaskResult{}, false, nil
@@ -194,14 +195,14 @@ func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.Ta
 // claimWorkflowTasks locks up to limit executions with due workflow tasks,
 // most overdue first, with their attempts and the transaction's workflow
 // time. A task is due on workflow time (a delayed start waits on it).
-func claimWorkflowTasks(ctx context.Context, tx *fencedTx, limit int) ([]claimedWorkflowTask, error) {
+func claimWorkflowTasks(ctx context.Context, tx *fence.Tx, limit int) ([]claimedWorkflowTask, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT execution_id, `+execRowColumns+`, wf_task_attempt,
 		       now() + $2 * interval '1 microsecond', coalesce(idempotency_key LIKE 'hv:child:%', false)
 		  FROM harvest_executions
 		 WHERE wf_task_due_at <= now() + $2 * interval '1 microsecond'
 		 ORDER BY wf_task_due_at
-		 LIMIT $1 FOR UPDATE SKIP LOCKED`, limit, micros(tx.ahead))
+		 LIMIT $1 FOR UPDATE SKIP LOCKED`, limit, micros(tx.Ahead()))
 	if err != nil {
 		return nil, fmt.Errorf("claim workflow tasks: %w", err)
 	}

@@ -62,7 +62,7 @@ type writeSet struct {
 	// live are the cached runs the set's tasks hold (live_task.go).
 	live []*liveRun
 	// ahead is the clock's offset of the transaction the set is written
-	// in (fencedTx.ahead): events without stamps get now() + ahead.
+	// in (fence.Tx.Ahead): events without stamps get now() + ahead.
 	ahead time.Duration
 }
 

@@ -1,4 +1,4 @@
-package engine
+package fence
 
 import (
 	"context"
@@ -10,53 +10,61 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// errTxCommitted: fenced work sent a statement after its transaction's
-// COMMIT went out with commitWith; it would run outside the transaction.
-var errTxCommitted = errors.New("statement after the transaction's commit")
+// ErrTxCommitted: fenced work sent a statement after its transaction's
+// COMMIT went out with CommitWith; it would run outside the transaction.
+var ErrTxCommitted = errors.New("statement after the transaction's commit")
 
-// fencedTx is what fenced work runs its statements on (withFencedBatch): a
+// Tx is what fenced work runs its statements on (withFencedBatch): a
 // transaction whose BEGIN goes out with its first batch (the fence) and
-// whose COMMIT may go out with its last (commitWith), so that
+// whose COMMIT may go out with its last (CommitWith), so that
 // neither costs a round trip of its own. Under load a round trip is mostly
 // waiting to be scheduled, on both sides: a start batch spent a fifth of
 // its time on its BEGIN and its COMMIT alone.
-type fencedTx struct {
+type Tx struct {
 	conn *pgxpool.Conn
 	sent bool // the COMMIT went out
 	// ahead is the clock's offset for the whole transaction: its
-	// workflow time is now() + ahead (see clock.go).
+	// workflow time is now() + ahead (see the engine's clock.go).
 	ahead time.Duration
 }
 
-func (t *fencedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// NewTx makes a Tx on conn, whose BEGIN the caller queues on the first
+// batch it sends; ahead is the transaction's clock offset.
+func NewTx(conn *pgxpool.Conn, ahead time.Duration) *Tx { return &Tx{conn: conn, ahead: ahead} }
+
+// Ahead is the transaction's clock offset: its workflow time is
+// now() + Ahead().
+func (t *Tx) Ahead() time.Duration { return t.ahead }
+
+func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.sent {
-		return pgconn.CommandTag{}, errTxCommitted
+		return pgconn.CommandTag{}, ErrTxCommitted
 	}
 	return t.conn.Exec(ctx, sql, args...)
 }
 
-func (t *fencedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if t.sent {
-		return nil, errTxCommitted
+		return nil, ErrTxCommitted
 	}
 	return t.conn.Query(ctx, sql, args...)
 }
 
-func (t *fencedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if t.sent {
-		return errRow{errTxCommitted}
+		return errRow{ErrTxCommitted}
 	}
 	return t.conn.QueryRow(ctx, sql, args...)
 }
 
-func (t *fencedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if t.sent {
-		return errBatchResults{errTxCommitted}
+		return errBatchResults{ErrTxCommitted}
 	}
 	return t.conn.SendBatch(ctx, b)
 }
 
-// commitWith sends b and then COMMIT in one round trip. Fenced work calls
+// CommitWith sends b and then COMMIT in one round trip. Fenced work calls
 // it last, for its final writes; withFencedBatch then commits nothing more.
 //
 // Once sent, the COMMIT runs whether or not the sender waits for it, so
@@ -67,12 +75,12 @@ func (t *fencedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 // connection leaves the outcome unknown, as for any COMMIT. So does an
 // error of one of b's own result callbacks (a scan, an invariant check):
 // the server has run the COMMIT behind it all the same.
-func (t *fencedTx) commitWith(ctx context.Context, b *pgx.Batch) error {
+func (t *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	if t.sent {
-		return errTxCommitted
+		return ErrTxCommitted
 	}
 	if err := ctx.Err(); err != nil {
-		return err // not sent: release rolls back
+		return err // not sent: Release rolls back
 	}
 	b.Queue(`COMMIT`).Exec(committed)
 	t.sent = true
@@ -100,9 +108,9 @@ func committed(tag pgconn.CommandTag) error {
 	return nil
 }
 
-// finish commits the transaction unless commitWith did; like commitWith,
+// Finish commits the transaction unless CommitWith did; like CommitWith,
 // it is not cut short once its COMMIT is on its way.
-func (t *fencedTx) finish(ctx context.Context) error {
+func (t *Tx) Finish(ctx context.Context) error {
 	if t.sent {
 		return nil
 	}
@@ -119,9 +127,9 @@ func (t *fencedTx) finish(ctx context.Context) error {
 	return committed(tag)
 }
 
-// release rolls back what is still open, then hands the connection back
+// Release rolls back what is still open, then hands the connection back
 // to the pool, which closes it if it is still in a transaction.
-func (t *fencedTx) release(ctx context.Context) {
+func (t *Tx) Release(ctx context.Context) {
 	pc := t.conn.Conn().PgConn()
 	if !pc.IsClosed() && pc.TxStatus() != 'I' {
 		_, _ = t.conn.Exec(ctx, `ROLLBACK`)

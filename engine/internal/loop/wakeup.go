@@ -1,4 +1,4 @@
-package engine
+package loop
 
 import (
 	"container/heap"
@@ -6,28 +6,29 @@ import (
 	"time"
 )
 
-// wakeup calls fire at each time it was armed for, with one timer set to
+// Wakeup calls fire at each time it was armed for, with one timer set to
 // the earliest: the activity loop's wakeup for retries coming due between
-// its polls. It keeps at most wakeupMax times (the latest are dropped: the
+// its polls. It keeps at most WakeupMax times (the latest are dropped: the
 // poll tick is the backstop).
-type wakeup struct {
+type Wakeup struct {
 	mu    sync.Mutex
 	times timeHeap
 	timer *time.Timer
 	fire  func()
 }
 
-// wakeupMax bounds the times a wakeup keeps.
-const wakeupMax = 4096
+// WakeupMax bounds the times a Wakeup keeps.
+const WakeupMax = 4096
 
-func newWakeup(fire func()) *wakeup { return &wakeup{fire: fire} }
+// NewWakeup makes a Wakeup that calls fire.
+func NewWakeup(fire func()) *Wakeup { return &Wakeup{fire: fire} }
 
-// after arms the wakeup for d from now.
-func (w *wakeup) after(d time.Duration) {
+// After arms the wakeup for d from now.
+func (w *Wakeup) After(d time.Duration) {
 	at := time.Now().Add(d)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.times) >= wakeupMax {
+	if len(w.times) >= WakeupMax {
 		return
 	}
 	heap.Push(&w.times, at)
@@ -37,7 +38,7 @@ func (w *wakeup) after(d time.Duration) {
 }
 
 // reset sets the timer to d from now; the caller holds mu.
-func (w *wakeup) reset(d time.Duration) {
+func (w *Wakeup) reset(d time.Duration) {
 	if w.timer == nil {
 		w.timer = time.AfterFunc(d, w.ring)
 		return
@@ -47,7 +48,7 @@ func (w *wakeup) reset(d time.Duration) {
 
 // ring fires for the times that have come, then sets the timer to the
 // next one.
-func (w *wakeup) ring() {
+func (w *Wakeup) ring() {
 	now := time.Now()
 	w.mu.Lock()
 	due := false
@@ -64,8 +65,8 @@ func (w *wakeup) ring() {
 	}
 }
 
-// stop drops every time armed.
-func (w *wakeup) stop() {
+// Stop drops every time armed.
+func (w *Wakeup) Stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.times = w.times[:0]

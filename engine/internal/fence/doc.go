@@ -1,0 +1,8 @@
+// Package fence runs the shard owner's fenced transactions: Tx, whose
+// BEGIN goes out with the first batch (the fence: the shard lease's
+// epoch read under a shared advisory lock) and whose COMMIT may go out
+// with the last, so neither costs a round trip; and Clock, the estimate
+// of the database's clock that start batches stamp their times with. It
+// sits on the engine's first layer, beside internal/store
+// (docs/design-notes.md, "The engine in layers").
+package fence
