@@ -52,7 +52,7 @@ var sqlDebt = []string{
 	"engine/outbox.go", "engine/outbox_kinds.go", "engine/outbox_resolve.go", "engine/placement.go",
 	"engine/probe.go", "engine/probe_batch.go", "engine/query.go", "engine/schedule.go",
 	"engine/schedule_loop.go", "engine/schedule_outbox.go", "engine/schedule_sync.go", "engine/signal.go", "engine/signal_batch.go",
-	"engine/start.go", "engine/timeout.go", "engine/timer.go",
+	"engine/start.go", "engine/timeout.go",
 	"engine/workflow_task.go", "engine/writeset.go",
 }
 
