@@ -48,7 +48,7 @@ var sqlDebt = []string{
 	"engine/append.go", "engine/async.go", "engine/callbacks.go", "engine/chain.go", "engine/children.go",
 	"engine/close.go", "engine/deferred.go", "engine/deferred_loop.go", "engine/deferred_outbox.go",
 	"engine/dispatch.go", "engine/gates.go", "engine/groupcommit.go",
-	"engine/lease.go", "engine/list_counts.go", "engine/live_task.go", "engine/one_trip.go",
+	"engine/list_counts.go", "engine/live_task.go", "engine/one_trip.go",
 	"engine/outbox.go", "engine/outbox_kinds.go", "engine/outbox_resolve.go", "engine/placement.go",
 	"engine/probe.go", "engine/probe_batch.go", "engine/query.go", "engine/schedule.go",
 	"engine/schedule_loop.go", "engine/schedule_outbox.go", "engine/schedule_sync.go", "engine/signal.go", "engine/signal_batch.go",
