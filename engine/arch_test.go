@@ -45,7 +45,7 @@ var layers = map[string]int{
 // holds none any more must leave the list.
 var sqlDebt = []string{
 	"engine/activity.go", "engine/activity_batch.go", "engine/activity_cancel.go",
-	"engine/append.go", "engine/async.go", "engine/callbacks.go", "engine/chain.go", "engine/children.go",
+	"engine/append.go", "engine/async.go", "engine/chain.go", "engine/children.go",
 	"engine/close.go", "engine/deferred.go", "engine/deferred_loop.go", "engine/deferred_outbox.go",
 	"engine/dispatch.go", "engine/gates.go", "engine/groupcommit.go",
 	"engine/list_counts.go", "engine/live_task.go", "engine/one_trip.go",
