@@ -46,7 +46,7 @@ var layers = map[string]int{
 var sqlDebt = []string{
 	"engine/activity.go", "engine/activity_batch.go", "engine/activity_cancel.go",
 	"engine/append.go", "engine/async.go", "engine/chain.go", "engine/children.go",
-	"engine/close.go", "engine/deferred.go", "engine/deferred_loop.go", "engine/deferred_outbox.go",
+	"engine/close.go", "engine/deferred.go", "engine/deferred_outbox.go",
 	"engine/dispatch.go", "engine/gates.go", "engine/groupcommit.go",
 	"engine/live_task.go", "engine/one_trip.go",
 	"engine/outbox.go", "engine/outbox_kinds.go", "engine/placement.go",
