@@ -44,3 +44,17 @@ func NextTimerIn(ctx context.Context, q Querier, ahead int64) (*float64, error) 
 		ahead).Scan(&in)
 	return in, err
 }
+
+// QueueTimerAt queues a run's timer due at at.
+func QueueTimerAt(b *pgx.Batch, id uuid.UUID, timerID string, at time.Time) {
+	b.Queue(`INSERT INTO harvest_timers (execution_id, timer_id, fire_at) VALUES ($1, $2, $3)`,
+		id, timerID, at)
+}
+
+// QueueTimerIn queues a run's timer due in microseconds of the
+// transaction's now().
+func QueueTimerIn(b *pgx.Batch, id uuid.UUID, timerID string, in int64) {
+	b.Queue(`
+			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
+			VALUES ($1, $2, now() + $3 * interval '1 microsecond')`, id, timerID, in)
+}
