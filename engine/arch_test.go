@@ -49,7 +49,7 @@ var sqlDebt = []string{
 	"engine/close.go", "engine/deferred.go", "engine/deferred_outbox.go",
 	"engine/dispatch.go", "engine/gates.go", "engine/groupcommit.go",
 	"engine/one_trip.go",
-	"engine/outbox.go", "engine/outbox_kinds.go", "engine/placement.go",
+	"engine/outbox_kinds.go", "engine/placement.go",
 	"engine/probe.go", "engine/probe_batch.go", "engine/query.go", "engine/schedule.go",
 	"engine/schedule_loop.go", "engine/schedule_outbox.go", "engine/schedule_sync.go", "engine/signal.go", "engine/signal_batch.go",
 	"engine/start.go", "engine/workflow_task.go", "engine/writeset.go",

@@ -47,14 +47,14 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 			return err
 		}
 		n = len(fires)
-		var ob outboxRows
+		var ob store.OutboxRows
 		for _, f := range fires {
-			if err := ob.add(uuid.Nil, DeferredKey(f.DeferredID), outboxDeferredStart, f); err != nil {
+			if err := ob.Add(uuid.Nil, DeferredKey(f.DeferredID), outboxDeferredStart, f); err != nil {
 				return err
 			}
 		}
 		b := &pgx.Batch{}
-		ob.queue(b)
+		ob.Queue(b)
 		if err := e.crashAt(ctx, crashDeferredBeforeCommit); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ import (
 const outboxDeferredStart = "deferred_start"
 
 // performDeferredStart performs an item's keyed start.
-func (e *Engine) performDeferredStart(ctx context.Context, r outboxRow) outboxAnswer {
+func (e *Engine) performDeferredStart(ctx context.Context, r store.OutboxRow) outboxAnswer {
 	d, err := decodeRequest[store.DeferredFire](r)
 	if err != nil {
 		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: DeferredFailed, reason: err.Error()}}

@@ -33,7 +33,7 @@ type signalRow struct {
 
 // signalTarget is the run a send goes to: its execution id, or the run
 // its workflow id resolved to.
-func (e *Engine) signalTarget(ctx context.Context, r outboxRow, d signalRow) (uuid.UUID, error) {
+func (e *Engine) signalTarget(ctx context.Context, r store.OutboxRow, d signalRow) (uuid.UUID, error) {
 	switch {
 	case d.WorkflowID == "":
 		return parseTarget(d.ExecutionID)
