@@ -56,7 +56,5 @@ func queueDeferredRecord(b *pgx.Batch, a outboxAnswer) {
 	if err != nil {
 		return
 	}
-	b.Queue(`
-		UPDATE harvest_deferred SET state = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
-		 WHERE deferred_id = $1`, id, f.outcome, f.reason, f.executionID)
+	store.QueueDeferredOutcome(b, id, f.outcome, f.reason, f.executionID)
 }

@@ -91,7 +91,5 @@ func queueFireRecord(b *pgx.Batch, a outboxAnswer) {
 	if f == nil {
 		return
 	}
-	b.Queue(`
-		UPDATE harvest_schedule_fires SET outcome = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
-		 WHERE fire_key = $1`, a.row.CommandID, f.outcome, f.reason, f.executionID)
+	store.QueueFireOutcome(b, a.row.CommandID, f.outcome, f.reason, f.executionID)
 }

@@ -58,3 +58,11 @@ func NextDeferred(ctx context.Context, q Querier) (*time.Time, error) {
 	err := q.QueryRow(ctx, `SELECT min(fire_at) FROM harvest_deferred WHERE state = 'pending'`).Scan(&next)
 	return next, err
 }
+
+// QueueDeferredOutcome queues the record of an item's fire: its state
+// (outcome), why, and the run it started (executionID, "" for none).
+func QueueDeferredOutcome(b *pgx.Batch, id uuid.UUID, outcome, reason, executionID string) {
+	b.Queue(`
+		UPDATE harvest_deferred SET state = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
+		 WHERE deferred_id = $1`, id, outcome, reason, executionID)
+}
