@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -47,22 +47,7 @@ var (
 
 // claimedTask is one activity attempt handed to this engine.
 type claimedTask struct {
-	TaskID        int64
-	ExecutionID   uuid.UUID
-	WorkflowName  string
-	WorkflowID    string
-	ActivityID    string
-	Name          string
-	Input         json.RawMessage
-	Key           string
-	Options       harvest.ActivityOptions
-	Attempt       int
-	CloseDeadline *time.Time
-	Heartbeat     json.RawMessage
-	// CancelRequested: the workflow cancelled the activity before this
-	// (reclaimed) attempt was claimed; it is not started.
-	CancelRequested bool
-	ClaimedAt       time.Time // workflow time (the database's clock plus the clock's offset)
+	store.ClaimedTask
 	// Since is this node's clock before the claim was made: the attempt's
 	// timeouts count from it, so an attempt that waited for a slot never
 	// outlives its lock (locked_until counts from the claim).
@@ -143,60 +128,12 @@ func (e *Engine) pollActivities(ctx context.Context, wg *sync.WaitGroup, reclaim
 	return err == nil && len(tasks) == free, err == nil
 }
 
-// Due activity tasks, in scheduled order (due on workflow time, $4 the
-// clock's offset; locks expire on the database's). The poll after a nudge reads the
-// pending tasks' partial index only, in index order; running tasks whose
-// lease expired or whose claim is older than this owner's epoch are
-// reclaimed by the first poll and the ticker's. harvest_tasks is a queue:
-// between vacuums it holds few live rows among many dead ones, which the
-// planner takes for a tiny table to scan whole, so the polls forbid that.
-const (
-	claimDueSQL = `
-		SELECT task_id FROM harvest_tasks
-		 WHERE status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond'
-		 ORDER BY scheduled_at
-		 LIMIT $2 FOR UPDATE SKIP LOCKED`
-	claimDueOrReclaimSQL = `
-		SELECT task_id FROM harvest_tasks
-		 WHERE (status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond')
-		    OR (status = 'running' AND NOT async AND (locked_until < now() OR claim_epoch < $1))
-		 ORDER BY scheduled_at
-		 LIMIT $2 FOR UPDATE SKIP LOCKED`
-)
-
 func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) ([]claimedTask, error) {
 	var tasks []claimedTask
 	since := time.Now()
-	due := claimDueSQL
-	if reclaim {
-		due = claimDueOrReclaimSQL
-	}
-	noSeqScan := func(b *pgx.Batch) { b.Queue(`SET LOCAL enable_seqscan = off`) }
-	err := e.withFencedBatch(ctx, noSeqScan, func(tx *fence.Tx) error {
-		rows, err := tx.Query(ctx, `
-			WITH c AS (`+due+`)
-			UPDATE harvest_tasks t
-			   SET status = 'running', attempt = t.attempt + 1, claim_epoch = $1, async = false, async_deadline = NULL,
-			       locked_until = now() + ((t.options->>'start_to_close_ms')::bigint + $3) * interval '1 millisecond'
-			  FROM c, harvest_executions e
-			 WHERE t.task_id = c.task_id AND e.execution_id = t.execution_id
-			RETURNING t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
-			          t.input, t.idempotency_key, t.options, t.attempt, t.close_deadline, t.heartbeat_details,
-			          t.cancel_requested, now() + $4 * interval '1 microsecond'`,
-			e.epoch.Load(), limit, leaseGrace.Milliseconds(), micros(tx.Ahead()))
-		if err != nil {
-			return fmt.Errorf("claim activities: %w", err)
-		}
-		tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimedTask, error) {
-			var t claimedTask
-			var opts []byte
-			err := row.Scan(&t.TaskID, &t.ExecutionID, &t.WorkflowName, &t.WorkflowID, &t.ActivityID, &t.Name,
-				&t.Input, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &t.Heartbeat, &t.CancelRequested, &t.ClaimedAt)
-			if err == nil {
-				err = json.Unmarshal(opts, &t.Options)
-			}
-			t.Since = since
-			return t, err
+	err := e.withFencedBatch(ctx, store.QueueNoSeqScan, func(tx *fence.Tx) error {
+		err := store.ClaimTasks(ctx, tx, e.epoch.Load(), limit, reclaim, leaseGrace, micros(tx.Ahead()), func(t store.ClaimedTask) {
+			tasks = append(tasks, claimedTask{ClaimedTask: t, Since: since})
 		})
 		if err != nil {
 			return fmt.Errorf("claim activities: %w", err)
@@ -215,13 +152,7 @@ func (e *Engine) unclaimActivities(ctx context.Context, tasks []claimedTask) {
 		ids[i], attempts[i] = t.TaskID, int32(t.Attempt)
 	}
 	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		_, err := tx.Exec(ctx, `
-			UPDATE harvest_tasks t
-			   SET status = 'pending', attempt = t.attempt - 1, claim_epoch = NULL, locked_until = NULL
-			  FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)
-			 WHERE t.task_id = u.id AND t.attempt = u.attempt AND t.status = 'running' AND t.claim_epoch = $3`,
-			ids, attempts, e.epoch.Load())
-		return err
+		return store.UnclaimTasks(ctx, tx, ids, attempts, e.epoch.Load())
 	})
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn().Err(err).Int("tasks", len(tasks)).Msg("unclaim activities failed")
@@ -375,11 +306,8 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 
 func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details json.RawMessage) error {
 	var canceled bool
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		err := tx.QueryRow(ctx, `
-			UPDATE harvest_tasks SET heartbeat_at = now(), heartbeat_details = $3
-			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'
-			RETURNING cancel_requested`, t.TaskID, t.Attempt, nullJSON(details)).Scan(&canceled)
+	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		canceled, err = store.Heartbeat(ctx, tx, t.TaskID, t.Attempt, nullJSON(details))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errStaleAttempt
 		}
@@ -476,7 +404,7 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 // writeOutcome deletes the attempt's task and appends its event, one commit.
 func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *execRow, ev harvest.Command) error {
 	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM harvest_tasks WHERE task_id = $1`, t.TaskID)
+	store.QueueDeleteTask(b, t.TaskID)
 	queueAppendEvents(b, tx, ex, []harvest.Command{ev}, true)
 	if err := tx.CommitWith(ctx, b); err != nil {
 		return fmt.Errorf("write: %w", translate(err))
@@ -487,23 +415,9 @@ func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, 
 // queueLockAttempt queues the lock of the task; *current is true when
 // it is still at attempt t.Attempt and running.
 func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
-	b.Queue(`SELECT attempt, status, async AND locked_until < now() FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, t.TaskID).
-		QueryRow(func(row pgx.Row) error {
-			var (
-				attempt int
-				status  string
-				expired bool
-			)
-			err := row.Scan(&attempt, &status, &expired)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("lock activity task: %w", err)
-			}
-			*current = attempt == t.Attempt && status == "running" && (expired || !t.expiredOnly)
-			return nil
-		})
+	store.QueueLockTask(b, t.TaskID, func(attempt int, status string, expired bool) {
+		*current = attempt == t.Attempt && status == "running" && (expired || !t.expiredOnly)
+	})
 }
 
 // maybeRetry reschedules the task when the policy and the
@@ -523,26 +437,12 @@ func (e *Engine) maybeRetry(ctx context.Context, tx *fence.Tx, t claimedTask, in
 	if err != nil {
 		return false, 0, fmt.Errorf("encode activity error: %w", err)
 	}
-	tag, err := tx.Exec(ctx, retrySQL, t.TaskID, micros(delay), string(lastErr), micros(tx.Ahead()))
+	retried, err := store.RetryTask(ctx, tx, t.TaskID, micros(delay), string(lastErr), micros(tx.Ahead()))
 	if err != nil {
 		return false, 0, fmt.Errorf("reschedule activity: %w", err)
 	}
-	return tag.RowsAffected() == 1, delay, nil
+	return retried, delay, nil
 }
-
-// retrySQL makes a failed attempt's task pending again: failed at the
-// transaction's workflow time ($4 the clock's offset), due $2 µs later,
-// unless that is past the schedule-to-close deadline or the workflow
-// cancelled the activity.
-const retrySQL = `
-	WITH f AS (SELECT now() + $4 * interval '1 microsecond' AS at)
-	UPDATE harvest_tasks
-	   SET status = 'pending', last_failed_at = f.at, scheduled_at = f.at + $2 * interval '1 microsecond',
-	       locked_until = NULL, last_error = $3, async = false, async_deadline = NULL
-	  FROM f
-	 WHERE task_id = $1
-	   AND NOT cancel_requested
-	   AND (close_deadline IS NULL OR f.at + $2 * interval '1 microsecond' < close_deadline)`
 
 func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) harvest.Command {
 	if timeoutType != "" {
@@ -554,7 +454,7 @@ func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) h
 }
 
 func deleteTask(ctx context.Context, tx *fence.Tx, id int64) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM harvest_tasks WHERE task_id = $1`, id); err != nil {
+	if err := store.DeleteTask(ctx, tx, id); err != nil {
 		return fmt.Errorf("delete activity task: %w", err)
 	}
 	return nil

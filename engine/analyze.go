@@ -2,11 +2,11 @@ package engine
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Planner statistics of a young shard.
@@ -61,32 +61,12 @@ func (e *Engine) analyzeLoop(ctx context.Context) {
 // analyzeYoungTables runs ANALYZE on the hot tables that are young and
 // have changed by more rows than they had when last analysed.
 func (e *Engine) analyzeYoungTables(ctx context.Context) error {
-	rows, err := e.pool.Query(ctx, `
-		SELECT t FROM unnest($1::text[]) AS t
-		  JOIN pg_stat_user_tables s ON s.relid = to_regclass(t)
-		  JOIN pg_class c ON c.oid = s.relid
-		 WHERE pg_has_role(c.relowner, 'USAGE') -- ANALYZE skips others' tables
-		   AND greatest(c.reltuples, 0) < $2
-		   AND s.n_mod_since_analyze > greatest(c.reltuples, $3)`,
-		analyzedTables, analyzeYoungRows, analyzeMinChanges)
-	if err != nil {
-		return err
-	}
-	due, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	due, err := store.YoungTables(ctx, e.pool, analyzedTables, analyzeYoungRows, analyzeMinChanges)
 	if err != nil || len(due) == 0 {
 		return err
 	}
-	names := make([]string, len(due))
-	for i, t := range due {
-		names[i] = pgx.Identifier{t}.Sanitize()
-	}
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('default_statistics_target', $1, true)`,
-			strconv.Itoa(analyzeStatisticsTarget)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "ANALYZE "+strings.Join(names, ", "))
-		return err
+		return store.Analyze(ctx, tx, due, analyzeStatisticsTarget)
 	})
 	if err != nil {
 		return err

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Completion callback delivery: at least once, retried with backoff, every
@@ -40,14 +40,6 @@ func callbackClient(p CallbackPolicy) *http.Client {
 		TLSHandshakeTimeout: callbackTimeout, ResponseHeaderTimeout: callbackTimeout}
 	return &http.Client{Transport: t, Timeout: callbackTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-type dueCallback struct {
-	ExecutionID uuid.UUID
-	Idx         int
-	URL         string
-	Headers     map[string]string
-	Attempt     int
 }
 
 // callbackLoop delivers due callbacks until ctx ends.
@@ -110,35 +102,20 @@ func (e *Engine) wakeAfterClose() {
 }
 
 // claimCallbacks takes due callbacks for one attempt each.
-func (e *Engine) claimCallbacks(ctx context.Context) ([]dueCallback, error) {
-	var out []dueCallback
+func (e *Engine) claimCallbacks(ctx context.Context) ([]store.DueCallback, error) {
+	var out []store.DueCallback
 	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		rows, err := tx.Query(ctx, `
-			WITH c AS (SELECT execution_id, idx FROM harvest_callbacks
-			            WHERE status = 'due' AND next_attempt_at <= now()
-			            ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-			UPDATE harvest_callbacks cb SET attempts = cb.attempts + 1,
-			       next_attempt_at = now() + $2 * interval '1 millisecond'
-			  FROM c WHERE cb.execution_id = c.execution_id AND cb.idx = c.idx
-			RETURNING cb.execution_id, cb.idx, cb.url, cb.headers, cb.attempts`, callbackBatch, callbackClaim.Milliseconds())
-		if err != nil {
+		var err error
+		if out, err = store.ClaimCallbacks(ctx, tx, callbackBatch, callbackClaim); err != nil {
 			return fmt.Errorf("claim callbacks: %w", err)
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (dueCallback, error) {
-			var d dueCallback
-			var headers []byte
-			if err := row.Scan(&d.ExecutionID, &d.Idx, &d.URL, &headers, &d.Attempt); err != nil {
-				return d, err
-			}
-			return d, json.Unmarshal(headers, &d.Headers)
-		})
-		return err
+		return nil
 	})
 	return out, err
 }
 
 // deliver POSTs the run's result to the callback URL once.
-func (e *Engine) deliver(ctx context.Context, cb dueCallback) error {
+func (e *Engine) deliver(ctx context.Context, cb store.DueCallback) error {
 	x, err := e.GetExecution(ctx, cb.ExecutionID)
 	if err != nil {
 		return err
@@ -173,12 +150,10 @@ func (e *Engine) deliver(ctx context.Context, cb dueCallback) error {
 
 // recordDelivery marks a callback delivered, or schedules its retry, or
 // gives up after callbackMaxAttempts.
-func (e *Engine) recordDelivery(ctx context.Context, cb dueCallback, deliveryErr error) error {
+func (e *Engine) recordDelivery(ctx context.Context, cb store.DueCallback, deliveryErr error) error {
 	return e.withTx(ctx, func(tx *fence.Tx) error {
 		if deliveryErr == nil {
-			_, err := tx.Exec(ctx, `UPDATE harvest_callbacks SET status = 'delivered', delivered_at = now(), last_error = NULL
-			                         WHERE execution_id = $1 AND idx = $2`, cb.ExecutionID, cb.Idx)
-			return err
+			return store.CallbackDelivered(ctx, tx, cb.ExecutionID, cb.Idx)
 		}
 		status := "due"
 		if cb.Attempt >= callbackMaxAttempts {
@@ -186,9 +161,6 @@ func (e *Engine) recordDelivery(ctx context.Context, cb dueCallback, deliveryErr
 			e.log.Warn().Str("execution_id", cb.ExecutionID.String()).Int("attempt", cb.Attempt).Err(deliveryErr).Msg("callback given up")
 		}
 		delay := harvest.RetryPolicy{InitialInterval: time.Second, MaxInterval: 5 * time.Minute}.Backoff(cb.Attempt)
-		_, err := tx.Exec(ctx, `
-			UPDATE harvest_callbacks SET status = $3, last_error = $4, next_attempt_at = now() + $5 * interval '1 millisecond'
-			 WHERE execution_id = $1 AND idx = $2`, cb.ExecutionID, cb.Idx, status, deliveryErr.Error(), delay.Milliseconds())
-		return err
+		return store.CallbackFailed(ctx, tx, cb.ExecutionID, cb.Idx, status, deliveryErr.Error(), delay)
 	})
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // The deferred fire loop: the shard's owner fires its due deferred items
@@ -28,16 +28,12 @@ func (e *Engine) deferredLoop(ctx context.Context) {
 	e.drainLoop(ctx, e.dfWake, e.fireDueDeferred)
 }
 
-// deferredDue is the read-only look before a fire: most polls of a shard
-// find nothing due, and then cost one indexed read.
-const deferredDue = `SELECT EXISTS (SELECT 1 FROM harvest_deferred WHERE state = 'pending' AND fire_at <= $1)`
-
 // fireDueDeferred fires up to deferredBatch due items; true if more may
 // be due.
 func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 	now := e.now()
-	var due bool
-	if err := e.pool.QueryRow(ctx, deferredDue, now).Scan(&due); err != nil {
+	due, err := store.DeferredDue(ctx, e.pool, now)
+	if err != nil {
 		return false, fmt.Errorf("find due deferred: %w", err)
 	}
 	if !due {
@@ -45,20 +41,20 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	n := 0
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
+	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		fires, err := closeDueDeferred(ctx, tx, now)
 		if err != nil {
 			return err
 		}
 		n = len(fires)
-		var ob outboxRows
+		var ob store.OutboxRows
 		for _, f := range fires {
-			if err := ob.add(uuid.Nil, DeferredKey(f.DeferredID), outboxDeferredStart, f); err != nil {
+			if err := ob.Add(uuid.Nil, DeferredKey(f.DeferredID), outboxDeferredStart, f); err != nil {
 				return err
 			}
 		}
 		b := &pgx.Batch{}
-		ob.queue(b)
+		ob.Queue(b)
 		if err := e.crashAt(ctx, crashDeferredBeforeCommit); err != nil {
 			return err
 		}
@@ -79,23 +75,8 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 // closeDueDeferred closes the due items a concurrent start is not
 // joining right now (those fire in the next pass) and returns their
 // starts.
-func closeDueDeferred(ctx context.Context, tx *fence.Tx, now time.Time) ([]deferredStartRequest, error) {
-	rows, err := tx.Query(ctx, `
-		WITH due AS (SELECT deferred_id FROM harvest_deferred WHERE state = 'pending' AND fire_at <= $1
-		              ORDER BY fire_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		UPDATE harvest_deferred d SET state = 'firing', open = false, fired_at = $1, updated_at = $1
-		  FROM due WHERE d.deferred_id = due.deferred_id
-		RETURNING d.deferred_id, d.policy, d.workflow_name, d.workflow_id, coalesce(d.input, 'null'::jsonb)`, now, deferredBatch)
-	if err != nil {
-		return nil, fmt.Errorf("close due deferred: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (deferredStartRequest, error) {
-		var f deferredStartRequest
-		var input []byte
-		err := r.Scan(&f.DeferredID, &f.Policy, &f.WorkflowName, &f.WorkflowID, &input)
-		f.Input = json.RawMessage(input)
-		return f, err
-	})
+func closeDueDeferred(ctx context.Context, tx *fence.Tx, now time.Time) ([]store.DeferredFire, error) {
+	out, err := store.CloseDueDeferred(ctx, tx, now, deferredBatch)
 	if err != nil {
 		return nil, fmt.Errorf("close due deferred: %w", err)
 	}
@@ -105,8 +86,7 @@ func closeDueDeferred(ctx context.Context, tx *fence.Tx, now time.Time) ([]defer
 // armNextDeferred nudges the loop when the earliest pending item is due
 // sooner than the next poll tick.
 func (e *Engine) armNextDeferred(ctx context.Context) {
-	var next *time.Time
-	err := e.pool.QueryRow(ctx, `SELECT min(fire_at) FROM harvest_deferred WHERE state = 'pending'`).Scan(&next)
+	next, err := store.NextDeferred(ctx, e.pool)
 	if err != nil || next == nil {
 		return
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // outboxDeferredStart is a deferred item's fire (deferred_loop.go): a
@@ -18,20 +18,12 @@ import (
 // the item. An admission gate holds the start back (it is retried until
 // the gate opens); any other definite refusal (an input the workflow's
 // schema refuses among them) fails the item.
+// Its request is a store.DeferredFire.
 const outboxDeferredStart = "deferred_start"
 
-// deferredStartRequest is the request of an outboxDeferredStart row.
-type deferredStartRequest struct {
-	DeferredID   uuid.UUID       `json:"deferred_id"`
-	Policy       string          `json:"policy"`
-	WorkflowName string          `json:"workflow_name"`
-	WorkflowID   string          `json:"workflow_id,omitempty"`
-	Input        json.RawMessage `json:"input,omitempty"`
-}
-
 // performDeferredStart performs an item's keyed start.
-func (e *Engine) performDeferredStart(ctx context.Context, r outboxRow) outboxAnswer {
-	d, err := decodeRequest[deferredStartRequest](r)
+func (e *Engine) performDeferredStart(ctx context.Context, r store.OutboxRow) outboxAnswer {
+	d, err := decodeRequest[store.DeferredFire](r)
 	if err != nil {
 		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: DeferredFailed, reason: err.Error()}}
 	}
@@ -64,7 +56,5 @@ func queueDeferredRecord(b *pgx.Batch, a outboxAnswer) {
 	if err != nil {
 		return
 	}
-	b.Queue(`
-		UPDATE harvest_deferred SET state = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
-		 WHERE deferred_id = $1`, id, f.outcome, f.reason, f.executionID)
+	store.QueueDeferredOutcome(b, id, f.outcome, f.reason, f.executionID)
 }

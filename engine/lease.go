@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // acquireLease bumps the epoch if the lease is free, expired, already ours
@@ -21,36 +22,23 @@ func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var (
-		shard   *int
-		owner   *string
-		expires *time.Time
-		expired bool
-	)
 	// Wait for every fenced transaction of the current holder (see fence).
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, fenceLockKey); err != nil {
+	if err := store.LockFence(ctx, tx, fenceLockKey); err != nil {
 		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
 	}
-	err = tx.QueryRow(ctx, `
-		SELECT shard_id, owner_node, expires_at, coalesce(expires_at < now(), true)
-		  FROM harvest_shard_lease FOR UPDATE`).Scan(&shard, &owner, &expires, &expired)
+	l, err := store.LockLease(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("read lease of shard %d: %w", e.cfg.ShardID, err)
 	}
-	if shard != nil && *shard != int(e.cfg.ShardID) {
-		return 0, fmt.Errorf("shard %d, database says %d: %w", e.cfg.ShardID, *shard, ErrShardMismatch)
+	if l.Shard != nil && *l.Shard != int(e.cfg.ShardID) {
+		return 0, fmt.Errorf("shard %d, database says %d: %w", e.cfg.ShardID, *l.Shard, ErrShardMismatch)
 	}
-	holder := deref(owner)
-	free := holder == "" || expired || holder == e.cfg.NodeID || (e.cfg.TakeOver != nil && e.cfg.TakeOver(holder))
+	holder := deref(l.Owner)
+	free := holder == "" || l.Expired || holder == e.cfg.NodeID || (e.cfg.TakeOver != nil && e.cfg.TakeOver(holder))
 	if !free {
-		return 0, &LeaseHeldError{Shard: e.cfg.ShardID, Owner: holder, ExpiresAt: deref(expires)}
+		return 0, &LeaseHeldError{Shard: e.cfg.ShardID, Owner: holder, ExpiresAt: deref(l.Expires)}
 	}
-	var epoch int64
-	err = tx.QueryRow(ctx, `
-		UPDATE harvest_shard_lease
-		   SET owner_node = $1, epoch = epoch + 1, acquired_at = now(),
-		       expires_at = now() + $2 * interval '1 millisecond', shard_id = $3
-		RETURNING epoch`, e.cfg.NodeID, e.cfg.LeaseTTL.Milliseconds(), int(e.cfg.ShardID)).Scan(&epoch)
+	epoch, err := store.TakeLease(ctx, tx, e.cfg.NodeID, e.cfg.LeaseTTL, int(e.cfg.ShardID))
 	if err != nil {
 		return 0, fmt.Errorf("acquire lease of shard %d: %w", e.cfg.ShardID, err)
 	}
@@ -63,11 +51,8 @@ func (e *Engine) acquireLease(ctx context.Context) (int64, error) {
 // renewLease extends the lease; a changed epoch means it was lost. It
 // measures the database's clock too (fence.Clock).
 func (e *Engine) renewLease(ctx context.Context) error {
-	var db time.Time
 	sent := time.Now()
-	err := e.pool.QueryRow(ctx, `
-		UPDATE harvest_shard_lease SET expires_at = now() + $2 * interval '1 millisecond'
-		 WHERE epoch = $1 RETURNING now()`, e.epoch.Load(), e.cfg.LeaseTTL.Milliseconds()).Scan(&db)
+	db, err := store.RenewLease(ctx, e.pool, e.epoch.Load(), e.cfg.LeaseTTL)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return e.currentOwner(ctx)
@@ -80,22 +65,18 @@ func (e *Engine) renewLease(ctx context.Context) error {
 
 // releaseLease frees the lease if we still hold it.
 func (e *Engine) releaseLease(ctx context.Context) error {
-	_, err := e.pool.Exec(ctx, `
-		UPDATE harvest_shard_lease SET owner_node = NULL, expires_at = now() WHERE epoch = $1`, e.epoch.Load())
-	if err != nil {
+	if err := store.ReleaseLease(ctx, e.pool, e.epoch.Load()); err != nil {
 		return fmt.Errorf("release lease of shard %d: %w", e.cfg.ShardID, err)
 	}
 	return nil
 }
 
 func (e *Engine) currentOwner(ctx context.Context) error {
-	lost := &OwnershipLostError{Shard: e.cfg.ShardID}
-	var owner *string
-	if err := e.pool.QueryRow(ctx, `SELECT epoch, owner_node FROM harvest_shard_lease`).Scan(&lost.Epoch, &owner); err != nil {
+	epoch, owner, err := store.LeaseEpoch(ctx, e.pool)
+	if err != nil {
 		return fmt.Errorf("read lease of shard %d: %w", e.cfg.ShardID, err)
 	}
-	lost.Owner = deref(owner)
-	return lost
+	return &OwnershipLostError{Shard: e.cfg.ShardID, Epoch: epoch, Owner: deref(owner)}
 }
 
 func (e *Engine) renewLoop(ctx context.Context) {
@@ -151,9 +132,7 @@ func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), 
 		epoch int64
 		owner *string
 	)
-	batch.Queue(`SELECT epoch, owner_node FROM harvest_shard_lease`).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&epoch, &owner)
-	})
+	store.QueueLeaseEpoch(batch, &epoch, &owner)
 	if queue != nil {
 		queue(batch)
 	}
@@ -186,8 +165,7 @@ func (e *Engine) beginFenced(ctx context.Context) (*fence.Tx, *pgx.Batch, error)
 		return nil, nil, fmt.Errorf("begin: %w", translate(err))
 	}
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, fenceLockKey)
+	store.QueueBeginFenced(b, fenceLockKey)
 	return fence.NewTx(conn, e.ahead()), b, nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // checkStarted refuses a started range that holds no instant.
@@ -33,23 +33,11 @@ func startedBounds(q ListQuery) (after, before *time.Time) {
 // needs when no name or id is given). Every state is present, 0 if none.
 func (e *Engine) countByState(ctx context.Context, q ListQuery) (map[string]int64, error) {
 	after, before := startedBounds(q)
-	rows, err := e.pool.Query(ctx, `
-		SELECT state, count(*) FROM harvest_executions
-		 WHERE ($1 = '' OR workflow_name = $1)
-		   AND ($2 = '' OR workflow_id = $2)
-		   AND ($3::timestamptz IS NULL OR created_at >= $3)
-		   AND ($4::timestamptz IS NULL OR created_at < $4)
-		 GROUP BY state`, pgx.QueryExecModeSimpleProtocol, q.WorkflowName, q.WorkflowID, after, before)
-	if err != nil {
-		return nil, fmt.Errorf("count executions: %w", err)
-	}
 	counts := make(map[string]int64, len(listStates))
 	for _, s := range listStates {
 		counts[s] = 0
 	}
-	var state string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error { counts[state] = n; return nil })
+	err := store.CountByState(ctx, e.pool, q.WorkflowName, q.WorkflowID, after, before, func(state string, n int64) { counts[state] = n })
 	if err != nil {
 		return nil, fmt.Errorf("count executions: %w", err)
 	}

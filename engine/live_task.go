@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -154,39 +154,10 @@ func loadHistories(ctx context.Context, tx *fence.Tx, tasks []claimedWorkflowTas
 	if len(ids) == 0 {
 		return nil
 	}
-	// A lateral subquery per run: a plain join with unnest is planned as
-	// a hash join over the whole table.
-	rows, err := tx.Query(ctx, `
-		SELECT f.id, e.event_id, e.event_type, e.data, e.created_at
-		  FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS f(id, from_id, n)
-		 CROSS JOIN LATERAL (
-		       SELECT event_id, event_type, data, created_at FROM harvest_events
-		        WHERE execution_id = f.id AND event_id >= f.from_id
-		        ORDER BY event_id) e
-		 ORDER BY f.n, e.event_id`, ids, froms)
-	if err != nil {
-		return wrapLoad(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scanHistoryRow(rows, tasks, index); err != nil {
-			return err
-		}
-	}
-	return wrapLoad(rows.Err())
-}
-
-func scanHistoryRow(rows pgx.Rows, tasks []claimedWorkflowTask, index map[uuid.UUID]int) error {
-	var (
-		id uuid.UUID
-		ev harvest.Event
-		t  string
-	)
-	if err := rows.Scan(&id, &ev.EventID, &t, &ev.Data, &ev.Timestamp); err != nil {
-		return wrapLoad(err)
-	}
-	ev.Type = harvest.EventType(t)
-	i := index[id]
-	tasks[i].history = append(tasks[i].history, ev)
-	return nil
+	err := store.LoadHistories(ctx, tx, ids, froms, func(id uuid.UUID, ev harvest.Event) error {
+		i := index[id]
+		tasks[i].history = append(tasks[i].history, ev)
+		return nil
+	})
+	return wrapLoad(err)
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // The outbox (migration 011) holds the commands that act on other runs,
@@ -62,42 +62,6 @@ const (
 	outboxCallTimeout = 20 * time.Second
 )
 
-// outboxRow is one claimed row.
-type outboxRow struct {
-	ID          int64
-	ExecutionID uuid.UUID
-	CommandID   string
-	Kind        string
-	Request     json.RawMessage
-	Attempts    int
-}
-
-// outboxRows are the rows a write set inserts.
-type outboxRows struct {
-	commandIDs, kinds, requests []string
-	execs                       []uuid.UUID
-}
-
-func (o *outboxRows) add(ex uuid.UUID, commandID, kind string, request any) error {
-	raw, err := json.Marshal(request)
-	if err != nil {
-		return fmt.Errorf("encode outbox request: %w", err)
-	}
-	o.execs = append(o.execs, ex)
-	o.commandIDs, o.kinds, o.requests = append(o.commandIDs, commandID), append(o.kinds, kind), append(o.requests, string(raw))
-	return nil
-}
-
-func (o *outboxRows) queue(b *pgx.Batch) {
-	if len(o.execs) == 0 {
-		return
-	}
-	b.Queue(`
-		INSERT INTO harvest_outbox (execution_id, command_id, kind, request)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[])
-		ON CONFLICT DO NOTHING`, o.execs, o.commandIDs, o.kinds, o.requests)
-}
-
 // outboxLoop performs due outbox rows until ctx ends.
 func (e *Engine) outboxLoop(ctx context.Context) {
 	e.drainLoop(ctx, e.obWake, func(ctx context.Context) (bool, error) {
@@ -138,7 +102,7 @@ func (e *Engine) runOutbox(ctx context.Context) (int, error) {
 // outboxAnswer is what one attempt of a row got: the outcome event to
 // append (nil for none), the definite error, or a retry.
 type outboxAnswer struct {
-	row     outboxRow
+	row     store.OutboxRow
 	outcome *harvest.Command
 	answer  error
 	retry   error
@@ -168,40 +132,24 @@ func (e *Engine) settleOutbox(ctx context.Context, answers []outboxAnswer) error
 	return errors.Join(errs...)
 }
 
-// outboxDue is the read-only look before a claim: most polls of a shard
-// find nothing, and then cost one indexed read, not a fenced transaction.
-const outboxDue = `
-	SELECT EXISTS (SELECT 1 FROM harvest_outbox WHERE due_at <= now())
-	    OR EXISTS (SELECT 1 FROM harvest_outbox WHERE claim_epoch < $1 AND attempts > 0)`
-
 // claimOutbox takes due rows for one attempt each.
-func (e *Engine) claimOutbox(ctx context.Context) ([]outboxRow, error) {
-	var due bool
-	if err := e.pool.QueryRow(ctx, outboxDue, e.epoch.Load()).Scan(&due); err != nil || !due {
+func (e *Engine) claimOutbox(ctx context.Context) ([]store.OutboxRow, error) {
+	due, err := store.OutboxDue(ctx, e.pool, e.epoch.Load())
+	if err != nil || !due {
 		return nil, err
 	}
-	var out []outboxRow
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		rows, err := tx.Query(ctx, `
-			WITH c AS (SELECT outbox_id FROM harvest_outbox
-			            WHERE due_at <= now() OR (claim_epoch < $3 AND attempts > 0)
-			            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-			UPDATE harvest_outbox o SET attempts = o.attempts + 1, due_at = now() + $2 * interval '1 millisecond',
-			       claim_epoch = $3
-			  FROM c WHERE o.outbox_id = c.outbox_id
-			RETURNING o.outbox_id, o.execution_id, o.command_id, o.kind, o.request, o.attempts`,
-			outboxBatch, outboxLease.Milliseconds(), e.epoch.Load())
-		if err != nil {
+	var out []store.OutboxRow
+	err = e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		if out, err = store.ClaimOutbox(ctx, tx, outboxBatch, outboxLease, e.epoch.Load()); err != nil {
 			return fmt.Errorf("claim outbox: %w", err)
 		}
-		out, err = pgx.CollectRows(rows, pgx.RowToStructByPos[outboxRow])
-		return err
+		return nil
 	})
 	return out, err
 }
 
 // performOutbox performs one row's keyed operation.
-func (e *Engine) performOutbox(ctx context.Context, r outboxRow) outboxAnswer {
+func (e *Engine) performOutbox(ctx context.Context, r store.OutboxRow) outboxAnswer {
 	callCtx, cancel := context.WithTimeout(ctx, outboxCallTimeout)
 	defer cancel()
 	switch r.Kind {
@@ -221,7 +169,7 @@ func (e *Engine) performOutbox(ctx context.Context, r outboxRow) outboxAnswer {
 
 // performKind performs the row's keyed operation: the outcome event to
 // append to the source run (none for kinds that record nothing).
-func (e *Engine) performKind(ctx context.Context, r outboxRow) (*harvest.Command, error) {
+func (e *Engine) performKind(ctx context.Context, r store.OutboxRow) (*harvest.Command, error) {
 	switch r.Kind {
 	case outboxSignal:
 		return e.performSignal(ctx, r)
@@ -236,13 +184,10 @@ func (e *Engine) performKind(ctx context.Context, r outboxRow) (*harvest.Command
 }
 
 // retryOutbox schedules the row's next attempt with backoff.
-func (e *Engine) retryOutbox(ctx context.Context, r outboxRow, cause error) error {
+func (e *Engine) retryOutbox(ctx context.Context, r store.OutboxRow, cause error) error {
 	delay := harvest.RetryPolicy{InitialInterval: e.cfg.PollInterval / 4, MaxInterval: e.cfg.TaskRetryMax}.Backoff(r.Attempts)
 	return e.withTx(ctx, func(tx *fence.Tx) error {
-		_, err := tx.Exec(ctx, `
-			UPDATE harvest_outbox SET due_at = now() + $2 * interval '1 millisecond', last_error = $3
-			 WHERE outbox_id = $1`, r.ID, delay.Milliseconds(), cause.Error())
-		return err
+		return store.RetryOutbox(ctx, tx, r.ID, delay, cause.Error())
 	})
 }
 
@@ -261,16 +206,7 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 	woke := false
 	queue := func(b *pgx.Batch) {
 		queueLockExecutions(b, ids, exs)
-		b.Queue(`DELETE FROM harvest_outbox WHERE outbox_id = ANY($1) RETURNING outbox_id`, rowIDs).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					return err
-				}
-				deleted[id] = true
-			}
-			return rows.Err()
-		})
+		store.QueueDeleteOutbox(b, rowIDs, func(id int64) { deleted[id] = true })
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		w, b := newWriteSet(), &pgx.Batch{}

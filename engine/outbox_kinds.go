@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // childDoneRequest is the request of an outboxChildDone row: the parent
@@ -41,19 +42,19 @@ func queueOutboxCommand(w *writeSet, ex *execRow, c harvest.Command) error {
 		if err != nil {
 			return fmt.Errorf("decode SignalExternalInitiated: %w", err)
 		}
-		return w.outbox.add(ex.ID, d.CommandID, outboxSignal, d)
+		return w.outbox.Add(ex.ID, d.CommandID, outboxSignal, d)
 	case harvest.EventChildWorkflowInitiated:
 		d, err := payload[harvest.ChildWorkflowInitiatedData](c)
 		if err != nil {
 			return fmt.Errorf("decode ChildWorkflowInitiated: %w", err)
 		}
 		w.children.add(ex.ID, d)
-		return w.outbox.add(ex.ID, d.CommandID, outboxStartChild, d)
+		return w.outbox.Add(ex.ID, d.CommandID, outboxStartChild, d)
 	}
 	return nil
 }
 
-func decodeRequest[T any](r outboxRow) (T, error) {
+func decodeRequest[T any](r store.OutboxRow) (T, error) {
 	var v T
 	if err := json.Unmarshal(r.Request, &v); err != nil {
 		return v, fmt.Errorf("outbox row %d: %w: %w", r.ID, ErrInvalidArgument, err)
@@ -71,7 +72,7 @@ func parseTarget(s string) (uuid.UUID, error) {
 
 // performSignal sends a SignalExternal command's keyed signal, to its
 // run or to the run its workflow id resolved to (outbox_resolve.go).
-func (e *Engine) performSignal(ctx context.Context, r outboxRow) (*harvest.Command, error) {
+func (e *Engine) performSignal(ctx context.Context, r store.OutboxRow) (*harvest.Command, error) {
 	d, err := decodeRequest[signalRow](r)
 	if err != nil {
 		return failedOutcome(harvest.EventExternalSignalFailed, r.CommandID, err), err
@@ -102,7 +103,7 @@ func resolvedID(d signalRow, target uuid.UUID) string {
 }
 
 // performStartChild performs a child's keyed start.
-func (e *Engine) performStartChild(ctx context.Context, r outboxRow) (*harvest.Command, error) {
+func (e *Engine) performStartChild(ctx context.Context, r store.OutboxRow) (*harvest.Command, error) {
 	d, err := decodeRequest[harvest.ChildWorkflowInitiatedData](r)
 	if err != nil {
 		return failedOutcome(harvest.EventChildWorkflowStartFailed, r.CommandID, err), err
@@ -130,7 +131,7 @@ func msPointer(ms int64) *time.Duration {
 
 // performChildDone tells a closed child's parent, by a keyed system
 // signal. A parent that is gone or closed has nothing left to learn.
-func (e *Engine) performChildDone(ctx context.Context, r outboxRow) error {
+func (e *Engine) performChildDone(ctx context.Context, r store.OutboxRow) error {
 	d, err := decodeRequest[childDoneRequest](r)
 	if err != nil {
 		return err
@@ -156,7 +157,7 @@ func (e *Engine) performChildDone(ctx context.Context, r outboxRow) error {
 }
 
 // performCloseChild applies a parent close policy to one child.
-func (e *Engine) performCloseChild(ctx context.Context, r outboxRow) error {
+func (e *Engine) performCloseChild(ctx context.Context, r store.OutboxRow) error {
 	d, err := decodeRequest[closeChildRequest](r)
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func (e *Engine) performCloseChild(ctx context.Context, r outboxRow) error {
 // queueChildStart notes the child's start (or its refusal) in the
 // parent's children row; a parent that closed before the start was
 // answered gets its close policy applied now.
-func queueChildStart(b *pgx.Batch, parent *execRow, r outboxRow, outcome *harvest.Command, answer error) error {
+func queueChildStart(b *pgx.Batch, parent *execRow, r store.OutboxRow, outcome *harvest.Command, answer error) error {
 	if answer != nil {
 		b.Queue(`UPDATE harvest_children SET start_error = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
 			r.ExecutionID, r.CommandID, answer.Error())

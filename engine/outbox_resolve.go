@@ -10,6 +10,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // A signal sent to a workflow id (harvest.SignalExternalWorkflow) goes to
@@ -30,18 +31,9 @@ type signalRow struct {
 	Resolved string `json:"resolved_execution_id,omitempty"`
 }
 
-// recordResolvedSQL keeps the first recorded resolution: attempts that
-// raced both signal the run that was recorded first.
-const recordResolvedSQL = `
-	UPDATE harvest_outbox
-	   SET request = CASE WHEN request ? 'resolved_execution_id' THEN request
-	                      ELSE request || jsonb_build_object('resolved_execution_id', $2::text) END
-	 WHERE outbox_id = $1
-	RETURNING request->>'resolved_execution_id'`
-
 // signalTarget is the run a send goes to: its execution id, or the run
 // its workflow id resolved to.
-func (e *Engine) signalTarget(ctx context.Context, r outboxRow, d signalRow) (uuid.UUID, error) {
+func (e *Engine) signalTarget(ctx context.Context, r store.OutboxRow, d signalRow) (uuid.UUID, error) {
 	switch {
 	case d.WorkflowID == "":
 		return parseTarget(d.ExecutionID)
@@ -62,8 +54,9 @@ func (e *Engine) signalTarget(ctx context.Context, r outboxRow, d signalRow) (uu
 // one recorded (an earlier attempt's, if it won).
 func (e *Engine) recordResolved(ctx context.Context, rowID int64, id uuid.UUID) (uuid.UUID, error) {
 	var got string
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		return tx.QueryRow(ctx, recordResolvedSQL, rowID, id.String()).Scan(&got)
+	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		got, err = store.RecordResolved(ctx, tx, rowID, id)
+		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, fmt.Errorf("outbox row %d: %w", rowID, errOutboxGone)

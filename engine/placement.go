@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // placementLockClass is the first key of the two-key advisory lock on a
@@ -141,7 +142,7 @@ func lookupHolder(ctx context.Context, q querier, name, workflowID string) (Slot
 // the idempotency window (catalog epochs older than the window are pruned
 // too) and returns how many it deleted.
 func (e *Engine) SweepRedirects(ctx context.Context) (int64, error) {
-	n, err := e.sweepBatch(ctx, "harvest_placement_redirects")
+	n, err := e.sweepBatch(ctx, store.PlacementRedirects)
 	if err != nil {
 		return 0, fmt.Errorf("sweep placement redirects: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // The fire loop: the shard's owner fires its due schedules. One fenced
@@ -245,7 +246,7 @@ type fireRows struct {
 	generations                               []int64
 	nominals                                  []time.Time
 	triggered                                 []bool
-	outbox                                    outboxRows
+	outbox                                    store.OutboxRows
 }
 
 func (r *fireRows) add(s Schedule, f plannedFire, triggered bool) error {
@@ -257,7 +258,7 @@ func (r *fireRows) add(s Schedule, f plannedFire, triggered bool) error {
 	if f.outcome != firePending {
 		return nil
 	}
-	return r.outbox.add(uuid.Nil, key, outboxScheduleStart, scheduleStartRequest{ScheduleID: s.ID, Generation: s.Generation,
+	return r.outbox.Add(uuid.Nil, key, outboxScheduleStart, scheduleStartRequest{ScheduleID: s.ID, Generation: s.Generation,
 		Nominal: f.nominal, WorkflowName: s.Spec.WorkflowName, WorkflowID: wid, Input: s.Spec.Input, Overlap: s.Spec.Overlap})
 }
 
@@ -269,7 +270,7 @@ func (r *fireRows) queue(b *pgx.Batch) {
 		INSERT INTO harvest_schedule_fires (fire_key, schedule_id, generation, nominal_at, outcome, reason, triggered, workflow_id)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[], $8::text[])
 		ON CONFLICT DO NOTHING`, r.keys, r.ids, r.generations, r.nominals, r.outcomes, r.reasons, r.triggered, r.workflowIDs)
-	r.outbox.queue(b)
+	r.outbox.Queue(b)
 }
 
 // fireWorkflowID is the workflow id of a fire's run: the schedule's (its

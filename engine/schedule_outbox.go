@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // outboxScheduleStart is a schedule's fire (schedule_loop.go): a keyed
@@ -38,7 +40,7 @@ type fireAnswer struct {
 }
 
 // performScheduleStart performs a fire's keyed start.
-func (e *Engine) performScheduleStart(ctx context.Context, r outboxRow) outboxAnswer {
+func (e *Engine) performScheduleStart(ctx context.Context, r store.OutboxRow) outboxAnswer {
 	d, err := decodeRequest[scheduleStartRequest](r)
 	if err != nil {
 		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: fireFailed, reason: err.Error()}}
@@ -89,7 +91,5 @@ func queueFireRecord(b *pgx.Batch, a outboxAnswer) {
 	if f == nil {
 		return
 	}
-	b.Queue(`
-		UPDATE harvest_schedule_fires SET outcome = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
-		 WHERE fire_key = $1`, a.row.CommandID, f.outcome, f.reason, f.executionID)
+	store.QueueFireOutcome(b, a.row.CommandID, f.outcome, f.reason, f.executionID)
 }

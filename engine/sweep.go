@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // sweepLoop purges expired start claims every SweepInterval.
@@ -37,7 +38,7 @@ func (e *Engine) sweepLoop(ctx context.Context) {
 func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		n, err := e.sweepBatch(ctx, "harvest_start_idempotency")
+		n, err := e.sweepBatch(ctx, store.StartClaims)
 		if err != nil {
 			return total, fmt.Errorf("sweep start claims: %w", err)
 		}
@@ -48,18 +49,12 @@ func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
 	}
 }
 
-// sweepBatch deletes up to SweepBatch rows of table created before the
-// idempotency window. table is one of the engine's own table names.
+// sweepBatch deletes up to SweepBatch rows of table (store.StartClaims or
+// store.PlacementRedirects) created before the idempotency window.
 func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
 	var n int64
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			DELETE FROM `+table+`
-			 WHERE ctid IN (SELECT ctid FROM `+table+`
-			                 WHERE created_at < now() - $1 * interval '1 millisecond'
-			                 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-			e.cfg.IdempotencyWindow.Milliseconds(), e.cfg.SweepBatch)
-		n = tag.RowsAffected()
+	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		n, err = store.SweepCreatedBefore(ctx, tx, table, e.cfg.IdempotencyWindow, e.cfg.SweepBatch)
 		return err
 	})
 	return n, err
@@ -72,20 +67,11 @@ func (e *Engine) sweepBatch(ctx context.Context, table string) (int64, error) {
 func (e *Engine) SweepDeferred(ctx context.Context) (int64, error) {
 	var n int64
 	window := e.now().Add(-e.cfg.IdempotencyWindow)
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			DELETE FROM harvest_deferred WHERE deferred_id IN (
-				SELECT deferred_id FROM harvest_deferred WHERE state IN ('started', 'failed') AND updated_at < $1
-				 LIMIT $2 FOR UPDATE SKIP LOCKED)`, window, e.cfg.SweepBatch)
-		if err != nil {
+	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		if n, err = store.SweepDeferredItems(ctx, tx, window, e.cfg.SweepBatch); err != nil {
 			return fmt.Errorf("sweep deferred: %w", err)
 		}
-		n = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `
-			DELETE FROM harvest_deferred_throttle WHERE (workflow_name, throttle_key) IN (
-				SELECT workflow_name, throttle_key FROM harvest_deferred_throttle WHERE next_at < $1
-				 LIMIT $2 FOR UPDATE SKIP LOCKED)`, window, e.cfg.SweepBatch)
-		if err != nil {
+		if err := store.SweepThrottleKeys(ctx, tx, window, e.cfg.SweepBatch); err != nil {
 			return fmt.Errorf("sweep throttle keys: %w", err)
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Workflow timeouts.
@@ -75,8 +76,7 @@ func (e *Engine) resolveTimeouts(req *StartRequest) error {
 // timestamp).
 func queueTimeoutTimers(b *pgx.Batch, id uuid.UUID, at time.Time, timeouts []runTimeout) {
 	for _, t := range timeouts {
-		b.Queue(`INSERT INTO harvest_timers (execution_id, timer_id, fire_at) VALUES ($1, $2, $3)`,
-			id, t.timerID(), at.Add(t.d))
+		store.QueueTimerAt(b, id, t.timerID(), at.Add(t.d))
 	}
 }
 
@@ -84,9 +84,7 @@ func queueTimeoutTimers(b *pgx.Batch, id uuid.UUID, at time.Time, timeouts []run
 // itself: due d after tx's workflow time.
 func queueTimeoutTimersNow(b *pgx.Batch, tx *fence.Tx, id uuid.UUID, timeouts []runTimeout) {
 	for _, t := range timeouts {
-		b.Queue(`
-			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
-			VALUES ($1, $2, now() + $3 * interval '1 microsecond')`, id, t.timerID(), micros(tx.Ahead()+t.d))
+		store.QueueTimerIn(b, id, t.timerID(), micros(tx.Ahead()+t.d))
 	}
 }
 
@@ -99,11 +97,7 @@ func fireTimeout(ctx context.Context, tx *fence.Tx, ex *execRow, kind string, fi
 	if kind == TimeoutExecution && ex.ChainID != uuid.Nil {
 		from = ex.ChainID
 	}
-	var started time.Time
-	err := tx.QueryRow(ctx, `
-		SELECT coalesce((SELECT created_at FROM harvest_events WHERE execution_id = $2 AND event_id = 0),
-		                (SELECT created_at FROM harvest_events WHERE execution_id = $1 AND event_id = 0))`,
-		ex.ID, from).Scan(&started)
+	started, err := store.ChainStart(ctx, tx, ex.ID, from)
 	if err != nil {
 		return fmt.Errorf("read start of %s: %w", ex.ID, translate(err))
 	}

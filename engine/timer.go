@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // timerBatch is how many due timers one pass fires.
@@ -23,21 +23,10 @@ func (e *Engine) timerLoop(ctx context.Context) {
 	e.drainLoop(ctx, e.tmWake, e.fireDueTimers)
 }
 
-type dueTimer struct {
-	ExecutionID uuid.UUID
-	TimerID     string
-}
-
 // fireDueTimers fires up to timerBatch due timers, each in its own
 // transaction that locks the execution before the timer row.
 func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
-	rows, err := e.pool.Query(ctx, `
-		SELECT execution_id, timer_id FROM harvest_timers
-		 WHERE fire_at <= now() + $2 * interval '1 microsecond' ORDER BY fire_at LIMIT $1`, timerBatch, micros(e.ahead()))
-	if err != nil {
-		return false, fmt.Errorf("find due timers: %w", err)
-	}
-	due, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dueTimer])
+	due, err := store.DueTimers(ctx, e.pool, timerBatch, micros(e.ahead()))
 	if err != nil {
 		return false, fmt.Errorf("find due timers: %w", err)
 	}
@@ -58,7 +47,7 @@ func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
 	return len(due) == timerBatch, nil
 }
 
-func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (fired, closed bool, err error) {
+func (e *Engine) fireTimer(ctx context.Context, d store.DueTimer) (fired, closed bool, err error) {
 	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		ex, err := lockExecution(ctx, tx, d.ExecutionID)
 		if errors.Is(err, ErrNotFound) {
@@ -67,9 +56,7 @@ func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (fired, closed bool,
 		if err != nil {
 			return err
 		}
-		var fireAt time.Time
-		err = tx.QueryRow(ctx, `DELETE FROM harvest_timers WHERE execution_id = $1 AND timer_id = $2 RETURNING fire_at`,
-			d.ExecutionID, d.TimerID).Scan(&fireAt)
+		fireAt, err := store.DeleteTimer(ctx, tx, d.ExecutionID, d.TimerID)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && IsTerminal(ex.State)) {
 			return nil
 		}
@@ -103,10 +90,7 @@ func (e *Engine) fireTimer(ctx context.Context, d dueTimer) (fired, closed bool,
 // armNextTimer nudges the timer loop when the earliest pending timer is
 // due sooner than the next poll tick.
 func (e *Engine) armNextTimer(ctx context.Context) {
-	var in *float64
-	err := e.pool.QueryRow(ctx, `
-		SELECT extract(epoch FROM min(fire_at) - now() - $1 * interval '1 microsecond') FROM harvest_timers`,
-		micros(e.ahead())).Scan(&in)
+	in, err := store.NextTimerIn(ctx, e.pool, micros(e.ahead()))
 	if err != nil || in == nil {
 		return
 	}

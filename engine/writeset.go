@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // writeSet gathers the writes of many locked executions so that a batch
@@ -32,7 +33,7 @@ type writeSet struct {
 	// outbox and children are the rows of commands that act on other
 	// runs (outbox.go); outboxDue: the set inserted outbox rows (its own,
 	// or its closes'), so the committer wakes the outbox loop.
-	outbox    outboxRows
+	outbox    store.OutboxRows
 	children  childRows
 	outboxDue bool
 	// outcomes are the closed runs' outcomes as committed, for the
@@ -198,8 +199,8 @@ func (w *writeSet) queue(b *pgx.Batch) {
 	}
 	w.queueCancels(b)
 	w.children.queue(b)
-	w.outbox.queue(b)
-	w.outboxDue = w.outboxDue || len(w.outbox.execs) > 0
+	w.outbox.Queue(b)
+	w.outboxDue = w.outboxDue || w.outbox.Len() > 0
 	w.queueCloses(b)
 }
 

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest"
+)
+
+// ChainStart is when run from started (its first event's time), or, when
+// from has no events, when run id did.
+func ChainStart(ctx context.Context, q Querier, id, from uuid.UUID) (time.Time, error) {
+	var started time.Time
+	err := q.QueryRow(ctx, `
+		SELECT coalesce((SELECT created_at FROM harvest_events WHERE execution_id = $2 AND event_id = 0),
+		                (SELECT created_at FROM harvest_events WHERE execution_id = $1 AND event_id = 0))`,
+		id, from).Scan(&started)
+	return started, err
+}
+
+// LoadHistories reads the events of runs ids, each from the event id of
+// froms at the same index, in one statement, and calls fn for each event
+// in event order, run by run.
+func LoadHistories(ctx context.Context, q Querier, ids []uuid.UUID, froms []int64, fn func(id uuid.UUID, ev harvest.Event) error) error {
+	// A lateral subquery per run: a plain join with unnest is planned as
+	// a hash join over the whole table.
+	rows, err := q.Query(ctx, `
+		SELECT f.id, e.event_id, e.event_type, e.data, e.created_at
+		  FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS f(id, from_id, n)
+		 CROSS JOIN LATERAL (
+		       SELECT event_id, event_type, data, created_at FROM harvest_events
+		        WHERE execution_id = f.id AND event_id >= f.from_id
+		        ORDER BY event_id) e
+		 ORDER BY f.n, e.event_id`, ids, froms)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scanHistoryRow(rows, fn); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func scanHistoryRow(rows pgx.Rows, fn func(id uuid.UUID, ev harvest.Event) error) error {
+	var (
+		id uuid.UUID
+		ev harvest.Event
+		t  string
+	)
+	if err := rows.Scan(&id, &ev.EventID, &t, &ev.Data, &ev.Timestamp); err != nil {
+		return err
+	}
+	ev.Type = harvest.EventType(t)
+	return fn(id, ev)
+}

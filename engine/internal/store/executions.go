@@ -1,0 +1,29 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CountByState counts runs by state, of workflow name and id when they
+// are not empty, created in [after, before) (nil: unbounded), in one
+// grouped read (the state_list index holds every column it needs when no
+// name or id is given); fn is called for each state with runs.
+func CountByState(ctx context.Context, q Querier, name, id string, after, before *time.Time, fn func(state string, n int64)) error {
+	rows, err := q.Query(ctx, `
+		SELECT state, count(*) FROM harvest_executions
+		 WHERE ($1 = '' OR workflow_name = $1)
+		   AND ($2 = '' OR workflow_id = $2)
+		   AND ($3::timestamptz IS NULL OR created_at >= $3)
+		   AND ($4::timestamptz IS NULL OR created_at < $4)
+		 GROUP BY state`, pgx.QueryExecModeSimpleProtocol, name, id, after, before)
+	if err != nil {
+		return err
+	}
+	var state string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error { fn(state, n); return nil })
+	return err
+}
