@@ -12,6 +12,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -104,25 +105,10 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 	attempts := make(map[int64]int, len(taskIDs)) // running tasks' attempts
 	queue := func(b *pgx.Batch) {
 		queueLockExecutions(b, execIDs, exs)
-		b.Queue(`
-			SELECT task_id, attempt FROM harvest_tasks
-			 WHERE task_id = ANY($1) AND status = 'running' ORDER BY task_id FOR UPDATE`, taskIDs).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var (
-						id      int64
-						attempt int
-					)
-					if err := rows.Scan(&id, &attempt); err != nil {
-						return err
-					}
-					attempts[id] = attempt
-				}
-				return rows.Err()
-			})
+		store.QueueLockRunningTasks(b, taskIDs, func(id int64, attempt int) { attempts[id] = attempt })
 		// now() is the transaction's start: with the clock's offset, the
 		// created_at of every event it appends, which the eager tasks see.
-		b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&dbNow) })
+		store.QueueNow(b, &dbNow)
 	}
 	var (
 		completed int
@@ -165,7 +151,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		// their own commands follow them in the same write set.
 		b := &pgx.Batch{}
 		if len(done) > 0 {
-			b.Queue(`DELETE FROM harvest_tasks WHERE task_id = ANY($1)`, done)
+			store.QueueDeleteTasks(b, done)
 		}
 		for i, t := range tasks {
 			tasks[i].history = appendToHistory(t.history, t.ex.NextEventID, events[t.ex.ID], dbNow)

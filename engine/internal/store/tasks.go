@@ -178,3 +178,34 @@ func RetryTask(ctx context.Context, q Querier, id int64, delay int64, lastErr st
 	tag, err := q.Exec(ctx, retrySQL, id, delay, lastErr, ahead)
 	return tag.RowsAffected() == 1, err
 }
+
+// QueueLockRunningTasks queues the lock of the running tasks among ids
+// (sorted: locks are taken in task order); fn gets each one's attempt.
+func QueueLockRunningTasks(b *pgx.Batch, ids []int64, fn func(id int64, attempt int)) {
+	b.Queue(`
+			SELECT task_id, attempt FROM harvest_tasks
+			 WHERE task_id = ANY($1) AND status = 'running' ORDER BY task_id FOR UPDATE`, ids).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var (
+					id      int64
+					attempt int
+				)
+				if err := rows.Scan(&id, &attempt); err != nil {
+					return err
+				}
+				fn(id, attempt)
+			}
+			return rows.Err()
+		})
+}
+
+// QueueDeleteTasks queues the delete of tasks ids.
+func QueueDeleteTasks(b *pgx.Batch, ids []int64) {
+	b.Queue(`DELETE FROM harvest_tasks WHERE task_id = ANY($1)`, ids)
+}
+
+// QueueNow queues a read of the transaction's now() into now.
+func QueueNow(b *pgx.Batch, now *time.Time) {
+	b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(now) })
+}
