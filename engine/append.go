@@ -15,20 +15,6 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
-// Execution states.
-const (
-	StateRunning        = "RUNNING"
-	StateCompleted      = "COMPLETED"
-	StateFailed         = "FAILED"
-	StateCancelled      = "CANCELLED"
-	StateTimedOut       = "TIMED_OUT"
-	StateTerminated     = "TERMINATED"
-	StateContinuedAsNew = "CONTINUED_AS_NEW"
-)
-
-// IsTerminal reports whether a state is closed.
-func IsTerminal(state string) bool { return state != StateRunning }
-
 // execRow is the locked part of an execution a write transaction needs.
 type execRow struct {
 	ID           uuid.UUID

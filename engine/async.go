@@ -32,20 +32,6 @@ import (
 // taskTokenPrefix starts every task token.
 const taskTokenPrefix = "hvtt_"
 
-// AsyncAnswer is what an async completion, failure or heartbeat did.
-type AsyncAnswer struct {
-	ExecutionID uuid.UUID
-	ActivityID  string
-	Attempt     int
-	// Duplicate: the attempt was answered the same way before; nothing
-	// was appended.
-	Duplicate bool
-	// Retried: a failure the retry policy retries (a new attempt is due).
-	Retried bool
-	// CancelRequested: the workflow cancelled the activity (heartbeat).
-	CancelRequested bool
-}
-
 // ParseTaskToken returns the execution a task token is for;
 // ErrTaskToken when it is not one.
 func ParseTaskToken(token string) (uuid.UUID, error) {

@@ -212,8 +212,8 @@ const chainLatestJoin = `
 	       WHERE l.chain_id = coalesce(e.chain_id, e.execution_id) AND l.continued_to IS NULL
 	       LIMIT 1) l ON e.continued_to IS NOT NULL`
 
-// setLatest fills a replay answer's current run of the chain.
-func (r *StartResult) setLatest(id *uuid.UUID, state *string) {
+// setLatest fills a replay answer r's current run of the chain.
+func setLatest(r *StartResult, id *uuid.UUID, state *string) {
 	if id != nil {
 		r.LatestExecutionID, r.LatestState = *id, deref(state)
 	}

@@ -3,33 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
-
-// Child states as the parent knows them (Child.State): the start is not
-// answered yet, it was refused, the child runs, or the child's reported
-// close state (COMPLETED, FAILED, …).
-const (
-	ChildInitiated   = "INITIATED"
-	ChildStartFailed = "START_FAILED"
-)
-
-// Child is one child workflow a run started (ChildWorkflowInitiated), as
-// its parent knows it: State is RUNNING until the child's close has
-// reached the parent.
-type Child struct {
-	CommandID         string     `json:"command_id"`
-	WorkflowName      string     `json:"workflow_name"`
-	WorkflowID        string     `json:"workflow_id"`
-	ExecutionID       *uuid.UUID `json:"execution_id"`
-	State             string     `json:"state"`
-	ParentClosePolicy string     `json:"parent_close_policy"`
-	StartError        string     `json:"start_error,omitempty"`
-	InitiatedAt       time.Time  `json:"initiated_at"`
-}
 
 // Children lists the children run id started, in command order
 // (ErrNotFound when the run does not exist).

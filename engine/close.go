@@ -10,18 +10,6 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 )
 
-// CloseResult is the outcome of a cancel or terminate.
-type CloseResult struct {
-	ExecutionID uuid.UUID
-	State       string
-	Reason      string
-	// Newly is true when this request closed the run (terminate) or asked
-	// it to cancel for the first time (cancel).
-	Newly bool
-	// CancelRequested is true when the run has a cancel request (cancel).
-	CancelRequested bool
-}
-
 // Cancel asks a running run to cancel: WorkflowCancelRequested is appended
 // and a workflow task made due, in one transaction. The run stays RUNNING
 // until its code returns (see harvest.CanceledError): CANCELLED when it

@@ -534,7 +534,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 					found[i] = true
 					p.res[i] = StartResult{ExecutionID: id, WorkflowName: k.name, WorkflowID: deref(wfID),
 						State: deref(stat), Deduplicated: true}
-					p.res[i].setLatest(latest, latestStat)
+					setLatest(&p.res[i], latest, latestStat)
 					p.left[i] = secondsLeft(leftS)
 				}
 				if err := rows.Err(); err != nil {

@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
-
-	"github.com/harvestd/harvest"
 )
 
 // Outbound performs the keyed operations of the outbox (outbox.go) on
@@ -32,32 +29,6 @@ type Outbound interface {
 	// running, wherever it is placed; an error wrapping ErrNotFound when
 	// none is.
 	Resolve(ctx context.Context, workflowName, workflowID string) (uuid.UUID, error)
-}
-
-// RefusedError is a definite refusal an Outbound received from another
-// node (a 4xx answer other than the ones with engine errors of their own).
-type RefusedError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("refused (%d %s): %s", e.Status, e.Code, e.Message)
-}
-
-// IsDefinite reports whether err is a final answer to an outbox
-// operation, not worth retrying.
-func IsDefinite(err error) bool {
-	var (
-		terminal *TerminalError
-		conflict *ConflictError
-		refused  *RefusedError
-	)
-	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnknownWorkflow) || errors.Is(err, ErrInvalidArgument) ||
-		errors.Is(err, ErrTerminateNotAllowed) || errors.Is(err, harvest.ErrUnknownSignal) ||
-		errors.Is(err, harvest.ErrInvalidPayload) ||
-		errors.As(err, &terminal) || errors.As(err, &conflict) || errors.As(err, &refused)
 }
 
 // selfOutbound performs every operation on the engine itself.
@@ -97,13 +68,4 @@ func (s selfOutbound) Resolve(ctx context.Context, workflowName, workflowID stri
 		return uuid.Nil, err
 	}
 	return RunningHolder(workflowName, workflowID, h, ok)
-}
-
-// RunningHolder is the execution id of a workflow id's slot holder h
-// (ok: one holds it) when it is running; an ErrNotFound otherwise.
-func RunningHolder(workflowName, workflowID string, h SlotHolder, ok bool) (uuid.UUID, error) {
-	if !ok || h.State != StateRunning {
-		return uuid.Nil, fmt.Errorf("no running run of workflow %s id %q: %w", workflowName, workflowID, ErrNotFound)
-	}
-	return h.ExecutionID, nil
 }

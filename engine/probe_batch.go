@@ -144,7 +144,7 @@ func (e *Engine) probeGroup(ctx context.Context, calls []*probeCall) (map[int]li
 	_, err = pgx.ForEachRow(rows, []any{&i, &id, &wfID, &state, &leftS, &latest, &latestState}, func() error {
 		c := calls[i-1]
 		res := StartResult{ExecutionID: id, WorkflowName: c.name, WorkflowID: deref(wfID), State: deref(state), Deduplicated: true}
-		res.setLatest(latest, latestState)
+		setLatest(&res, latest, latestState)
 		found[int(i-1)] = liveClaim{left: secondsLeft(leftS), res: res}
 		return nil
 	})

@@ -18,19 +18,6 @@ import (
 // schedule over (cursor at now), an older one is ignored. The catalog
 // change comes first; a crash before the copy is repaired by the next one.
 
-// ScheduleDef is a schedule's definition as a catalog holds it.
-type ScheduleDef struct {
-	ID         string
-	Spec       json.RawMessage // a ScheduleSpec; nil when Deleted
-	Paused     bool
-	Generation int64
-	Deleted    bool
-	// Revision is the catalog's version of the definition (the raft index
-	// of its last change): a copy never goes back to an older one. Zero:
-	// unversioned (copied as it is).
-	Revision uint64
-}
-
 // NormalizeSchedule checks spec for this engine's registry and fills its
 // defaults, as CreateSchedule does: what a catalog stores.
 func (e *Engine) NormalizeSchedule(id string, spec ScheduleSpec) (ScheduleSpec, error) {

@@ -14,26 +14,6 @@ import (
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
-// SignalRequest delivers a signal to a run.
-type SignalRequest struct {
-	ExecutionID uuid.UUID
-	SignalName  string
-	Payload     json.RawMessage
-	// IdempotencyKey, when set, dedups on (the chain of ExecutionID,
-	// IdempotencyKey): the scope of a run that never continued as new is
-	// the run itself.
-	IdempotencyKey string
-}
-
-// SignalResult is the outcome of a signal.
-type SignalResult struct {
-	// ExecutionID is the run the signal was delivered to: the addressed
-	// one, or the current run of its chain when it continued as new.
-	ExecutionID uuid.UUID
-	// Delivered is false when the key had already been delivered.
-	Delivered bool
-}
-
 // Signal appends one SignalReceived. A keyed duplicate reports
 // Delivered=false, even after the run closed, provided the key first landed
 // while it was live; a new key or no key on a closed run is a
@@ -158,16 +138,6 @@ type SignalWithStartRequest struct {
 	// IdempotencyKey applies to the signal, scoped to (workflow name,
 	// workflow id): a retry after the run closed starts and queues nothing.
 	IdempotencyKey string
-}
-
-// SignalWithStartResult is the outcome of a signal-with-start.
-type SignalWithStartResult struct {
-	ExecutionID     uuid.UUID
-	WorkflowName    string
-	WorkflowID      string
-	State           string
-	StartedFresh    bool
-	SignalDelivered bool
 }
 
 // SignalWithStart applies the signal-with-start matrix (see

@@ -10,16 +10,6 @@ import (
 	"syscall"
 )
 
-// CallbackError refuses a completion callback URL (HTTP 422).
-type CallbackError struct {
-	URL    string
-	Reason string
-}
-
-func (e *CallbackError) Error() string {
-	return fmt.Sprintf("completion callback %q refused: %s", e.URL, e.Reason)
-}
-
 // blockedPrefixes are the address ranges a callback may not reach unless an
 // operator allow-lists them: loopback, private, link-local (cloud metadata
 // lives at 169.254.169.254), carrier-grade NAT, unique-local IPv6, and the

@@ -66,29 +66,6 @@ type StartRequest struct {
 	early *earlyStart
 }
 
-// Callback is a completion callback: url receives a POST of the run's
-// result when it closes, with headers added.
-type Callback struct {
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
-// StartResult is the outcome of a start.
-type StartResult struct {
-	ExecutionID  uuid.UUID
-	WorkflowName string
-	WorkflowID   string
-	State        string
-	// StartedFresh is true when this request created the run.
-	StartedFresh bool
-	// Deduplicated is true when the idempotency key was already claimed.
-	Deduplicated bool
-	// LatestExecutionID and LatestState are, in a replay of a run that
-	// continued as new, the current run of its chain (zero otherwise).
-	LatestExecutionID uuid.UUID
-	LatestState       string
-}
-
 // LookupStartKey is the read-only replay probe: the run a live claim of
 // (name, key) points to. ok is false when the key is unclaimed or expired.
 // A claim it has seen live is answered from memory (see claimCache).
@@ -151,7 +128,7 @@ func lookupClaimLeft(ctx context.Context, q querier, name, key string, windowMS 
 		return StartResult{}, 0, translate(err)
 	}
 	res.WorkflowID, res.State = deref(wfID), deref(state)
-	res.setLatest(latest, latestState)
+	setLatest(&res, latest, latestState)
 	return res, secondsLeft(leftS), nil
 }
 
@@ -255,9 +232,6 @@ func (e *Engine) freshChecks(ctx context.Context, req *StartRequest) error {
 	}
 	return nil
 }
-
-// MaxCallbacks bounds the completion callbacks of one run.
-const MaxCallbacks = 8
 
 // startAtPastMax is how far in the past start_at may be (clock skew).
 const startAtPastMax = 5 * time.Minute

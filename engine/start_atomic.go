@@ -20,22 +20,6 @@ import (
 // deduplicated, as a single start would be: a batch re-sent after a lost
 // answer creates nothing and answers every start as before.
 
-// AtomicError fails an atomic batch because of its Index-th start; Err
-// says why (a ConflictError, a MovedError, a fresh check's error).
-type AtomicError struct {
-	Index int
-	Err   error
-}
-
-func (e *AtomicError) Error() string {
-	return fmt.Sprintf("start %d of the atomic batch: %v", e.Index, e.Err)
-}
-
-func (e *AtomicError) Unwrap() error { return e.Err }
-
-// MaxAtomicStarts bounds the starts of one atomic batch.
-const MaxAtomicStarts = 1000
-
 // StartAtomic starts every request of reqs, or none: see AtomicError. On
 // success it answers each request in order.
 func (e *Engine) StartAtomic(ctx context.Context, reqs []StartRequest) ([]StartResult, error) {
@@ -73,7 +57,7 @@ func (e *Engine) prepareAtomic(ctx context.Context, reqs []StartRequest, out []S
 	)
 	for i, req := range reqs {
 		if req.WorkflowName == "" {
-			return nil, nil, &AtomicError{i, fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)}
+			return nil, nil, &AtomicError{Index: i, Err: fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)}
 		}
 		if req.IdempotencyKey != "" {
 			res, ok, err := e.LookupStartKey(ctx, req.WorkflowName, req.IdempotencyKey)
@@ -86,7 +70,7 @@ func (e *Engine) prepareAtomic(ctx context.Context, reqs []StartRequest, out []S
 			}
 		}
 		if err := e.freshChecks(ctx, &req); err != nil {
-			return nil, nil, &AtomicError{i, err}
+			return nil, nil, &AtomicError{Index: i, Err: err}
 		}
 		if req.WorkflowID == "" {
 			req.WorkflowID, req.mintedID = uuid.NewString(), true
@@ -123,7 +107,7 @@ func (e *Engine) commitAtomicOnce(runCtx context.Context, reqs []StartRequest) (
 		if r.single || r.err != nil {
 			// A claim gone between the batch's claim and its read: it
 			// cannot expire inside a transaction, so this is not seen.
-			return nil, &AtomicError{i, cmpErr(r.err, fmt.Errorf("claim vanished: %w", ErrUnavailable))}
+			return nil, &AtomicError{Index: i, Err: cmpErr(r.err, fmt.Errorf("claim vanished: %w", ErrUnavailable))}
 		}
 		out[i] = r.res
 	}
@@ -136,11 +120,11 @@ func (p *batchPlan) atomicRefusal() error {
 	for i, f := range p.fate {
 		switch {
 		case f == fateMoved:
-			return &AtomicError{i, p.moved[i]}
+			return &AtomicError{Index: i, Err: p.moved[i]}
 		case f == fateSingle && p.holder[i]:
-			return &AtomicError{i, fmt.Errorf("workflow id %q has an open run: %w", p.reqs[i].WorkflowID, ErrWorkflowIDBusy)}
+			return &AtomicError{Index: i, Err: fmt.Errorf("workflow id %q has an open run: %w", p.reqs[i].WorkflowID, ErrWorkflowIDBusy)}
 		case f == fateSingle:
-			return &AtomicError{i, fmt.Errorf("workflow id %q is used by another start of the batch: %w", p.reqs[i].WorkflowID, ErrInvalidArgument)}
+			return &AtomicError{Index: i, Err: fmt.Errorf("workflow id %q is used by another start of the batch: %w", p.reqs[i].WorkflowID, ErrInvalidArgument)}
 		}
 	}
 	return nil

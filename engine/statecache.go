@@ -144,21 +144,6 @@ func stopAll(runs []*liveRun) {
 	}
 }
 
-// StateCacheStats is what the shard's state cache holds and how its
-// lookups went (statecache.go).
-type StateCacheStats struct {
-	// Entries and Bytes are the cached runs and the event bytes they
-	// applied.
-	Entries int
-	Bytes   int64
-	// Hits and Misses count the workflow tasks that found their run
-	// cached or not; Rebuilds the cached runs that could not be used
-	// (stale, or their step failed) and were rebuilt by replay.
-	Hits, Misses, Rebuilds int64
-	// QueryHits counts the queries answered from cached state.
-	QueryHits int64
-}
-
 // StateCacheStats reports the state cache's contents and counters.
 func (e *Engine) StateCacheStats() StateCacheStats {
 	n, b := e.live.len()

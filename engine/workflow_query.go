@@ -11,10 +11,6 @@ import (
 	"github.com/harvestd/harvest"
 )
 
-// ErrQueryTimeout is returned by Query when the query ran past
-// Config.QueryTimeout.
-var ErrQueryTimeout = errors.New("query timed out")
-
 // Query answers the query name of a run, running or closed, for at most
 // Config.QueryTimeout: from the run's cached state when the shard holds it
 // current (statecache.go), else by reading the whole history (no write,

@@ -1,4 +1,4 @@
-package engine
+package shardapi
 
 import (
 	"encoding/binary"
