@@ -24,6 +24,10 @@ import (
 // and the budget (200 streams reading 4 MiB pages), +112 MiB.
 const streamRSSBound = 96 << 20
 
+// streamsReadBound bounds the time the served streams take to read the
+// whole run (a deadline against a hang, not a measure of speed).
+const streamsReadBound = 8 * time.Minute
+
 // streamRSSBoundRace is streamRSSBound under the race detector, whose
 // shadow memory multiplies what the same streams allocate: measured +193
 // to +233 MiB (and +11 to +34 MiB without it, on the same machine).
@@ -117,6 +121,9 @@ func TestStreamsOfOneReadToken(t *testing.T) {
 	rssBefore := int64(metric(t, base, read, "process_resident_memory_bytes"))
 
 	ctx, cancel := context.WithCancel(context.Background())
+	// A failure below ends the test before cancel: the held streams must
+	// still end first, or the server's Close waits for them for ever.
+	t.Cleanup(cancel)
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
 	var served, refused, complete atomic.Int32
@@ -169,8 +176,10 @@ func TestStreamsOfOneReadToken(t *testing.T) {
 		require.Len(t, r.Body["workflows"], 1)
 	})
 	// Every served stream reads to the last event; then they all close.
+	// 32 streams of 20 MiB: 40 to 105 s under the race detector on a
+	// quiet 2-core machine, and more beside other packages' tests.
 	require.Eventually(t, func() bool { return len(errs) > 0 || complete.Load() == served.Load() },
-		2*time.Minute, 10*time.Millisecond)
+		streamsReadBound, 10*time.Millisecond)
 	cancel()
 	finished.Wait()
 	p.end(t)
