@@ -19,10 +19,11 @@ const (
 	// more, and the node's limit and memory stay shared.
 	MaxLongLivedPerTokenDefault = 32
 	// StreamMemoryDefault bounds the history the node's event streams
-	// hold at once (64 MiB): 32 pages of 1 MiB read and encoded at once.
+	// hold at once (64 MiB): 8 pages of 4 MiB read and encoded at once.
 	StreamMemoryDefault = 64 << 20
-	// StreamMemoryMin is the smallest stream memory budget: one page.
-	StreamMemoryMin = 2 * streamPageBytesDefault
+	// StreamMemoryMin is the smallest stream memory budget (2 MiB):
+	// eight pages of 128 KiB.
+	StreamMemoryMin = 2 << 20
 )
 
 // Limits are the API's load shedding limits (shed.go). Zero fields take

@@ -49,7 +49,7 @@ func New(cfg Config, router Router) (*Server, error) {
 	s := &Server{cfg: cfg, router: router, log: cfg.Logger.With().Str("component", "api").Logger(), gin: gin.New(), client: newForwardClient(cfg.ForwardTLS),
 		streams: newStreamClient(cfg.ForwardTLS),
 		access:  map[string]access{}, shedder: newShedder(cfg.Limits), now: time.Now,
-		budget: newStreamBudget(cfg.Limits.StreamMemory), streamPage: streamPageBytesDefault}
+		budget: newStreamBudget(cfg.Limits.StreamMemory), streamPage: streamPageBytes(cfg.Limits.StreamMemory)}
 	s.gin.HandleMethodNotAllowed = true
 	// No redirects: a path with a trailing or empty segment, or in the
 	// wrong case, gets the JSON error shape (404 no_route, or 400 naming

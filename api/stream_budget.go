@@ -17,16 +17,27 @@ import (
 // when the budget is spent, streams wait their turn (FIFO) rather than
 // allocate past it.
 const (
-	// streamPageBytesDefault bounds the event data of one page a stream
-	// reads, below the engine's HistoryPageBytes: a page is a fraction of
-	// the budget, never all of it.
-	streamPageBytesDefault = 1 << 20
+	// streamPageBytesMax bounds the event data of one page a stream
+	// reads: the engine's HistoryPageBytes default, so that a stream of
+	// large events reads several at a time (a page of one event each
+	// costs a query and a flush per event: 1 MiB pages made streams of
+	// 1 MiB events a third slower). A page is at most a sixteenth of
+	// the budget (streamPageBytes), so that eight streams read at once.
+	streamPageBytesMax = 4 << 20
+	// streamPageShare: a page is at most budget/streamPageShare.
+	streamPageShare = 16
 	// streamWriteTimeout bounds writing one page to the client: a client
 	// that does not take it in time loses its stream (and may resume with
 	// Last-Event-ID), so a slow reader does not keep its share of the
 	// budget from the other streams.
 	streamWriteTimeout = 30 * time.Second
 )
+
+// streamPageBytes is the page bound of a node whose stream memory budget
+// is budget.
+func streamPageBytes(budget int64) int64 {
+	return min(streamPageBytesMax, budget/streamPageShare)
+}
 
 // pageCharge is what a page of data bound pageBytes takes of the budget:
 // the page as read plus one event at a time encoded.

@@ -140,3 +140,19 @@ func TestStreamMemoryBudget(t *testing.T) {
 		require.Zero(t, held, "every page gave its share back")
 	})
 }
+
+func TestStreamPageBytes(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		budget int64
+		want   int64
+	}{
+		{"TheDefaultBudgetReadsPagesOfFourMiB", StreamMemoryDefault, 4 << 20},
+		{"ALargerBudgetKeepsFourMiB", 1 << 30, 4 << 20},
+		{"ASmallBudgetReadsASixteenth", StreamMemoryMin, 128 << 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, streamPageBytes(c.budget))
+		})
+	}
+}

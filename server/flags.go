@@ -77,7 +77,7 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagMaxLongPollsToken, Value: api.MaxLongLivedPerTokenDefault, EnvVars: []string{"HARVEST_MAX_LONG_POLLS_PER_TOKEN"},
 			Usage: "most long polls and event streams one token holds on this node at once (one more: 429 too_many_long_polls with Retry-After)"},
 		&cli.Int64Flag{Name: flagStreamMemory, Value: api.StreamMemoryDefault, EnvVars: []string{"HARVEST_STREAM_MEMORY"},
-			Usage: "bytes of history this node's event streams hold at once, however many they are (pages of 1 MiB; streams wait for room); at least 2 MiB"},
+			Usage: "bytes of history this node's event streams hold at once, however many they are (pages of up to 4 MiB, a sixteenth of this; streams wait for room); at least 2 MiB"},
 		&cli.StringFlag{Name: flagTLSCert, EnvVars: []string{"HARVEST_TLS_CERT"},
 			Usage: "PEM certificate of this node: the HTTP API serves TLS, forwarding uses https and raft runs over TLS (with --tls-key; every node or none)"},
 		&cli.StringFlag{Name: flagTLSKey, EnvVars: []string{"HARVEST_TLS_KEY"},
@@ -135,7 +135,7 @@ func nodeConfig(c *cli.Context) (node.Config, error) {
 		return node.Config{}, fmt.Errorf("--%s, --%s and --%s must be positive", flagMaxInFlight, flagMaxLongPolls, flagMaxLongPollsToken)
 	}
 	if cfg.Limits.StreamMemory < api.StreamMemoryMin {
-		return node.Config{}, fmt.Errorf("--%s %d: want at least %d bytes (one page of a stream)", flagStreamMemory, cfg.Limits.StreamMemory, api.StreamMemoryMin)
+		return node.Config{}, fmt.Errorf("--%s %d: want at least %d bytes", flagStreamMemory, cfg.Limits.StreamMemory, api.StreamMemoryMin)
 	}
 	if err := cfg.Limits.Validate(); err != nil {
 		return node.Config{}, fmt.Errorf("--%s, --%s: %w", flagRateLimit, flagRateBurst, err)
