@@ -88,7 +88,7 @@ func (l Limits) Validate() error {
 		return errors.New("api limits: burst, max in flight, max long-lived and max long-lived per token must not be negative")
 	}
 	if l.StreamMemory != 0 && l.StreamMemory < StreamMemoryMin {
-		return fmt.Errorf("api limits: stream memory %d is under %d bytes (one page of a stream)", l.StreamMemory, StreamMemoryMin)
+		return fmt.Errorf("api limits: stream memory %d is under %d bytes", l.StreamMemory, StreamMemoryMin)
 	}
 	return nil
 }

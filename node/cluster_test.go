@@ -96,7 +96,10 @@ func (c *cluster) live() []*Node {
 }
 
 // waitStable waits until every live node sees the others alive and each
-// shard is served by its ring owner.
+// shard is served by its ring owner. Joining and handing shards over
+// take a few seconds; on a busy machine (CI runs packages side by side
+// under the race detector) memberlist's probes and the lease handoffs
+// take longer, hence the minute. A failure says what was not stable.
 func (c *cluster) waitStable() {
 	c.t.Helper()
 	live := c.live()
@@ -104,21 +107,24 @@ func (c *cluster) waitStable() {
 	for _, n := range live {
 		ids = append(ids, n.NodeID())
 	}
-	eventually(c.t, "a stable cluster", 20*time.Second, func() bool {
+	eventuallyWhy(c.t, "a stable cluster", stableWithin, func() string {
 		for _, n := range live {
-			if len(n.view.Alive()) != len(live) {
-				return false
+			if alive := n.view.Alive(); len(alive) != len(live) {
+				return fmt.Sprintf("%s sees %d of %d nodes alive", n.NodeID(), len(alive), len(live))
 			}
 		}
 		for _, s := range c.cat.Readable {
 			owner, _ := ring.OwnerOf(s, ids)
-			if !slices.Contains(c.byID(owner).Owned(), s) {
-				return false
+			if o := c.byID(owner); !slices.Contains(o.Owned(), s) {
+				return fmt.Sprintf("shard %d: ring owner %s serves %v", s, owner, o.Owned())
 			}
 		}
-		return true
+		return ""
 	})
 }
+
+// stableWithin bounds waitStable.
+const stableWithin = time.Minute
 
 func (c *cluster) byID(id string) *Node {
 	for _, n := range c.live() {
@@ -256,6 +262,23 @@ func (c *cluster) eventTypes(t *testing.T, execID any) []string {
 	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return types
+}
+
+// eventuallyWhy polls cond until it returns "" and fails with its last
+// answer, what was not yet true, after within.
+func eventuallyWhy(t *testing.T, what string, within time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", within, what, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
