@@ -46,12 +46,11 @@ var layers = map[string]int{
 var sqlDebt = []string{
 	"engine/activity_cancel.go",
 	"engine/append.go", "engine/async.go", "engine/chain.go", "engine/children.go",
-	"engine/close.go", "engine/deferred.go", "engine/dispatch.go", "engine/gates.go", "engine/groupcommit.go",
+	"engine/deferred.go", "engine/dispatch.go", "engine/gates.go", "engine/groupcommit.go",
 	"engine/one_trip.go",
 	"engine/outbox_kinds.go", "engine/placement.go",
 	"engine/probe.go", "engine/probe_batch.go", "engine/query.go", "engine/schedule.go",
-	"engine/schedule_loop.go", "engine/schedule_sync.go", "engine/signal.go", "engine/signal_batch.go",
-	"engine/start.go", "engine/workflow_task.go", "engine/writeset.go",
+	"engine/schedule_loop.go", "engine/schedule_sync.go", "engine/start.go", "engine/workflow_task.go", "engine/writeset.go",
 }
 
 type listedPackage struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Cancel asks a running run to cancel: WorkflowCancelRequested is appended
@@ -51,10 +52,7 @@ func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (Close
 // hasCancelRequest reports whether the run's history holds a cancel
 // request already: the read-only dedup of Cancel.
 func hasCancelRequest(ctx context.Context, tx *fence.Tx, id uuid.UUID) (bool, error) {
-	var found bool
-	err := tx.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM harvest_events WHERE execution_id = $1 AND event_type = $2)`,
-		id, string(harvest.EventWorkflowCancelRequested)).Scan(&found)
+	found, err := store.HasEvent(ctx, tx, id, string(harvest.EventWorkflowCancelRequested))
 	if err != nil {
 		return false, fmt.Errorf("find cancel request of %s: %w", id, err)
 	}

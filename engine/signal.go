@@ -11,6 +11,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -44,8 +45,7 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 	queue := func(b *pgx.Batch) {
 		queueLockExecution(b, req.ExecutionID, &ex)
 		if req.IdempotencyKey != "" {
-			b.Queue(signalKeySeenSQL, req.ExecutionID, req.IdempotencyKey).
-				QueryRow(func(row pgx.Row) error { return row.Scan(&seen) })
+			store.QueueSignalKeySeen(b, req.ExecutionID, req.IdempotencyKey, &seen)
 		}
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
@@ -79,13 +79,6 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 	return res, nil
 }
 
-// signalKeySeenSQL looks a signal key up in the chain of run $1.
-const signalKeySeenSQL = `
-	SELECT EXISTS (
-	       SELECT 1 FROM harvest_executions x
-	         JOIN harvest_signals s ON coalesce(s.chain_id, s.execution_id) = coalesce(x.chain_id, x.execution_id)
-	        WHERE x.execution_id = $1 AND s.idempotency_key = $2)`
-
 // redirectSignal turns the locked run a signal is addressed to into its
 // chain's current run, locked, and looks the key up again there: a
 // signal of the same key may have landed while this one waited for that
@@ -98,9 +91,9 @@ func (e *Engine) redirectSignal(ctx context.Context, tx *fence.Tx, ex *execRow, 
 	if err != nil || key == "" {
 		return cur, false, err
 	}
-	var seen bool
-	if err := tx.QueryRow(ctx, signalKeySeenSQL, cur.ID, key).Scan(&seen); err != nil {
-		return nil, false, fmt.Errorf("look up signal key: %w", err)
+	seen, err := store.SignalKeySeen(ctx, tx, cur.ID, key)
+	if err != nil {
+		return nil, false, err
 	}
 	return cur, seen, nil
 }
@@ -120,9 +113,7 @@ func recordSignal(res SignalResult, err error) {
 // in one round trip.
 func deliverSignal(ctx context.Context, tx *fence.Tx, ex *execRow, name string, payload json.RawMessage, key string) error {
 	b := &pgx.Batch{}
-	b.Queue(`
-		INSERT INTO harvest_signals (execution_id, chain_id, signal_name, idempotency_key, event_id)
-		VALUES ($1, $2, $3, $4, $5)`, ex.ID, ex.ChainID, name, nullString(key), ex.NextEventID)
+	store.QueueInsertSignal(b, ex.ID, ex.ChainID, name, key, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: name, Payload: inputOrNull(payload), IdempotencyKey: key})
 	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, true)
@@ -255,17 +246,9 @@ func (e *Engine) findSignalKey(ctx context.Context, tx *fence.Tx, req SignalWith
 	if req.IdempotencyKey == "" {
 		return false, nil
 	}
-	err := tx.QueryRow(ctx, `
-		SELECT e.execution_id, e.state
-		  FROM harvest_signals s JOIN harvest_executions e ON e.execution_id = s.execution_id
-		 WHERE e.workflow_name = $1 AND e.workflow_id = $2 AND s.idempotency_key = $3
-		 ORDER BY s.signal_id LIMIT 1`, req.Start.WorkflowName, req.Start.WorkflowID, req.IdempotencyKey).
-		Scan(&res.ExecutionID, &res.State)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+	id, state, found, err := store.FindSignalKey(ctx, tx, req.Start.WorkflowName, req.Start.WorkflowID, req.IdempotencyKey)
+	if found {
+		res.ExecutionID, res.State = id, state
 	}
-	if err != nil {
-		return false, fmt.Errorf("find signal key: %w", err)
-	}
-	return true, nil
+	return found, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Group commit of signals.
@@ -79,11 +80,6 @@ func (e *Engine) groupSignal(ctx context.Context, req SignalRequest) (SignalResu
 	return r.res, r.err
 }
 
-type execKey struct {
-	id  uuid.UUID
-	key string
-}
-
 // signalBatch delivers the signals of calls in one transaction and answers
 // each.
 func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalReply {
@@ -94,7 +90,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		keyIDs    []uuid.UUID
 		keys      []string
 		exs       = make(map[uuid.UUID]*execRow, len(calls))
-		seen      = make(map[execKey]bool)
+		seen      = make(map[store.ChainKey]bool)
 		replies   = make([]signalReply, len(calls))
 		delivered bool
 	)
@@ -109,35 +105,20 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		if len(keys) == 0 {
 			return
 		}
-		b.Queue(`
-			SELECT DISTINCT coalesce(x.chain_id, x.execution_id), r.k
-			  FROM unnest($1::uuid[], $2::text[]) AS r(id, k)
-			  JOIN harvest_executions x ON x.execution_id = r.id
-			  JOIN harvest_signals s ON coalesce(s.chain_id, s.execution_id) = coalesce(x.chain_id, x.execution_id)
-			                        AND s.idempotency_key = r.k`, keyIDs, keys).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var k execKey
-					if err := rows.Scan(&k.id, &k.key); err != nil {
-						return err
-					}
-					seen[k] = true
-				}
-				return rows.Err()
-			})
+		store.QueueSignalKeysSeen(b, keyIDs, keys, seen)
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		if err := redirectSignals(ctx, tx, exs); err != nil {
 			return err
 		}
-		b, w, ledger := &pgx.Batch{}, newWriteSet(), &signalRows{}
+		b, w, ledger := &pgx.Batch{}, newWriteSet(), &store.SignalRows{}
 		w.ahead = tx.Ahead()
 		delivered = false
 		for i, c := range calls {
 			replies[i] = e.queueSignal(w, ledger, c.req, exs, seen)
 			delivered = delivered || replies[i].res.Delivered
 		}
-		ledger.queue(b)
+		ledger.Queue(b)
 		w.queue(b)
 		if err := e.crashAt(ctx, crashSignal); err != nil {
 			return err
@@ -166,13 +147,13 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 // queueSignal decides one signal of a batch and adds its writes to w and
 // ledger; seen gains its key, so that a repeat later in the batch is a
 // duplicate. A signal the workflow does not accept adds nothing.
-func (e *Engine) queueSignal(w *writeSet, ledger *signalRows, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[execKey]bool) signalReply {
+func (e *Engine) queueSignal(w *writeSet, ledger *store.SignalRows, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[store.ChainKey]bool) signalReply {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	ex := exs[req.ExecutionID]
 	if ex == nil {
 		return signalReply{err: fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)}
 	}
-	k := execKey{ex.ChainID, req.IdempotencyKey}
+	k := store.ChainKey{Chain: ex.ChainID, Key: req.IdempotencyKey}
 	if req.IdempotencyKey != "" && seen[k] {
 		return signalReply{res: res}
 	}
@@ -190,7 +171,7 @@ func (e *Engine) queueSignal(w *writeSet, ledger *signalRows, req SignalRequest,
 	if req.IdempotencyKey != "" {
 		seen[k] = true
 	}
-	ledger.add(ex, req)
+	ledger.Add(ex.ID, ex.ChainID, req.SignalName, req.IdempotencyKey, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: req.SignalName, Payload: inputOrNull(req.Payload), IdempotencyKey: req.IdempotencyKey})
 	w.appendEvents(ex, []harvest.Command{cmd}, true)
@@ -222,36 +203,4 @@ func redirectSignals(ctx context.Context, tx *fence.Tx, exs map[uuid.UUID]*execR
 		exs[*ex.ContinuedTo], exs[cur.ID] = cur, cur
 	}
 	return nil
-}
-
-// signalRows are the signal ledger rows of a batch, inserted in one
-// statement.
-type signalRows struct {
-	ids      []uuid.UUID
-	chains   []uuid.UUID
-	names    []string
-	keys     []*string
-	eventIDs []int64
-}
-
-// add records req's ledger row; its event is ex's next one.
-func (r *signalRows) add(ex *execRow, req SignalRequest) {
-	r.ids, r.chains = append(r.ids, ex.ID), append(r.chains, ex.ChainID)
-	r.names = append(r.names, req.SignalName)
-	var key *string
-	if req.IdempotencyKey != "" {
-		key = &req.IdempotencyKey
-	}
-	r.keys = append(r.keys, key)
-	r.eventIDs = append(r.eventIDs, ex.NextEventID)
-}
-
-func (r *signalRows) queue(b *pgx.Batch) {
-	if len(r.ids) == 0 {
-		return
-	}
-	b.Queue(`
-		INSERT INTO harvest_signals (execution_id, chain_id, signal_name, idempotency_key, event_id)
-		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[])`,
-		r.ids, r.chains, r.names, r.keys, r.eventIDs)
 }

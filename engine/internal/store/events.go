@@ -59,3 +59,13 @@ func scanHistoryRow(rows pgx.Rows, fn func(id uuid.UUID, ev harvest.Event) error
 	ev.Type = harvest.EventType(t)
 	return fn(id, ev)
 }
+
+// HasEvent reports whether run id's history holds an event of type
+// eventType.
+func HasEvent(ctx context.Context, q Querier, id uuid.UUID, eventType string) (bool, error) {
+	var found bool
+	err := q.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM harvest_events WHERE execution_id = $1 AND event_type = $2)`,
+		id, eventType).Scan(&found)
+	return found, err
+}
