@@ -34,7 +34,7 @@ var layers = map[string]int{
 	"engine/internal/read":     3,
 	"engine/internal/runs":     2,
 	"engine/internal/store":    1,
-	"engine/internal/fence":    1,
+	"engine/internal/fence":    2,
 	"engine/internal/loop":     0,
 	"engine/shardapi":          0,
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -26,8 +25,11 @@ type Engine struct {
 	cfg  Config
 	log  zerolog.Logger
 
-	epoch  atomic.Int64
-	owning atomic.Bool
+	// fence holds the shard lease and runs fenced transactions; epoch
+	// and owning are its Epoch and Owning.
+	fence  *fence.Fence
+	epoch  *atomic.Int64
+	owning *atomic.Bool
 
 	wfWake  chan struct{}
 	actWake chan struct{}
@@ -108,6 +110,9 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
 	}
+	e.fence = fence.New(fence.Config{Pool: pool, ShardID: cfg.ShardID, NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
+		TakeOver: cfg.TakeOver, Ahead: e.ahead, Clock: &e.clock, Lost: e.lostLease, Translate: translate, Log: e.log})
+	e.epoch, e.owning = &e.fence.Epoch, &e.fence.Owning
 	e.retryWake = loop.NewWakeup(e.wakeActivities)
 	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
 	e.closed.onClose = e.live.drop
@@ -255,12 +260,7 @@ func (e *Engine) nudge(ch chan struct{}) {
 	}
 }
 
-func (e *Engine) checkOwning() error {
-	if !e.owning.Load() {
-		return fmt.Errorf("shard %d: %w", e.cfg.ShardID, ErrNotRunning)
-	}
-	return nil
-}
+func (e *Engine) checkOwning() error { return e.fence.CheckOwning() }
 
 // closeWatch wakes waiters when executions close: the waiters of one
 // execution (Result long-polls). A close wakes only its own execution's waiters, so N polls of
