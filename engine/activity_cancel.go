@@ -5,6 +5,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Cancel commands of workflow code (harvest.WithCancel, scope.go).
@@ -78,20 +79,10 @@ func queueCancel(w *writeSet, ex *execRow, c harvest.Command) error {
 func (w *writeSet) queueCancels(b *pgx.Batch) {
 	c := &w.cancels
 	if len(c.timerExecs) > 0 {
-		b.Queue(`
-			DELETE FROM harvest_timers t
-			 USING unnest($1::uuid[], $2::text[]) AS u(id, timer_id)
-			 WHERE t.execution_id = u.id AND t.timer_id = u.timer_id`, c.timerExecs, c.timerIDs)
+		store.QueueCancelTimers(b, c.timerExecs, c.timerIDs)
 	}
 	if len(c.actExecs) > 0 {
-		b.Queue(`
-			WITH u AS (SELECT * FROM unnest($1::uuid[], $2::text[]) AS u(id, activity_id)),
-			     d AS (DELETE FROM harvest_tasks t USING u
-			            WHERE t.execution_id = u.id AND t.activity_id = u.activity_id AND t.status = 'pending')
-			UPDATE harvest_tasks t SET cancel_requested = true
-			  FROM u
-			 WHERE t.execution_id = u.id AND t.activity_id = u.activity_id AND t.status = 'running'`,
-			c.actExecs, c.actIDs)
+		store.QueueCancelActivities(b, c.actExecs, c.actIDs)
 	}
 }
 

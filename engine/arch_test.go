@@ -44,9 +44,8 @@ var layers = map[string]int{
 // shrinks: a file not listed must hold no SQL, and a listed file that
 // holds none any more must leave the list.
 var sqlDebt = []string{
-	"engine/activity_cancel.go",
 	"engine/append.go", "engine/async.go", "engine/chain.go", "engine/children.go",
-	"engine/deferred.go", "engine/dispatch.go", "engine/gates.go", "engine/groupcommit.go",
+	"engine/deferred.go", "engine/gates.go", "engine/groupcommit.go",
 	"engine/one_trip.go",
 	"engine/outbox_kinds.go", "engine/placement.go",
 	"engine/probe.go", "engine/probe_batch.go", "engine/query.go", "engine/schedule.go",

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Direct dispatch of new activity tasks.
@@ -122,73 +124,53 @@ func (e *Engine) releaseSlot() {
 // back into d.tasks; without, every task pending.
 func (w *writeSet) queueTaskInsert(b *pgx.Batch, d *dispatch) {
 	t := &w.tasks
+	cols := store.NewTasks{IDs: t.ids, ActivityIDs: t.activityIDs, Names: t.names, Queues: t.queues, Keys: t.keys,
+		Opts: t.opts, Inputs: t.inputs, CloseMS: t.closeMS}
 	claim := make([]bool, len(t.ids))
 	if d == nil {
-		b.Queue(insertTasksSQL, t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
-			int64(0), leaseGrace.Milliseconds(), micros(w.ahead))
+		store.QueueInsertTasks(b, cols, claim, 0, leaseGrace.Milliseconds(), micros(w.ahead), nil)
 		return
 	}
+	at := w.claimFirst(claim, d.slots)
+	store.QueueInsertTasks(b, cols, claim, d.epoch, leaseGrace.Milliseconds(), micros(w.ahead), func(r store.InsertedTask) error {
+		if !r.Claimed {
+			return nil
+		}
+		i, ok := at[taskKey{r.ExecutionID, r.ActivityID}]
+		if !ok {
+			return fmt.Errorf("direct dispatch: task %s/%s was not asked for", r.ExecutionID, r.ActivityID)
+		}
+		var ct claimedTask
+		ct.TaskID = r.TaskID
+		t.fill(&ct, i)
+		ct.CloseDeadline, ct.ClaimedAt, ct.Since = r.Deadline, r.Now, d.since
+		d.tasks = append(d.tasks, ct)
+		return nil
+	})
+}
+
+// claimFirst flags in claim the first slots tasks of the set's runs it
+// leaves open, and returns their indexes by run and activity id.
+func (w *writeSet) claimFirst(claim []bool, slots int) map[taskKey]int {
+	t := &w.tasks
 	closed := make(map[uuid.UUID]bool, len(w.closed))
 	for _, id := range w.closed {
 		closed[id] = true
 	}
-	for i, n := 0, 0; i < len(t.ids) && n < d.slots; i++ {
+	for i, n := 0, 0; i < len(t.ids) && n < slots; i++ {
 		if !closed[t.ids[i]] {
 			claim[i] = true
 			n++
 		}
 	}
-	at := make(map[taskKey]int, d.slots)
+	at := make(map[taskKey]int, slots)
 	for i, c := range claim {
 		if c {
 			at[taskKey{t.ids[i], t.activityIDs[i]}] = i
 		}
 	}
-	b.Queue(insertTasksSQL, t.ids, t.activityIDs, t.names, t.queues, t.inputs, t.keys, t.opts, t.closeMS, claim,
-		d.epoch, leaseGrace.Milliseconds(), micros(w.ahead)).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var (
-					k        taskKey
-					ct       claimedTask
-					claimed  bool
-					deadline *time.Time
-					now      time.Time
-				)
-				if err := rows.Scan(&ct.TaskID, &k.id, &k.activityID, &claimed, &deadline, &now); err != nil {
-					return err
-				}
-				if !claimed {
-					continue
-				}
-				i, ok := at[k]
-				if !ok {
-					return fmt.Errorf("direct dispatch: task %s/%s was not asked for", k.id, k.activityID)
-				}
-				t.fill(&ct, i)
-				ct.CloseDeadline, ct.ClaimedAt, ct.Since = deadline, now, d.since
-				d.tasks = append(d.tasks, ct)
-			}
-			return rows.Err()
-		})
+	return at
 }
-
-// insertTasksSQL inserts activity tasks, those flagged r claimed as
-// claimActivities claims (the lock counting from the insert), and returns
-// every row's id, whether it was claimed, its schedule-to-close deadline
-// and the claim's time, both in workflow time ($12 is the clock's offset;
-// the lock is on the database's time).
-const insertTasksSQL = `
-	INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options,
-	                           close_deadline, status, attempt, claim_epoch, locked_until)
-	SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + $12 * interval '1 microsecond' + c * interval '1 millisecond',
-	       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
-	       CASE WHEN r THEN $10::bigint END,
-	       CASE WHEN r THEN clock_timestamp() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
-	  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
-	              $9::bool[]) AS u(id, a, n, q, i, k, o, c, r)
-	RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline,
-	          clock_timestamp() + $12 * interval '1 microsecond'`
 
 type taskKey struct {
 	id         uuid.UUID

@@ -209,3 +209,80 @@ func QueueDeleteTasks(b *pgx.Batch, ids []int64) {
 func QueueNow(b *pgx.Batch, now *time.Time) {
 	b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(now) })
 }
+
+// QueueCancelActivities queues the cancel of the activities
+// activityIDs[i] of runs execs[i]: a pending task is deleted, a running
+// one is asked to stop (its heartbeat learns it).
+func QueueCancelActivities(b *pgx.Batch, execs []uuid.UUID, activityIDs []string) {
+	b.Queue(`
+			WITH u AS (SELECT * FROM unnest($1::uuid[], $2::text[]) AS u(id, activity_id)),
+			     d AS (DELETE FROM harvest_tasks t USING u
+			            WHERE t.execution_id = u.id AND t.activity_id = u.activity_id AND t.status = 'pending')
+			UPDATE harvest_tasks t SET cancel_requested = true
+			  FROM u
+			 WHERE t.execution_id = u.id AND t.activity_id = u.activity_id AND t.status = 'running'`,
+		execs, activityIDs)
+}
+
+// insertTasksSQL inserts activity tasks, those flagged r claimed as
+// claimActivities claims (the lock counting from the insert), and returns
+// every row's id, whether it was claimed, its schedule-to-close deadline
+// and the claim's time, both in workflow time ($12 is the clock's offset;
+// the lock is on the database's time).
+const insertTasksSQL = `
+	INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options,
+	                           close_deadline, status, attempt, claim_epoch, locked_until)
+	SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + $12 * interval '1 microsecond' + c * interval '1 millisecond',
+	       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
+	       CASE WHEN r THEN $10::bigint END,
+	       CASE WHEN r THEN clock_timestamp() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END
+	  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
+	              $9::bool[]) AS u(id, a, n, q, i, k, o, c, r)
+	RETURNING task_id, execution_id, activity_id, status = 'running', close_deadline,
+	          clock_timestamp() + $12 * interval '1 microsecond'`
+
+// NewTasks are activity tasks to insert, one per index: the run, the
+// activity id, name and queue, the input and options (JSON text), the
+// idempotency key and the schedule-to-close timeout in ms (nil: none).
+type NewTasks struct {
+	IDs                                    []uuid.UUID
+	ActivityIDs, Names, Queues, Keys, Opts []string
+	Inputs                                 []*string
+	CloseMS                                []*int64
+}
+
+// InsertedTask is a row the insert of NewTasks returns: whether it was
+// inserted claimed, its schedule-to-close deadline and the claim's time
+// (both in workflow time).
+type InsertedTask struct {
+	TaskID      int64
+	ExecutionID uuid.UUID
+	ActivityID  string
+	Claimed     bool
+	Deadline    *time.Time
+	Now         time.Time
+}
+
+// QueueInsertTasks queues the insert of t, those flagged in claim
+// inserted claimed for epoch (their lock: start-to-close plus graceMS
+// from now), timed aheadMicros ahead of the database's clock; with fn,
+// each inserted row is passed to it.
+func QueueInsertTasks(b *pgx.Batch, t NewTasks, claim []bool, epoch, graceMS, aheadMicros int64, fn func(InsertedTask) error) {
+	q := b.Queue(insertTasksSQL, t.IDs, t.ActivityIDs, t.Names, t.Queues, t.Inputs, t.Keys, t.Opts, t.CloseMS, claim,
+		epoch, graceMS, aheadMicros)
+	if fn == nil {
+		return
+	}
+	q.Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r InsertedTask
+			if err := rows.Scan(&r.TaskID, &r.ExecutionID, &r.ActivityID, &r.Claimed, &r.Deadline, &r.Now); err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}

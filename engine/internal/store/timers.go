@@ -58,3 +58,12 @@ func QueueTimerIn(b *pgx.Batch, id uuid.UUID, timerID string, in int64) {
 			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
 			VALUES ($1, $2, now() + $3 * interval '1 microsecond')`, id, timerID, in)
 }
+
+// QueueCancelTimers queues the delete of the timers timerIDs[i] of runs
+// execs[i].
+func QueueCancelTimers(b *pgx.Batch, execs []uuid.UUID, timerIDs []string) {
+	b.Queue(`
+			DELETE FROM harvest_timers t
+			 USING unnest($1::uuid[], $2::text[]) AS u(id, timer_id)
+			 WHERE t.execution_id = u.id AND t.timer_id = u.timer_id`, execs, timerIDs)
+}
