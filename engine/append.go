@@ -13,6 +13,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // execRow is the locked part of an execution a write transaction needs.
@@ -148,7 +149,7 @@ func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInf
 	b.Queue(`
 		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
 		 WHERE execution_id = $1 AND status = 'pending'`, ex.ID)
-	b.Queue(closeOutbox, []uuid.UUID{ex.ID})
+	store.QueueCloseOutbox(b, []uuid.UUID{ex.ID})
 	ex.State = state
 }
 

@@ -48,7 +48,7 @@ func queueOutboxCommand(w *writeSet, ex *execRow, c harvest.Command) error {
 		if err != nil {
 			return fmt.Errorf("decode ChildWorkflowInitiated: %w", err)
 		}
-		w.children.add(ex.ID, d)
+		w.children.Add(ex.ID, d.CommandID, d.WorkflowName, d.WorkflowID, d.ParentClosePolicy)
 		return w.outbox.Add(ex.ID, d.CommandID, outboxStartChild, d)
 	}
 	return nil
@@ -180,78 +180,16 @@ func (e *Engine) performCloseChild(ctx context.Context, r store.OutboxRow) error
 // answered gets its close policy applied now.
 func queueChildStart(b *pgx.Batch, parent *execRow, r store.OutboxRow, outcome *harvest.Command, answer error) error {
 	if answer != nil {
-		b.Queue(`UPDATE harvest_children SET start_error = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
-			r.ExecutionID, r.CommandID, answer.Error())
+		store.QueueChildStartError(b, r.ExecutionID, r.CommandID, answer.Error())
 		return nil
 	}
 	d, err := payload[harvest.ChildWorkflowStartedData](*outcome)
 	if err != nil {
 		return fmt.Errorf("decode ChildWorkflowStarted: %w", err)
 	}
-	b.Queue(`UPDATE harvest_children SET child_execution_id = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
-		r.ExecutionID, r.CommandID, d.ExecutionID)
+	store.QueueChildStarted(b, r.ExecutionID, r.CommandID, d.ExecutionID)
 	if parent != nil && IsTerminal(parent.State) {
-		b.Queue(closePolicyOutbox, []uuid.UUID{parent.ID})
+		store.QueueClosePolicyOutbox(b, []uuid.UUID{parent.ID})
 	}
 	return nil
 }
-
-// childRows are the children rows a write set inserts.
-type childRows struct {
-	parents                               []uuid.UUID
-	commandIDs, names, workflowIDs, plans []string
-}
-
-func (c *childRows) add(parent uuid.UUID, d harvest.ChildWorkflowInitiatedData) {
-	c.parents = append(c.parents, parent)
-	c.commandIDs, c.names = append(c.commandIDs, d.CommandID), append(c.names, d.WorkflowName)
-	c.workflowIDs, c.plans = append(c.workflowIDs, d.WorkflowID), append(c.plans, d.ParentClosePolicy)
-}
-
-func (c *childRows) queue(b *pgx.Batch) {
-	if len(c.parents) == 0 {
-		return
-	}
-	b.Queue(`
-		INSERT INTO harvest_children (parent_execution_id, command_id, workflow_name, workflow_id, close_policy)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])
-		ON CONFLICT DO NOTHING`, c.parents, c.commandIDs, c.names, c.workflowIDs, c.plans)
-}
-
-// closeOutbox inserts, with the close of the runs $1, the outbox rows
-// their closes cause: a closing child's report to its parent (a run
-// started under a harvest.ChildStartKey remembers its parent in its
-// idempotency key), and the close policy of each child of a closing
-// parent (closePolicyOutbox). A run that continues as new reports
-// nothing: its chain goes on, and the chain's last run reports for it
-// (the chain's first run holds the key), under the chain's id.
-const closeOutbox = `
-	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)
-	SELECT x.execution_id, '', 'child_done',
-	       jsonb_build_object('parent', split_part(k.key, ':', 3), 'command_id', split_part(k.key, ':', 4),
-	                          'chain', coalesce(x.chain_id, x.execution_id),
-	                          'state', x.state, 'output', x.output, 'error', x.error)
-	  FROM harvest_executions x
-	 CROSS JOIN LATERAL (SELECT coalesce(x.idempotency_key,
-	                            (SELECT f.idempotency_key FROM harvest_executions f WHERE f.execution_id = x.chain_id)) AS key) k
-	 WHERE x.execution_id = ANY($1) AND k.key LIKE 'hv:child:%'
-	   AND x.state NOT IN ('RUNNING', 'CONTINUED_AS_NEW')
-	UNION ALL` + closePolicyRows + `
-	ON CONFLICT DO NOTHING`
-
-// closePolicyOutbox inserts the close policy rows of the closed parents
-// $1 alone.
-const closePolicyOutbox = `
-	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)` + closePolicyRows + `
-	ON CONFLICT DO NOTHING`
-
-// closePolicyRows are the children of the closed parents $1 that were
-// started, have not reported their close and are not abandoned.
-const closePolicyRows = `
-	SELECT c.parent_execution_id, c.command_id, 'close_child',
-	       jsonb_build_object('execution_id', c.child_execution_id, 'policy', c.close_policy)
-	  FROM harvest_children c
-	 WHERE c.parent_execution_id = ANY($1) AND c.child_execution_id IS NOT NULL AND c.close_policy <> 'abandon'
-	   AND NOT EXISTS (SELECT 1 FROM harvest_signals s
-	                    WHERE s.execution_id = c.parent_execution_id
-	                      AND s.idempotency_key = 'hv:childdone:' || c.child_execution_id::text)`

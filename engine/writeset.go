@@ -34,7 +34,7 @@ type writeSet struct {
 	// runs (outbox.go); outboxDue: the set inserted outbox rows (its own,
 	// or its closes'), so the committer wakes the outbox loop.
 	outbox    store.OutboxRows
-	children  childRows
+	children  store.ChildRows
 	outboxDue bool
 	// outcomes are the closed runs' outcomes as committed, for the
 	// waiters of their results (closeWatch.fireWith); filled when the
@@ -198,7 +198,7 @@ func (w *writeSet) queue(b *pgx.Batch) {
 			w.timers.ids, w.timers.timerIDs, w.timers.fireAt)
 	}
 	w.queueCancels(b)
-	w.children.queue(b)
+	w.children.Queue(b)
 	w.outbox.Queue(b)
 	w.outboxDue = w.outboxDue || w.outbox.Len() > 0
 	w.queueCloses(b)
@@ -327,7 +327,7 @@ func (w *writeSet) queueCloses(b *pgx.Batch) {
 		return
 	}
 	if !w.newRuns || w.newRunsReport {
-		b.Queue(closeOutbox, w.closed).Exec(func(tag pgconn.CommandTag) error {
+		store.QueueCloseOutbox(b, w.closed).Exec(func(tag pgconn.CommandTag) error {
 			w.outboxDue = w.outboxDue || tag.RowsAffected() > 0
 			return nil
 		})

@@ -126,3 +126,96 @@ func RecordResolved(ctx context.Context, q Querier, rowID int64, id uuid.UUID) (
 	err := q.QueryRow(ctx, recordResolvedSQL, rowID, id.String()).Scan(&got)
 	return got, err
 }
+
+// The outbox rows a close causes, and the children rows the child
+// kinds (start_child, close_child) keep.
+
+// closeOutbox inserts, with the close of the runs $1, the outbox rows
+// their closes cause: a closing child's report to its parent (a run
+// started under a harvest.ChildStartKey remembers its parent in its
+// idempotency key), and the close policy of each child of a closing
+// parent (closePolicyOutbox). A run that continues as new reports
+// nothing: its chain goes on, and the chain's last run reports for it
+// (the chain's first run holds the key), under the chain's id.
+const closeOutbox = `
+	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)
+	SELECT x.execution_id, '', 'child_done',
+	       jsonb_build_object('parent', split_part(k.key, ':', 3), 'command_id', split_part(k.key, ':', 4),
+	                          'chain', coalesce(x.chain_id, x.execution_id),
+	                          'state', x.state, 'output', x.output, 'error', x.error)
+	  FROM harvest_executions x
+	 CROSS JOIN LATERAL (SELECT coalesce(x.idempotency_key,
+	                            (SELECT f.idempotency_key FROM harvest_executions f WHERE f.execution_id = x.chain_id)) AS key) k
+	 WHERE x.execution_id = ANY($1) AND k.key LIKE 'hv:child:%'
+	   AND x.state NOT IN ('RUNNING', 'CONTINUED_AS_NEW')
+	UNION ALL` + closePolicyRows + `
+	ON CONFLICT DO NOTHING`
+
+// closePolicyOutbox inserts the close policy rows of the closed parents
+// $1 alone.
+const closePolicyOutbox = `
+	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)` + closePolicyRows + `
+	ON CONFLICT DO NOTHING`
+
+// closePolicyRows are the children of the closed parents $1 that were
+// started, have not reported their close and are not abandoned.
+const closePolicyRows = `
+	SELECT c.parent_execution_id, c.command_id, 'close_child',
+	       jsonb_build_object('execution_id', c.child_execution_id, 'policy', c.close_policy)
+	  FROM harvest_children c
+	 WHERE c.parent_execution_id = ANY($1) AND c.child_execution_id IS NOT NULL AND c.close_policy <> 'abandon'
+	   AND NOT EXISTS (SELECT 1 FROM harvest_signals s
+	                    WHERE s.execution_id = c.parent_execution_id
+	                      AND s.idempotency_key = 'hv:childdone:' || c.child_execution_id::text)`
+
+// QueueCloseOutbox queues the insert of the outbox rows the closes of
+// runs ids cause (closeOutbox); its tag counts them.
+func QueueCloseOutbox(b *pgx.Batch, ids []uuid.UUID) *pgx.QueuedQuery {
+	return b.Queue(closeOutbox, ids)
+}
+
+// QueueClosePolicyOutbox queues the insert of the close policy rows of
+// the closed parents ids alone.
+func QueueClosePolicyOutbox(b *pgx.Batch, ids []uuid.UUID) {
+	b.Queue(closePolicyOutbox, ids)
+}
+
+// QueueChildStartError notes in parent's children row of command
+// commandID that the child's start was refused with msg.
+func QueueChildStartError(b *pgx.Batch, parent uuid.UUID, commandID, msg string) {
+	b.Queue(`UPDATE harvest_children SET start_error = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
+		parent, commandID, msg)
+}
+
+// QueueChildStarted notes in parent's children row of command commandID
+// the child run started.
+func QueueChildStarted(b *pgx.Batch, parent uuid.UUID, commandID, child string) {
+	b.Queue(`UPDATE harvest_children SET child_execution_id = $3 WHERE parent_execution_id = $1 AND command_id = $2`,
+		parent, commandID, child)
+}
+
+// ChildRows are the children rows a write set inserts, one per child
+// workflow a command initiates.
+type ChildRows struct {
+	parents                               []uuid.UUID
+	commandIDs, names, workflowIDs, plans []string
+}
+
+// Add adds the child of parent's command commandID: its workflow name and
+// id, and its parent close policy.
+func (c *ChildRows) Add(parent uuid.UUID, commandID, name, workflowID, policy string) {
+	c.parents = append(c.parents, parent)
+	c.commandIDs, c.names = append(c.commandIDs, commandID), append(c.names, name)
+	c.workflowIDs, c.plans = append(c.workflowIDs, workflowID), append(c.plans, policy)
+}
+
+// Queue queues the insert of the rows added, if any.
+func (c *ChildRows) Queue(b *pgx.Batch) {
+	if len(c.parents) == 0 {
+		return
+	}
+	b.Queue(`
+		INSERT INTO harvest_children (parent_execution_id, command_id, workflow_name, workflow_id, close_policy)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])
+		ON CONFLICT DO NOTHING`, c.parents, c.commandIDs, c.names, c.workflowIDs, c.plans)
+}
