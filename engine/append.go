@@ -34,12 +34,7 @@ type execRow struct {
 	IsChild bool
 }
 
-// execRowColumns are the columns an execRow is scanned from, after
-// execution_id where a query selects it.
-const execRowColumns = `workflow_name, workflow_id, state, next_event_id, created_at,
-		       coalesce(chain_id, execution_id), continued_to`
-
-// scanTargets are the scan destinations of execRowColumns.
+// scanTargets are the scan destinations of store.ExecRowColumns.
 func (r *execRow) scanTargets() []any {
 	return []any{&r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt, &r.ChainID, &r.ContinuedTo}
 }
@@ -48,7 +43,7 @@ func (r *execRow) scanTargets() []any {
 func lockExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, error) {
 	r := &execRow{ID: id}
 	err := tx.QueryRow(ctx, `
-		SELECT `+execRowColumns+`
+		SELECT `+store.ExecRowColumns+`
 		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
 		Scan(r.scanTargets()...)
 	if err != nil {
@@ -61,7 +56,7 @@ func lockExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, e
 // execution does not exist.
 func queueLockExecution(b *pgx.Batch, id uuid.UUID, ex **execRow) {
 	b.Queue(`
-		SELECT `+execRowColumns+`
+		SELECT `+store.ExecRowColumns+`
 		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
 		QueryRow(func(row pgx.Row) error {
 			r := &execRow{ID: id}
@@ -85,7 +80,7 @@ func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execR
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	ids = slices.Compact(ids)
 	b.Queue(`
-		SELECT execution_id, `+execRowColumns+`
+		SELECT execution_id, `+store.ExecRowColumns+`
 		  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, ids).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {

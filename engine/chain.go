@@ -204,14 +204,6 @@ func currentOfChain(ctx context.Context, q querier, chain uuid.UUID) (uuid.UUID,
 	return id, true, nil
 }
 
-// chainLatestJoin joins, to a claim's run e, the current run l of its
-// chain when e continued as new (l's columns are NULL otherwise).
-const chainLatestJoin = `
-	LEFT JOIN LATERAL (
-	      SELECT l.execution_id, l.state FROM harvest_executions l
-	       WHERE l.chain_id = coalesce(e.chain_id, e.execution_id) AND l.continued_to IS NULL
-	       LIMIT 1) l ON e.continued_to IS NOT NULL`
-
 // setLatest fills a replay answer r's current run of the chain.
 func setLatest(r *StartResult, id *uuid.UUID, state *string) {
 	if id != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -515,7 +516,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 	}
 	if len(look.keys) > 0 {
 		found := make(map[int]bool, len(look.keys))
-		b.Queue(lookupClaimsSQL, look.names, look.keys, window.Milliseconds()).
+		b.Queue(store.LookupClaimsSQL, look.names, look.keys, window.Milliseconds()).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -120,7 +121,7 @@ func lookupClaimLeft(ctx context.Context, q querier, name, key string, windowMS 
 		       extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8,
 		       l.execution_id, l.state
 		  FROM harvest_start_idempotency c
-		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id`+chainLatestJoin+`
+		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id`+store.ChainLatestJoin+`
 		 WHERE c.workflow_name = $1 AND c.idempotency_key = $2
 		   AND c.created_at >= now() - $3 * interval '1 millisecond'`, name, key, windowMS).
 		Scan(&res.ExecutionID, &wfID, &state, &leftS, &latest, &latestState)
@@ -346,7 +347,7 @@ func (e *Engine) queueClaim(b *pgx.Batch, name, key string, id uuid.UUID, claime
 // queueSlotHolder queues the lock of the run holding (name, workflow_id).
 func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
 	b.Queue(`
-		SELECT execution_id, `+execRowColumns+`
+		SELECT execution_id, `+store.ExecRowColumns+`
 		  FROM harvest_executions
 		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot FOR UPDATE`, name, workflowID).
 		QueryRow(func(row pgx.Row) error {

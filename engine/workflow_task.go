@@ -11,6 +11,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -197,7 +198,7 @@ func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.Ta
 // time. A task is due on workflow time (a delayed start waits on it).
 func claimWorkflowTasks(ctx context.Context, tx *fence.Tx, limit int) ([]claimedWorkflowTask, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT execution_id, `+execRowColumns+`, wf_task_attempt,
+		SELECT execution_id, `+store.ExecRowColumns+`, wf_task_attempt,
 		       now() + $2 * interval '1 microsecond', coalesce(idempotency_key LIKE 'hv:child:%', false)
 		  FROM harvest_executions
 		 WHERE wf_task_due_at <= now() + $2 * interval '1 microsecond'

@@ -27,3 +27,16 @@ func CountByState(ctx context.Context, q Querier, name, id string, after, before
 	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error { fn(state, n); return nil })
 	return err
 }
+
+// ExecRowColumns are the columns a run row is scanned from, after
+// execution_id where a query selects it.
+const ExecRowColumns = `workflow_name, workflow_id, state, next_event_id, created_at,
+		       coalesce(chain_id, execution_id), continued_to`
+
+// ChainLatestJoin joins, to a claim's run e, the current run l of its
+// chain when e continued as new (l's columns are NULL otherwise).
+const ChainLatestJoin = `
+	LEFT JOIN LATERAL (
+	      SELECT l.execution_id, l.state FROM harvest_executions l
+	       WHERE l.chain_id = coalesce(e.chain_id, e.execution_id) AND l.continued_to IS NULL
+	       LIMIT 1) l ON e.continued_to IS NOT NULL`
