@@ -42,11 +42,7 @@ func (r *execRow) scanTargets() []any {
 // lockExecution takes the execution's row lock (ErrNotFound if absent).
 func lockExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, error) {
 	r := &execRow{ID: id}
-	err := tx.QueryRow(ctx, `
-		SELECT `+store.ExecRowColumns+`
-		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
-		Scan(r.scanTargets()...)
-	if err != nil {
+	if err := store.LockRun(ctx, tx, id, r.scanTargets()...); err != nil {
 		return nil, fmt.Errorf("lock execution %s: %w", id, translate(err))
 	}
 	return r, nil
@@ -55,21 +51,18 @@ func lockExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, e
 // queueLockExecution queues lockExecution; *ex stays nil when the
 // execution does not exist.
 func queueLockExecution(b *pgx.Batch, id uuid.UUID, ex **execRow) {
-	b.Queue(`
-		SELECT `+store.ExecRowColumns+`
-		  FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, id).
-		QueryRow(func(row pgx.Row) error {
-			r := &execRow{ID: id}
-			err := row.Scan(r.scanTargets()...)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("lock execution %s: %w", id, err)
-			}
-			*ex = r
+	store.QueueLockRun(b, id).QueryRow(func(row pgx.Row) error {
+		r := &execRow{ID: id}
+		err := row.Scan(r.scanTargets()...)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
-		})
+		}
+		if err != nil {
+			return fmt.Errorf("lock execution %s: %w", id, err)
+		}
+		*ex = r
+		return nil
+	})
 }
 
 // queueLockExecutions queues the row locks of the executions ids (in id
@@ -79,19 +72,16 @@ func queueLockExecutions(b *pgx.Batch, ids []uuid.UUID, exs map[uuid.UUID]*execR
 	ids = slices.Clone(ids)
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	ids = slices.Compact(ids)
-	b.Queue(`
-		SELECT execution_id, `+store.ExecRowColumns+`
-		  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, ids).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				r := &execRow{}
-				if err := rows.Scan(append([]any{&r.ID}, r.scanTargets()...)...); err != nil {
-					return err
-				}
-				exs[r.ID] = r
+	store.QueueLockRuns(b, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			r := &execRow{}
+			if err := rows.Scan(append([]any{&r.ID}, r.scanTargets()...)...); err != nil {
+				return err
 			}
-			return rows.Err()
-		})
+			exs[r.ID] = r
+		}
+		return rows.Err()
+	})
 }
 
 // appendEvents appends events after the locked execution's last one and
@@ -117,33 +107,18 @@ func queueAppendEvents(b *pgx.Batch, tx *fence.Tx, ex *execRow, cmds []harvest.C
 		types[i] = string(c.Type)
 		data[i] = string(c.Data)
 	}
-	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		SELECT $1, u.event_id, u.event_type, u.data::jsonb, now() + $5 * interval '1 microsecond'
-		  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(event_id, event_type, data)`,
-		ex.ID, ids, types, data, micros(tx.Ahead()))
+	store.QueueAppendRunEvents(b, ex.ID, ids, types, data, micros(tx.Ahead()))
 	ex.NextEventID += int64(len(cmds))
-	b.Queue(`
-		UPDATE harvest_executions
-		   SET next_event_id = $2, updated_at = now(),
-		       wf_task_due_at = CASE WHEN $3 THEN least(coalesce(wf_task_due_at, now()), now()) ELSE wf_task_due_at END
-		 WHERE execution_id = $1`, ex.ID, ex.NextEventID, wake)
+	store.QueueAdvanceRun(b, ex.ID, ex.NextEventID, wake)
 }
 
 // queueCloseExecution queues what closeExecution does.
 func queueCloseExecution(b *pgx.Batch, ex *execRow, state string, output, errInfo json.RawMessage) {
 	releaseSlot := state == StateTerminated || state == StateContinuedAsNew
-	b.Queue(`
-		UPDATE harvest_executions
-		   SET state = $2, output = $3, error = $4, completed_at = now(), updated_at = now(),
-		       wf_task_due_at = NULL, wf_task_attempt = 0, last_error = NULL,
-		       holds_slot = holds_slot AND NOT $5
-		 WHERE execution_id = $1`, ex.ID, state, nullJSON(output), nullJSON(errInfo), releaseSlot)
-	b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = $1`, ex.ID)
-	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = $1`, ex.ID)
-	b.Queue(`
-		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
-		 WHERE execution_id = $1 AND status = 'pending'`, ex.ID)
+	store.QueueCloseRun(b, ex.ID, state, nullJSON(output), nullJSON(errInfo), releaseSlot)
+	store.QueueDeleteRunTasks(b, ex.ID)
+	store.QueueDeleteRunTimers(b, ex.ID)
+	store.QueueRunCallbacksDue(b, ex.ID)
 	store.QueueCloseOutbox(b, []uuid.UUID{ex.ID})
 	ex.State = state
 }

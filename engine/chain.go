@@ -10,6 +10,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Continue-as-new chains.
@@ -112,38 +113,10 @@ func (w *writeSet) queueHandOvers(b *pgx.Batch) {
 	if len(h.olds) == 0 {
 		return
 	}
-	// The successor takes the slot the old run gave up (a running run
-	// holds it; should another run hold it, the successor does without,
-	// as the old run did).
-	b.Queue(`
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                next_event_id, wf_task_due_at, chain_id, continued_from, holds_slot)
-		SELECT u.new, x.workflow_name, x.workflow_id, 'RUNNING', x.queue, u.input::jsonb, x.memo,
-		       u.next, now(), coalesce(x.chain_id, x.execution_id), x.execution_id,
-		       NOT EXISTS (SELECT 1 FROM harvest_executions h
-		                    WHERE h.workflow_name = x.workflow_name AND h.workflow_id = x.workflow_id AND h.holds_slot)
-		  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bigint[]) AS u(old, new, input, next)
-		  JOIN harvest_executions x ON x.execution_id = u.old`, h.olds, h.news, h.inputs, h.next)
-	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		SELECT id, n, t, d::jsonb, now() + $5 * interval '1 microsecond'
-		  FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
-		h.events.ids, h.events.nums, h.events.types, h.events.data, micros(w.ahead))
-	// The execution timeout keeps its deadline; the run timeout starts
-	// over, as long as it was.
-	b.Queue(`
-		INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
-		SELECT u.new, t.timer_id,
-		       CASE WHEN t.timer_id = $3 THEN t.fire_at
-		            ELSE now() + $5 * interval '1 microsecond' + (t.fire_at - s.created_at) END
-		  FROM unnest($1::uuid[], $2::uuid[]) AS u(old, new)
-		  JOIN harvest_timers t ON t.execution_id = u.old AND t.timer_id IN ($3, $4)
-		  JOIN harvest_events s ON s.execution_id = u.old AND s.event_id = 0`,
-		h.olds, h.news, timeoutTimerPrefix+TimeoutExecution, timeoutTimerPrefix+TimeoutRun, micros(w.ahead))
-	b.Queue(`
-		UPDATE harvest_callbacks c SET execution_id = u.new
-		  FROM unnest($1::uuid[], $2::uuid[]) AS u(old, new)
-		 WHERE c.execution_id = u.old AND c.status = 'pending'`, h.olds, h.news)
+	store.QueueHandOvers(b, h.olds, h.news, h.inputs, h.next)
+	store.QueueInsertEvents(b, h.events.ids, h.events.nums, h.events.types, h.events.data, micros(w.ahead))
+	store.QueueHandOverTimers(b, h.olds, h.news, timeoutTimerPrefix+TimeoutExecution, timeoutTimerPrefix+TimeoutRun, micros(w.ahead))
+	store.QueueHandOverCallbacks(b, h.olds, h.news)
 }
 
 // wakeSuccessors wakes the workflow loop for the successors a committed
@@ -190,11 +163,8 @@ func lockChainRun(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, er
 
 // currentOfChain is the run of the chain that has not continued, as of
 // the last commit (ok is false when none is visible).
-func currentOfChain(ctx context.Context, q querier, chain uuid.UUID) (uuid.UUID, bool, error) {
-	var id uuid.UUID
-	err := q.QueryRow(ctx, `
-		SELECT execution_id FROM harvest_executions
-		 WHERE chain_id = $1 AND continued_to IS NULL LIMIT 1`, chain).Scan(&id)
+func currentOfChain(ctx context.Context, q store.Querier, chain uuid.UUID) (uuid.UUID, bool, error) {
+	id, err := store.CurrentOfChain(ctx, q, chain)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, false, nil
 	}

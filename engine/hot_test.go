@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/pgtest"
 )
 
@@ -48,9 +51,11 @@ func TestWhichExecutionUpdatesAreHOT(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { _ = tx.Rollback(ctx) }()
 		_, hot0 := counts(t, tx)
-		_, err = tx.Exec(ctx, updateExecutions,
-			[]uuid.UUID{id}, []int64{5}, []bool{true}, []bool{false}, []bool{false},
-			[]bool{false}, []bool{false}, []*string{nil}, []*string{nil}, []*string{nil}, []uuid.UUID{uuid.Nil})
+		_, err = updateRuns(ctx, tx, &store.RunUpdates{
+			IDs: []uuid.UUID{id}, Next: []int64{5}, Appended: []bool{true}, Wake: []bool{false}, Clear: []bool{false},
+			Closes: []bool{false}, Release: []bool{false}, States: []*string{nil}, Outputs: []*string{nil}, Errs: []*string{nil},
+			Cont: []uuid.UUID{uuid.Nil},
+		})
 		require.NoError(t, err)
 		_, hot := counts(t, tx)
 		require.EqualValues(t, 1, hot-hot0, "no room left on the run's page for its new version")
@@ -84,9 +89,11 @@ func TestWhichExecutionUpdatesAreHOT(t *testing.T) {
 			defer func() { _ = tx.Rollback(ctx) }()
 			// The counters hold this backend's unflushed counts too: compare.
 			updated0, hot0 := counts(t, tx)
-			tag, err := tx.Exec(ctx, updateExecutions,
-				[]uuid.UUID{id}, []int64{5}, []bool{c.appended}, []bool{c.wake}, []bool{c.clear},
-				[]bool{c.closes}, []bool{false}, []*string{c.state}, []*string{c.output}, []*string{nil}, []uuid.UUID{uuid.Nil})
+			tag, err := updateRuns(ctx, tx, &store.RunUpdates{
+				IDs: []uuid.UUID{id}, Next: []int64{5}, Appended: []bool{c.appended}, Wake: []bool{c.wake}, Clear: []bool{c.clear},
+				Closes: []bool{c.closes}, Release: []bool{false}, States: []*string{c.state}, Outputs: []*string{c.output},
+				Errs: []*string{nil}, Cont: []uuid.UUID{uuid.Nil},
+			})
 			require.NoError(t, err)
 			require.EqualValues(t, 1, tag.RowsAffected())
 
@@ -112,3 +119,16 @@ func counts(t *testing.T, tx pgx.Tx) (updated, hot int64) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// updateRuns sends the executions' UPDATE of a write set for u alone.
+func updateRuns(ctx context.Context, tx pgx.Tx, u *store.RunUpdates) (pgconn.CommandTag, error) {
+	b := &pgx.Batch{}
+	store.QueueUpdateRuns(b, u, false)
+	br := tx.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	if err != nil {
+		_ = br.Close()
+		return tag, err
+	}
+	return tag, br.Close()
+}

@@ -197,13 +197,7 @@ func (e *Engine) runTask(ctx context.Context, t claimedWorkflowTask) (harvest.Ta
 // most overdue first, with their attempts and the transaction's workflow
 // time. A task is due on workflow time (a delayed start waits on it).
 func claimWorkflowTasks(ctx context.Context, tx *fence.Tx, limit int) ([]claimedWorkflowTask, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT execution_id, `+store.ExecRowColumns+`, wf_task_attempt,
-		       now() + $2 * interval '1 microsecond', coalesce(idempotency_key LIKE 'hv:child:%', false)
-		  FROM harvest_executions
-		 WHERE wf_task_due_at <= now() + $2 * interval '1 microsecond'
-		 ORDER BY wf_task_due_at
-		 LIMIT $1 FOR UPDATE SKIP LOCKED`, limit, micros(tx.Ahead()))
+	rows, err := store.ClaimWorkflowTasks(ctx, tx, limit, micros(tx.Ahead()))
 	if err != nil {
 		return nil, fmt.Errorf("claim workflow tasks: %w", err)
 	}
@@ -232,11 +226,7 @@ func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *execRow, attempt int, r
 	attempt++
 	delay := harvest.RetryPolicy{InitialInterval: e.cfg.PollInterval, MaxInterval: e.cfg.TaskRetryMax}.Backoff(attempt)
 	e.log.Warn().Err(runErr).Str("execution_id", ex.ID.String()).Int("attempt", attempt).Msg("workflow task failed")
-	b.Queue(`
-		UPDATE harvest_executions
-		   SET wf_task_attempt = $2, last_error = $3, updated_at = now(),
-		       wf_task_due_at = now() + $4 * interval '1 millisecond'
-		 WHERE execution_id = $1`, ex.ID, attempt, runErr.Error(), delay.Milliseconds())
+	store.QueueFailWorkflowTask(b, ex.ID, attempt, runErr.Error(), delay.Milliseconds())
 }
 
 // queueCommands adds the task's commands' events to w, and what they
@@ -355,24 +345,8 @@ func queueCloseFromCommand(w *writeSet, ex *execRow, last harvest.Command) error
 }
 
 // loadHistory reads events with event_id >= from (limit < 0: all).
-func loadHistory(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, ex *execRow, from int64, limit int) ([]harvest.Event, error) {
-	rows, err := q.Query(ctx, `
-		SELECT event_id, event_type, data, created_at FROM harvest_events
-		 WHERE execution_id = $1 AND event_id >= $2
-		 ORDER BY event_id
-		 LIMIT CASE WHEN $3 < 0 THEN NULL ELSE $3 END`, ex.ID, from, limit)
-	if err != nil {
-		return nil, fmt.Errorf("load history of %s: %w", ex.ID, err)
-	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (harvest.Event, error) {
-		var ev harvest.Event
-		var t string
-		err := row.Scan(&ev.EventID, &t, &ev.Data, &ev.Timestamp)
-		ev.Type = harvest.EventType(t)
-		return ev, err
-	})
+func loadHistory(ctx context.Context, q store.Querier, ex *execRow, from int64, limit int) ([]harvest.Event, error) {
+	events, err := store.LoadHistory(ctx, q, ex.ID, from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("load history of %s: %w", ex.ID, err)
 	}

@@ -192,10 +192,7 @@ func (w *writeSet) queue(b *pgx.Batch) {
 	w.queueHandOvers(b)
 	w.queueActivityTasks(b)
 	if len(w.timers.ids) > 0 {
-		b.Queue(`
-			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
-			SELECT * FROM unnest($1::uuid[], $2::text[], $3::timestamptz[])`,
-			w.timers.ids, w.timers.timerIDs, w.timers.fireAt)
+		store.QueueInsertTimers(b, w.timers.ids, w.timers.timerIDs, w.timers.fireAt)
 	}
 	w.queueCancels(b)
 	w.children.Queue(b)
@@ -213,86 +210,44 @@ func (w *writeSet) queueEvents(b *pgx.Batch) {
 		for i, id := range w.events.ids {
 			at[i] = w.stamps[id]
 		}
-		b.Queue(`
-			INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-			SELECT id, n, t, d::jsonb, at
-			  FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS u(id, n, t, d, at)`,
-			w.events.ids, w.events.nums, w.events.types, w.events.data, at)
+		store.QueueInsertEventsAt(b, w.events.ids, w.events.nums, w.events.types, w.events.data, at)
 		return
 	}
-	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		SELECT id, n, t, d::jsonb, now() + $5 * interval '1 microsecond'
-		  FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
-		w.events.ids, w.events.nums, w.events.types, w.events.data, micros(w.ahead))
+	store.QueueInsertEvents(b, w.events.ids, w.events.nums, w.events.types, w.events.data, micros(w.ahead))
 }
-
-// updateExecutions updates the runs a write set touched. Of the columns
-// it sets only state (closes) and wf_task_due_at (wakes and clears of a
-// due workflow task) and holds_slot (a released slot) are indexed, so the
-// appends of eager workflow tasks, on a page with room (fillfactor 80,
-// migration 005), are HOT updates (TestWhichExecutionUpdatesAreHOT).
-const updateExecutions = `
-		UPDATE harvest_executions x
-		   SET next_event_id   = u.next,
-		       updated_at      = CASE WHEN u.appended OR u.closes THEN now() ELSE x.updated_at END,
-		       state           = coalesce(u.state, x.state),
-		       output          = CASE WHEN u.closes THEN u.output::jsonb ELSE x.output END,
-		       error           = CASE WHEN u.closes THEN u.err::jsonb ELSE x.error END,
-		       completed_at    = CASE WHEN u.closes THEN now() ELSE x.completed_at END,
-		       wf_task_due_at  = CASE WHEN u.clear THEN NULL
-		                              WHEN u.wake THEN least(coalesce(x.wf_task_due_at, now()), now())
-		                              ELSE x.wf_task_due_at END,
-		       wf_task_attempt = CASE WHEN u.clear THEN 0 ELSE x.wf_task_attempt END,
-		       last_error      = CASE WHEN u.clear THEN NULL ELSE x.last_error END,
-		       holds_slot      = x.holds_slot AND NOT u.release,
-		       continued_to    = coalesce(nullif(u.cont, '00000000-0000-0000-0000-000000000000'), x.continued_to)
-		  FROM unnest($1::uuid[], $2::bigint[], $3::bool[], $4::bool[], $5::bool[], $6::bool[], $7::bool[],
-		              $8::text[], $9::text[], $10::text[], $11::uuid[])
-		       AS u(id, next, appended, wake, clear, closes, release, state, output, err, cont)
-		 WHERE x.execution_id = u.id`
 
 // queueExecutions queues one UPDATE of every execution of the set.
 func (w *writeSet) queueExecutions(b *pgx.Batch) {
 	if len(w.execs) == 0 {
 		return
 	}
-	n := len(w.execs)
-	var (
-		ids                           = make([]uuid.UUID, n)
-		next                          = make([]int64, n)
-		appended, wake, clear, closes = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
-		release                       = make([]bool, n)
-		cont                          = make([]uuid.UUID, n)
-		states                        = make([]*string, n)
-		outputs, errs                 = make([]*string, n), make([]*string, n)
-	)
-	for i, u := range w.execs {
-		ids[i], next[i], appended[i], wake[i], clear[i], closes[i], release[i] =
-			u.id, u.next, u.appended, u.wake, u.clear || u.close, u.close, u.releaseSlot
-		cont[i] = u.continuedTo
-		if u.close {
-			states[i], outputs[i], errs[i] = &u.state, jsonText(u.output), jsonText(u.errInfo)
-		}
-	}
-	q := b.Queue(updateExecutions+w.returnOutcomes(),
-		ids, next, appended, wake, clear, closes, release, states, outputs, errs, cont)
+	q := store.QueueUpdateRuns(b, w.runUpdates(), len(w.closed) > 0)
 	if len(w.closed) > 0 {
 		q.Query(w.scanOutcomes)
 	}
 }
 
-// returnOutcomes is the RETURNING clause of the executions' UPDATE when
-// the set closes runs: their outcomes as stored (jsonb's text, which is
-// what a read would return), so that waiting result polls need no read.
-func (w *writeSet) returnOutcomes() string {
-	if len(w.closed) == 0 {
-		return ""
+// runUpdates are the columns of the set's executions' UPDATE.
+func (w *writeSet) runUpdates() *store.RunUpdates {
+	n := len(w.execs)
+	r := &store.RunUpdates{
+		IDs: make([]uuid.UUID, n), Next: make([]int64, n),
+		Appended: make([]bool, n), Wake: make([]bool, n), Clear: make([]bool, n), Closes: make([]bool, n),
+		Release: make([]bool, n), Cont: make([]uuid.UUID, n),
+		States: make([]*string, n), Outputs: make([]*string, n), Errs: make([]*string, n),
 	}
-	return `
-		RETURNING u.closes, x.execution_id, x.state, x.output, x.error, x.completed_at, x.continued_to`
+	for i, u := range w.execs {
+		r.IDs[i], r.Next[i], r.Appended[i], r.Wake[i], r.Clear[i], r.Closes[i], r.Release[i] =
+			u.id, u.next, u.appended, u.wake, u.clear || u.close, u.close, u.releaseSlot
+		r.Cont[i] = u.continuedTo
+		if u.close {
+			r.States[i], r.Outputs[i], r.Errs[i] = &u.state, jsonText(u.output), jsonText(u.errInfo)
+		}
+	}
+	return r
 }
 
+// scanOutcomes reads the closed runs' outcomes the UPDATE returned.
 func (w *writeSet) scanOutcomes(rows pgx.Rows) error {
 	w.outcomes = make(map[uuid.UUID]Outcome, len(w.closed))
 	for rows.Next() {
@@ -333,21 +288,18 @@ func (w *writeSet) queueCloses(b *pgx.Batch) {
 		})
 	}
 	if !w.newRuns || len(w.tasks.ids) > 0 {
-		b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = ANY($1)`, w.closed)
+		store.QueueDeleteRunsTasks(b, w.closed)
 	}
 	if !w.newRuns || len(w.timers.ids) > 0 {
-		b.Queue(`DELETE FROM harvest_timers WHERE execution_id = ANY($1)`, w.closed)
+		store.QueueDeleteRunsTimers(b, w.closed)
 	}
 	if w.newRuns && !w.newRunCallbacks {
 		return
 	}
-	b.Queue(`
-		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
-		 WHERE execution_id = ANY($1) AND status = 'pending'`, w.closed).
-		Exec(func(tag pgconn.CommandTag) error {
-			w.callbacksDue = w.callbacksDue || tag.RowsAffected() > 0
-			return nil
-		})
+	store.QueueRunsCallbacksDue(b, w.closed).Exec(func(tag pgconn.CommandTag) error {
+		w.callbacksDue = w.callbacksDue || tag.RowsAffected() > 0
+		return nil
+	})
 }
 
 func jsonText(b json.RawMessage) *string {

@@ -58,3 +58,28 @@ func CallbackFailed(ctx context.Context, q Querier, id uuid.UUID, idx int, statu
 			 WHERE execution_id = $1 AND idx = $2`, id, idx, status, lastErr, delay.Milliseconds())
 	return err
 }
+
+// QueueRunCallbacksDue queues run id's pending completion callbacks to be
+// delivered now (the run closed).
+func QueueRunCallbacksDue(b *pgx.Batch, id uuid.UUID) {
+	b.Queue(`
+		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
+		 WHERE execution_id = $1 AND status = 'pending'`, id)
+}
+
+// QueueRunsCallbacksDue is QueueRunCallbacksDue for runs ids; the caller
+// reads how many became due from its command tag.
+func QueueRunsCallbacksDue(b *pgx.Batch, ids []uuid.UUID) *pgx.QueuedQuery {
+	return b.Queue(`
+		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
+		 WHERE execution_id = ANY($1) AND status = 'pending'`, ids)
+}
+
+// QueueHandOverCallbacks queues the hand-over of the pending callbacks of
+// runs olds[i] to their successors news[i].
+func QueueHandOverCallbacks(b *pgx.Batch, olds, news []uuid.UUID) {
+	b.Queue(`
+		UPDATE harvest_callbacks c SET execution_id = u.new
+		  FROM unnest($1::uuid[], $2::uuid[]) AS u(old, new)
+		 WHERE c.execution_id = u.old AND c.status = 'pending'`, olds, news)
+}

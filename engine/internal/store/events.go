@@ -69,3 +69,55 @@ func HasEvent(ctx context.Context, q Querier, id uuid.UUID, eventType string) (b
 		id, eventType).Scan(&found)
 	return found, err
 }
+
+// QueueAppendRunEvents queues the events of run id with event ids ids,
+// types and data (JSON text), stamped with the transaction's time plus
+// ahead microseconds (workflow time).
+func QueueAppendRunEvents(b *pgx.Batch, id uuid.UUID, ids []int64, types, data []string, ahead int64) {
+	b.Queue(`
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+		SELECT $1, u.event_id, u.event_type, u.data::jsonb, now() + $5 * interval '1 microsecond'
+		  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(event_id, event_type, data)`,
+		id, ids, types, data, ahead)
+}
+
+// QueueInsertEvents queues the events of many runs: the nums[i]-th event
+// of run ids[i], of type types[i] and data data[i] (JSON text), stamped
+// with the transaction's time plus ahead microseconds (workflow time).
+func QueueInsertEvents(b *pgx.Batch, ids []uuid.UUID, nums []int64, types, data []string, ahead int64) {
+	b.Queue(`
+		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+		SELECT id, n, t, d::jsonb, now() + $5 * interval '1 microsecond'
+		  FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) AS u(id, n, t, d)`,
+		ids, nums, types, data, ahead)
+}
+
+// QueueInsertEventsAt is QueueInsertEvents with each event stamped at
+// at[i].
+func QueueInsertEventsAt(b *pgx.Batch, ids []uuid.UUID, nums []int64, types, data []string, at []time.Time) {
+	b.Queue(`
+			INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
+			SELECT id, n, t, d::jsonb, at
+			  FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS u(id, n, t, d, at)`,
+		ids, nums, types, data, at)
+}
+
+// LoadHistory reads run id's events with event_id >= from, at most limit
+// of them (limit < 0: all), in event order.
+func LoadHistory(ctx context.Context, q Querier, id uuid.UUID, from int64, limit int) ([]harvest.Event, error) {
+	rows, err := q.Query(ctx, `
+		SELECT event_id, event_type, data, created_at FROM harvest_events
+		 WHERE execution_id = $1 AND event_id >= $2
+		 ORDER BY event_id
+		 LIMIT CASE WHEN $3 < 0 THEN NULL ELSE $3 END`, id, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (harvest.Event, error) {
+		var ev harvest.Event
+		var t string
+		err := row.Scan(&ev.EventID, &t, &ev.Data, &ev.Timestamp)
+		ev.Type = harvest.EventType(t)
+		return ev, err
+	})
+}

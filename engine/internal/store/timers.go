@@ -67,3 +67,38 @@ func QueueCancelTimers(b *pgx.Batch, execs []uuid.UUID, timerIDs []string) {
 			 USING unnest($1::uuid[], $2::text[]) AS u(id, timer_id)
 			 WHERE t.execution_id = u.id AND t.timer_id = u.timer_id`, execs, timerIDs)
 }
+
+// QueueInsertTimers queues the timers timerIDs[i] of runs ids[i], due at
+// fireAt[i].
+func QueueInsertTimers(b *pgx.Batch, ids []uuid.UUID, timerIDs []string, fireAt []time.Time) {
+	b.Queue(`
+			INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
+			SELECT * FROM unnest($1::uuid[], $2::text[], $3::timestamptz[])`,
+		ids, timerIDs, fireAt)
+}
+
+// QueueHandOverTimers queues copies of the timeout timers (execTimer,
+// runTimer) of runs olds[i] for their successors news[i]: the execution
+// timeout keeps its deadline; the run timeout starts over (at workflow
+// time: now plus ahead microseconds), as long as it was.
+func QueueHandOverTimers(b *pgx.Batch, olds, news []uuid.UUID, execTimer, runTimer string, ahead int64) {
+	b.Queue(`
+		INSERT INTO harvest_timers (execution_id, timer_id, fire_at)
+		SELECT u.new, t.timer_id,
+		       CASE WHEN t.timer_id = $3 THEN t.fire_at
+		            ELSE now() + $5 * interval '1 microsecond' + (t.fire_at - s.created_at) END
+		  FROM unnest($1::uuid[], $2::uuid[]) AS u(old, new)
+		  JOIN harvest_timers t ON t.execution_id = u.old AND t.timer_id IN ($3, $4)
+		  JOIN harvest_events s ON s.execution_id = u.old AND s.event_id = 0`,
+		olds, news, execTimer, runTimer, ahead)
+}
+
+// QueueDeleteRunTimers queues the delete of run id's timers.
+func QueueDeleteRunTimers(b *pgx.Batch, id uuid.UUID) {
+	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = $1`, id)
+}
+
+// QueueDeleteRunsTimers queues the delete of the timers of runs ids.
+func QueueDeleteRunsTimers(b *pgx.Batch, ids []uuid.UUID) {
+	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = ANY($1)`, ids)
+}
