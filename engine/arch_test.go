@@ -45,7 +45,7 @@ var layers = map[string]int{
 // holds none any more must leave the list.
 var sqlDebt = []string{
 	"engine/append.go", "engine/async.go", "engine/chain.go", "engine/children.go",
-	"engine/deferred.go", "engine/gates.go", "engine/groupcommit.go",
+	"engine/deferred.go", "engine/groupcommit.go",
 	"engine/one_trip.go",
 	"engine/placement.go",
 	"engine/probe.go", "engine/query.go", "engine/schedule.go",
