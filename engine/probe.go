@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // LookupWorkflowID is the read-only probe for the run holding
 // (name, workflowID) on this shard; ok is false when none does.
 func (e *Engine) LookupWorkflowID(ctx context.Context, name, workflowID string) (SlotHolder, bool, error) {
-	return lookupHolder(ctx, e.pool, name, workflowID)
+	return store.LookupSlotHolder(ctx, e.pool, name, workflowID)
 }
 
 // DrainStatus reads the shard's DrainStatus for the given window.
