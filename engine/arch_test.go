@@ -47,7 +47,7 @@ var sqlDebt = []string{
 	"engine/append.go", "engine/async.go", "engine/chain.go", "engine/children.go",
 	"engine/deferred.go", "engine/groupcommit.go",
 	"engine/one_trip.go",
-	"engine/probe.go", "engine/query.go", "engine/schedule.go",
+	"engine/query.go", "engine/schedule.go",
 	"engine/schedule_loop.go", "engine/schedule_sync.go", "engine/start.go", "engine/workflow_task.go", "engine/writeset.go",
 }
 

@@ -21,20 +21,12 @@ func (e *Engine) DrainStatus(ctx context.Context, window time.Duration) (DrainSt
 
 // ReadDrainStatus reads a DrainStatus straight from a shard database (any
 // node can, without owning the shard: it only reads).
-func ReadDrainStatus(ctx context.Context, q querier, shard uint16, window time.Duration) (DrainStatus, error) {
-	st := DrainStatus{ShardID: shard}
-	ms := window.Milliseconds()
-	err := q.QueryRow(ctx, `
-		SELECT now(),
-		       (SELECT count(*) FROM harvest_start_idempotency WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT max(created_at) FROM harvest_start_idempotency WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT count(*) FROM harvest_executions WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT max(created_at) FROM harvest_executions WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT count(*) FROM harvest_executions WHERE state = 'RUNNING')`, ms).
-		Scan(&st.Now, &st.ClaimsInWindow, &st.NewestClaimAt, &st.RunsInWindow, &st.NewestRunAt, &st.RunningExecutions)
+func ReadDrainStatus(ctx context.Context, q store.Querier, shard uint16, window time.Duration) (DrainStatus, error) {
+	st, err := store.DrainCounts(ctx, q, window.Milliseconds())
 	if err != nil {
 		return DrainStatus{}, fmt.Errorf("drain status of shard %d: %w", shard, err)
 	}
+	st.ShardID = shard
 	newest := st.NewestClaimAt
 	if st.NewestRunAt != nil && (newest == nil || st.NewestRunAt.After(*newest)) {
 		newest = st.NewestRunAt
