@@ -8,8 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // gateRefresh is how long a shard engine trusts its gate cache;
@@ -20,13 +19,8 @@ const (
 	gateStale   = 10 * time.Second
 )
 
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // CloseGate stores (or replaces) a gate in one shard database.
-func CloseGate(ctx context.Context, db execer, g Gate) error {
+func CloseGate(ctx context.Context, db store.Querier, g Gate) error {
 	switch g.ScopeKind {
 	case GateCluster:
 		g.ScopeValue = ""
@@ -37,40 +31,17 @@ func CloseGate(ctx context.Context, db execer, g Gate) error {
 	default:
 		return fmt.Errorf("gate scope %q (want cluster, workflow_name or shard): %w", g.ScopeKind, ErrInvalidArgument)
 	}
-	_, err := db.Exec(ctx, `
-		INSERT INTO harvest_gates (gate_id, scope_kind, scope_value, reason, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (gate_id) DO UPDATE SET scope_kind = EXCLUDED.scope_kind, scope_value = EXCLUDED.scope_value,
-		       reason = EXCLUDED.reason, expires_at = EXCLUDED.expires_at`,
-		g.ID, g.ScopeKind, g.ScopeValue, g.Reason, g.CreatedAt, g.ExpiresAt)
-	if err != nil {
-		return fmt.Errorf("close gate %s: %w", g.ID, err)
-	}
-	return nil
+	return store.CloseGate(ctx, db, g)
 }
 
 // OpenGate deletes a gate from one shard database; false if it was absent.
-func OpenGate(ctx context.Context, db execer, id string) (bool, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM harvest_gates WHERE gate_id = $1`, id)
-	if err != nil {
-		return false, fmt.Errorf("open gate %s: %w", id, err)
-	}
-	return tag.RowsAffected() > 0, nil
+func OpenGate(ctx context.Context, db store.Querier, id string) (bool, error) {
+	return store.OpenGate(ctx, db, id)
 }
 
 // ListGates reads the unexpired gates of one shard database.
-func ListGates(ctx context.Context, db execer) ([]Gate, error) {
-	rows, err := db.Query(ctx, `
-		SELECT gate_id, scope_kind, scope_value, reason, created_at, expires_at FROM harvest_gates
-		 WHERE expires_at IS NULL OR expires_at > now() ORDER BY created_at, gate_id`)
-	if err != nil {
-		return nil, fmt.Errorf("list gates: %w", err)
-	}
-	gates, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Gate])
-	if err != nil {
-		return nil, fmt.Errorf("list gates: %w", err)
-	}
-	return gates, nil
+func ListGates(ctx context.Context, db store.Querier) ([]Gate, error) {
+	return store.ListGates(ctx, db)
 }
 
 // gateCache holds a shard's gates for gateRefresh.

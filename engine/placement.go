@@ -21,30 +21,12 @@ const placementLockClass int32 = 0x4856_504c
 // another shard. It must be queued before any row the start writes, so
 // that two holders never wait on each other.
 func queuePlacementCheck(b *pgx.Batch, name string, p *Placement, moved **MovedError) {
-	queuePlacementLock(b, name, p.RoutingKey)
-	b.Queue(`SELECT epoch, target_shard FROM harvest_placement_redirects
-	          WHERE workflow_name = $1 AND routing_key = $2`, name, p.RoutingKey).
-		QueryRow(func(row pgx.Row) error {
-			var (
-				epoch int64
-				shard int32
-			)
-			err := row.Scan(&epoch, &shard)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if uint64(epoch) > p.Epoch {
-				*moved = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
-			}
-			return nil
-		})
-}
-
-func queuePlacementLock(b *pgx.Batch, name, routingKey string) {
-	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || $3))`, placementLockClass, name, routingKey)
+	store.QueuePlacementLock(b, placementLockClass, name, p.RoutingKey)
+	store.QueueRedirect(b, name, p.RoutingKey, func(epoch int64, shard int32) {
+		if uint64(epoch) > p.Epoch {
+			*moved = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
+		}
+	})
 }
 
 // ClaimPlacement is the cross-shard half of a start whose key an earlier
@@ -63,7 +45,7 @@ func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimRes
 		return ClaimResult{}, fmt.Errorf("a placement claim needs a workflow name, a routing key and an epoch: %w", ErrInvalidArgument)
 	}
 	var out ClaimResult
-	queue := func(b *pgx.Batch) { queuePlacementLock(b, req.WorkflowName, routing) }
+	queue := func(b *pgx.Batch) { store.QueuePlacementLock(b, placementLockClass, req.WorkflowName, routing) }
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		out = ClaimResult{}
 		if req.IdempotencyKey != "" {
@@ -77,7 +59,7 @@ func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimRes
 			}
 		}
 		if req.WorkflowID != "" {
-			h, ok, err := lookupHolder(ctx, tx, req.WorkflowName, req.WorkflowID)
+			h, ok, err := store.LookupSlotHolder(ctx, tx, req.WorkflowName, req.WorkflowID)
 			if err != nil || ok {
 				out.Holder = &h
 				return err
@@ -96,21 +78,10 @@ func (e *Engine) ClaimPlacement(ctx context.Context, req ClaimRequest) (ClaimRes
 // upsertRedirect records the key's redirect to target unless a newer
 // epoch's redirect is there (returned as a MovedError).
 func upsertRedirect(ctx context.Context, tx *fence.Tx, name, routing string, epoch uint64, target uint16) (*MovedError, error) {
-	var (
-		gotEpoch int64
-		gotShard int32
-	)
-	err := tx.QueryRow(ctx, `
-		INSERT INTO harvest_placement_redirects (workflow_name, routing_key, epoch, target_shard)
-		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (workflow_name, routing_key) DO UPDATE
-		   SET epoch = EXCLUDED.epoch, target_shard = EXCLUDED.target_shard, created_at = now()
-		 WHERE harvest_placement_redirects.epoch <= EXCLUDED.epoch
-		RETURNING epoch, target_shard`, name, routing, int64(epoch), int32(target)).Scan(&gotEpoch, &gotShard)
+	_, _, err := store.UpsertRedirect(ctx, tx, name, routing, int64(epoch), int32(target))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A newer epoch holds the key: read where it went.
-		err = tx.QueryRow(ctx, `SELECT epoch, target_shard FROM harvest_placement_redirects
-		                         WHERE workflow_name = $1 AND routing_key = $2`, name, routing).Scan(&gotEpoch, &gotShard)
+		gotEpoch, gotShard, err := store.ReadRedirect(ctx, tx, name, routing)
 		if err != nil {
 			return nil, fmt.Errorf("read placement redirect: %w", translate(err))
 		}
@@ -120,22 +91,6 @@ func upsertRedirect(ctx context.Context, tx *fence.Tx, name, routing string, epo
 		return nil, fmt.Errorf("record placement redirect: %w", translate(err))
 	}
 	return nil, nil
-}
-
-// lookupHolder reads the run holding (name, workflowID), if any.
-func lookupHolder(ctx context.Context, q querier, name, workflowID string) (SlotHolder, bool, error) {
-	var h SlotHolder
-	err := q.QueryRow(ctx, `
-		SELECT execution_id, state, created_at FROM harvest_executions
-		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot`, name, workflowID).
-		Scan(&h.ExecutionID, &h.State, &h.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return SlotHolder{}, false, nil
-	}
-	if err != nil {
-		return SlotHolder{}, false, fmt.Errorf("look up workflow id: %w", err)
-	}
-	return h, true, nil
 }
 
 // SweepRedirects deletes up to SweepBatch placement redirects older than

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // LookupWorkflowID is the read-only probe for the run holding
 // (name, workflowID) on this shard; ok is false when none does.
 func (e *Engine) LookupWorkflowID(ctx context.Context, name, workflowID string) (SlotHolder, bool, error) {
-	return lookupHolder(ctx, e.pool, name, workflowID)
+	return store.LookupSlotHolder(ctx, e.pool, name, workflowID)
 }
 
 // DrainStatus reads the shard's DrainStatus for the given window.
@@ -19,20 +21,12 @@ func (e *Engine) DrainStatus(ctx context.Context, window time.Duration) (DrainSt
 
 // ReadDrainStatus reads a DrainStatus straight from a shard database (any
 // node can, without owning the shard: it only reads).
-func ReadDrainStatus(ctx context.Context, q querier, shard uint16, window time.Duration) (DrainStatus, error) {
-	st := DrainStatus{ShardID: shard}
-	ms := window.Milliseconds()
-	err := q.QueryRow(ctx, `
-		SELECT now(),
-		       (SELECT count(*) FROM harvest_start_idempotency WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT max(created_at) FROM harvest_start_idempotency WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT count(*) FROM harvest_executions WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT max(created_at) FROM harvest_executions WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT count(*) FROM harvest_executions WHERE state = 'RUNNING')`, ms).
-		Scan(&st.Now, &st.ClaimsInWindow, &st.NewestClaimAt, &st.RunsInWindow, &st.NewestRunAt, &st.RunningExecutions)
+func ReadDrainStatus(ctx context.Context, q store.Querier, shard uint16, window time.Duration) (DrainStatus, error) {
+	st, err := store.DrainCounts(ctx, q, window.Milliseconds())
 	if err != nil {
 		return DrainStatus{}, fmt.Errorf("drain status of shard %d: %w", shard, err)
 	}
+	st.ShardID = shard
 	newest := st.NewestClaimAt
 	if st.NewestRunAt != nil && (newest == nil || st.NewestRunAt.After(*newest)) {
 		newest = st.NewestRunAt
