@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/harvestd/harvest"
-
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -202,9 +202,7 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 			c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx, expectPlaced)
 	}
 	if len(c.keys) > 0 {
-		b.Queue(`WITH c AS (`+claimKeysSQL+`)
-			SELECT harvest_expect(count(*) = $8, $9) FROM c`,
-			c.names, c.keys, c.ids, int(p.shard), window.Milliseconds(), c.routings, c.epochs, len(c.keys), expectFresh)
+		store.QueueExpectKeysClaimed(b, c.claimKeys(), int(p.shard), window.Milliseconds(), expectFresh)
 	}
 }
 
