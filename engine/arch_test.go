@@ -45,11 +45,10 @@ var layers = map[string]int{
 // holds none any more must leave the list.
 var sqlDebt = []string{
 	"engine/append.go", "engine/async.go", "engine/chain.go", "engine/children.go",
-	"engine/deferred.go", "engine/gates.go", "engine/groupcommit.go",
-	"engine/one_trip.go",
+	"engine/deferred.go", "engine/gates.go",
 	"engine/placement.go",
 	"engine/probe.go", "engine/query.go", "engine/schedule.go",
-	"engine/schedule_loop.go", "engine/schedule_sync.go", "engine/start.go", "engine/workflow_task.go", "engine/writeset.go",
+	"engine/schedule_loop.go", "engine/schedule_sync.go", "engine/workflow_task.go", "engine/writeset.go",
 }
 
 type listedPackage struct {

@@ -314,6 +314,11 @@ func (c planColumns) claimKeys() store.ClaimKeys {
 	return store.ClaimKeys{Names: c.names, Keys: c.keys, IDs: c.ids, Routings: c.routings, Epochs: c.epochs}
 }
 
+// placements are the routing keys of c's placed starts.
+func (c planColumns) placements() store.Placements {
+	return store.Placements{Names: c.placedNames, Routings: c.placedRoutings, Epochs: c.placedEpochs, Idx: c.placedIdx}
+}
+
 func (p *batchPlan) columns() planColumns {
 	var c planColumns
 	for i, r := range p.reqs {
@@ -337,21 +342,6 @@ func (p *batchPlan) columns() planColumns {
 	return c
 }
 
-// placementLocksSQL takes the placement locks of routing keys: one
-// statement, in hash order, so two transactions never take them crosswise.
-const placementLocksSQL = `
-	SELECT count(pg_advisory_xact_lock($3, h))
-	  FROM (SELECT DISTINCT hashtext(n || '/' || rk) AS h
-	          FROM unnest($1::text[], $2::text[]) AS u(n, rk) ORDER BY h) s`
-
-// movedKeysSQL returns the placed starts (by index) whose routing key a
-// newer catalog epoch redirected, with the redirect.
-const movedKeysSQL = `
-	SELECT r.i, d.epoch, d.target_shard
-	  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS r(n, rk, ep, i)
-	  JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
-	 WHERE d.epoch > r.ep`
-
 // queueClaimsAndHolders queues, behind the fence, the claim of every key
 // the batch may create a run for (the takeover of an expired claim
 // included), then the lookup of the slot holders of their workflow ids.
@@ -360,7 +350,7 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 	p.queuePlacementChecks(b, c)
 	// now() is the transaction's start: the created_at of every event the
 	// batch appends, which the runs' first tasks see (runFirstTasks).
-	b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&p.dbNow) })
+	store.QueueNow(b, &p.dbNow)
 	if len(c.keys) > 0 {
 		store.QueueClaimKeys(b, c.claimKeys(), int(p.shard), window.Milliseconds(), func(name, key string) {
 			if i, ok := p.byKey[nameKey{name, key}]; ok {
@@ -384,22 +374,10 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
 	if len(c.placedNames) == 0 {
 		return
 	}
-	b.Queue(placementLocksSQL, c.placedNames, c.placedRoutings, placementLockClass)
-	b.Queue(movedKeysSQL, c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var (
-					i     int32
-					epoch int64
-					shard int32
-				)
-				if err := rows.Scan(&i, &epoch, &shard); err != nil {
-					return err
-				}
-				p.moved[i] = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
-			}
-			return rows.Err()
-		})
+	store.QueuePlacementLocks(b, c.placements(), placementLockClass)
+	store.QueueMovedKeys(b, c.placements(), func(i int32, epoch int64, shard int32) {
+		p.moved[i] = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
+	})
 }
 
 // write decides each start from the claims and holders, then queues on b
@@ -498,10 +476,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 		p.queueTimeouts(b, &runs)
 	}
 	if len(cbIDs) > 0 {
-		b.Queue(`
-			INSERT INTO harvest_callbacks (execution_id, idx, url, headers)
-			SELECT id, idx, u, h::jsonb FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]) AS r(id, idx, u, h)`,
-			cbIDs, cbIdx, cbURL, cbHeader)
+		store.QueueInsertCallbacks(b, cbIDs, cbIdx, cbURL, cbHeader)
 	}
 	after(b)
 	beforeCommit()
@@ -563,18 +538,9 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
 // queue queues the insert of the runs as their first tasks left them
 // (their WorkflowStarted events join the tasks' own: addStarted).
 func (c *runColumns) queue(b *pgx.Batch) {
-	b.Queue(`
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
-		                                output, error, completed_at, holds_slot)
-		SELECT id, n, w, st, q, i::jsonb, m::jsonb, k, s, nx,
-		       CASE WHEN ran THEN NULL ELSE greatest(now(), coalesce(s, now())) END,
-		       o::jsonb, er::jsonb, CASE WHEN st = 'RUNNING' THEN NULL ELSE now() END, hs
-		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		              $8::timestamptz[], $9::bool[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bool[])
-		       AS r(id, n, w, q, i, m, k, s, ran, nx, st, o, er, hs)`,
-		c.ids, c.names, c.wids, c.queues, c.inputs, c.memos, c.keys, c.dueAt,
-		c.ran, c.next, c.states, c.outputs, c.errs, c.holdsSlot)
+	store.QueueInsertRuns(b, store.NewRuns{IDs: c.ids, Names: c.names, WorkflowIDs: c.wids, Queues: c.queues,
+		Inputs: c.inputs, Memos: c.memos, Keys: c.keys, StartAt: c.dueAt, Ran: c.ran, Next: c.next, States: c.states,
+		Outputs: c.outputs, Errors: c.errs, HoldsSlot: c.holdsSlot})
 }
 
 // queueTimeouts queues the timeout timers of the runs the batch creates

@@ -327,23 +327,15 @@ func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
 	b := &pgx.Batch{}
-	b.Queue(`
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                idempotency_key, start_at, next_event_id, wf_task_due_at)
-		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8, 1, greatest(now(), coalesce($8, now())))`,
-		id, req.WorkflowName, req.WorkflowID, queue, nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo),
-		nullString(req.IdempotencyKey), req.dueAt)
-	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		VALUES ($1, 0, $2, $3, now() + $4 * interval '1 microsecond')`,
-		id, string(started.Type), string(started.Data), micros(tx.Ahead()))
+	store.QueueInsertRun(b, newRun(id, queue, req))
+	store.QueueStartedEvent(b, id, string(started.Type), string(started.Data), micros(tx.Ahead()))
 	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
 		headers, err := json.Marshal(cb.Headers)
 		if err != nil {
 			return fmt.Errorf("encode callback headers: %w", err)
 		}
-		b.Queue(`INSERT INTO harvest_callbacks (execution_id, idx, url, headers) VALUES ($1, $2, $3, $4)`, id, i, cb.URL, string(headers))
+		store.QueueInsertCallback(b, id, i, cb.URL, string(headers))
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("create run: %w", translate(err))
@@ -386,7 +378,7 @@ func releaseSlot(ctx context.Context, tx *fence.Tx, prior *execRow) error {
 	if prior == nil {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `UPDATE harvest_executions SET holds_slot = false WHERE execution_id = $1`, prior.ID); err != nil {
+	if err := store.ReleaseSlot(ctx, tx, prior.ID); err != nil {
 		return fmt.Errorf("release slot of %s: %w", prior.ID, err)
 	}
 	return nil
@@ -398,15 +390,19 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 		queue = harvest.DefaultQueue
 	}
 	ex := &execRow{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, ChainID: id}
-	err := tx.QueryRow(ctx, `
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo, idempotency_key, start_at)
-		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8)
-		RETURNING created_at`, id, req.WorkflowName, req.WorkflowID, queue,
-		nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo), nullString(req.IdempotencyKey), req.dueAt).Scan(&ex.CreatedAt)
+	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", translate(err))
 	}
+	ex.CreatedAt = at
 	return ex, nil
+}
+
+// newRun is the run row of a start of run id on queue.
+func newRun(id uuid.UUID, queue string, req StartRequest) store.NewRun {
+	return store.NewRun{ID: id, Name: req.WorkflowName, WorkflowID: req.WorkflowID, Queue: queue,
+		Input: nullJSON(inputOrNull(req.Input)), Memo: nullJSON(req.Memo), Key: nullString(req.IdempotencyKey),
+		StartAt: req.dueAt}
 }
 
 func startedCommand(req StartRequest) harvest.Command {
