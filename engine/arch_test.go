@@ -45,10 +45,9 @@ var layers = map[string]int{
 // holds none any more must leave the list.
 var sqlDebt = []string{
 	"engine/async.go", "engine/children.go",
-	"engine/deferred.go", "engine/groupcommit.go",
-	"engine/one_trip.go",
+	"engine/deferred.go",
 	"engine/query.go", "engine/schedule.go",
-	"engine/schedule_loop.go", "engine/schedule_sync.go", "engine/start.go",
+	"engine/schedule_loop.go", "engine/schedule_sync.go",
 }
 
 type listedPackage struct {

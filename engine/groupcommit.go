@@ -309,6 +309,16 @@ type planColumns struct {
 	placedIdx             []int32
 }
 
+// claimKeys are the keys of c to claim.
+func (c planColumns) claimKeys() store.ClaimKeys {
+	return store.ClaimKeys{Names: c.names, Keys: c.keys, IDs: c.ids, Routings: c.routings, Epochs: c.epochs}
+}
+
+// placements are the routing keys of c's placed starts.
+func (c planColumns) placements() store.Placements {
+	return store.Placements{Names: c.placedNames, Routings: c.placedRoutings, Epochs: c.placedEpochs, Idx: c.placedIdx}
+}
+
 func (p *batchPlan) columns() planColumns {
 	var c planColumns
 	for i, r := range p.reqs {
@@ -332,45 +342,6 @@ func (p *batchPlan) columns() planColumns {
 	return c
 }
 
-// claimKeysSQL claims keys (taking over expired claims) and returns those
-// it claimed. A key whose routing key a newer epoch redirected is not
-// claimed (the placement checks mark it moved under the same locks).
-const claimKeysSQL = `
-	INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
-	SELECT n, k, id, $4 FROM unnest($1::text[], $2::text[], $3::uuid[], $6::text[], $7::bigint[]) AS r(n, k, id, rk, ep)
-	 WHERE NOT EXISTS (SELECT 1 FROM harvest_placement_redirects d
-	                    WHERE r.ep > 0 AND d.workflow_name = r.n AND d.routing_key = r.rk AND d.epoch > r.ep)
-	ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
-	   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
-	 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
-	RETURNING workflow_name, idempotency_key`
-
-// placementLocksSQL takes the placement locks of routing keys: one
-// statement, in hash order, so two transactions never take them crosswise.
-const placementLocksSQL = `
-	SELECT count(pg_advisory_xact_lock($3, h))
-	  FROM (SELECT DISTINCT hashtext(n || '/' || rk) AS h
-	          FROM unnest($1::text[], $2::text[]) AS u(n, rk) ORDER BY h) s`
-
-// slotHoldersSQL returns the workflow ids whose slot a run holds: lateral
-// lookups with LIMIT, one index probe per id (see probeGroup), never a
-// hash join over every run.
-const slotHoldersSQL = `
-	SELECT x.workflow_name, x.workflow_id
-	  FROM unnest($1::text[], $2::text[]) AS r(n, w)
-	 CROSS JOIN LATERAL (
-	       SELECT workflow_name, workflow_id FROM harvest_executions
-	        WHERE workflow_name = r.n AND workflow_id = r.w AND holds_slot
-	        LIMIT 1) x`
-
-// movedKeysSQL returns the placed starts (by index) whose routing key a
-// newer catalog epoch redirected, with the redirect.
-const movedKeysSQL = `
-	SELECT r.i, d.epoch, d.target_shard
-	  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[]) AS r(n, rk, ep, i)
-	  JOIN harvest_placement_redirects d ON d.workflow_name = r.n AND d.routing_key = r.rk
-	 WHERE d.epoch > r.ep`
-
 // queueClaimsAndHolders queues, behind the fence, the claim of every key
 // the batch may create a run for (the takeover of an expired claim
 // included), then the lookup of the slot holders of their workflow ids.
@@ -379,36 +350,20 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 	p.queuePlacementChecks(b, c)
 	// now() is the transaction's start: the created_at of every event the
 	// batch appends, which the runs' first tasks see (runFirstTasks).
-	b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&p.dbNow) })
+	store.QueueNow(b, &p.dbNow)
 	if len(c.keys) > 0 {
-		b.Queue(claimKeysSQL, c.names, c.keys, c.ids, int(p.shard), window.Milliseconds(), c.routings, c.epochs).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var k nameKey
-					if err := rows.Scan(&k.name, &k.key); err != nil {
-						return err
-					}
-					if i, ok := p.byKey[k]; ok {
-						p.claimed[i] = true
-					}
-				}
-				return rows.Err()
-			})
+		store.QueueClaimKeys(b, c.claimKeys(), int(p.shard), window.Milliseconds(), func(name, key string) {
+			if i, ok := p.byKey[nameKey{name, key}]; ok {
+				p.claimed[i] = true
+			}
+		})
 	}
 	if len(c.wids) > 0 {
-		b.Queue(slotHoldersSQL, c.wnames, c.wids).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var s nameKey
-					if err := rows.Scan(&s.name, &s.key); err != nil {
-						return err
-					}
-					if i, ok := p.bySlot[s]; ok {
-						p.holder[i] = true
-					}
-				}
-				return rows.Err()
-			})
+		store.QueueSlotHolders(b, c.wnames, c.wids, func(name, workflowID string) {
+			if i, ok := p.bySlot[nameKey{name, workflowID}]; ok {
+				p.holder[i] = true
+			}
+		})
 	}
 }
 
@@ -419,22 +374,10 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
 	if len(c.placedNames) == 0 {
 		return
 	}
-	b.Queue(placementLocksSQL, c.placedNames, c.placedRoutings, placementLockClass)
-	b.Queue(movedKeysSQL, c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var (
-					i     int32
-					epoch int64
-					shard int32
-				)
-				if err := rows.Scan(&i, &epoch, &shard); err != nil {
-					return err
-				}
-				p.moved[i] = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
-			}
-			return rows.Err()
-		})
+	store.QueuePlacementLocks(b, c.placements(), placementLockClass)
+	store.QueueMovedKeys(b, c.placements(), func(i int32, epoch int64, shard int32) {
+		p.moved[i] = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
+	})
 }
 
 // write decides each start from the claims and holders, then queues on b
@@ -508,58 +451,32 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 		}
 	}
 	if len(dropIDs) > 0 {
-		b.Queue(`
-			DELETE FROM harvest_start_idempotency c
-			 USING unnest($1::text[], $2::text[], $3::uuid[]) AS r(n, k, id)
-			 WHERE c.workflow_name = r.n AND c.idempotency_key = r.k AND c.execution_id = r.id`,
-			drop.names, drop.keys, dropIDs)
+		store.QueueDropClaims(b, drop.names, drop.keys, dropIDs)
 	}
 	if len(look.keys) > 0 {
 		found := make(map[int]bool, len(look.keys))
-		b.Queue(store.LookupClaimsSQL, look.names, look.keys, window.Milliseconds()).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var (
-						n          int64
-						id         uuid.UUID
-						wfID, stat *string
-						leftS      float64
-						latest     *uuid.UUID
-						latestStat *string
-					)
-					if err := rows.Scan(&n, &id, &wfID, &stat, &leftS, &latest, &latestStat); err != nil {
-						return err
-					}
-					k := nameKey{look.names[n-1], look.keys[n-1]}
-					i := p.byKey[k]
-					found[i] = true
-					p.res[i] = StartResult{ExecutionID: id, WorkflowName: k.name, WorkflowID: deref(wfID),
-						State: deref(stat), Deduplicated: true}
-					setLatest(&p.res[i], latest, latestStat)
-					p.left[i] = secondsLeft(leftS)
+		store.QueueLookupClaims(b, look.names, look.keys, window.Milliseconds(), func(n int, c store.Claim) {
+			k := nameKey{look.names[n], look.keys[n]}
+			i := p.byKey[k]
+			found[i] = true
+			p.res[i] = claimResult(k.name, c)
+			p.left[i] = secondsLeft(c.LeftS)
+		}, func() {
+			// A claim gone since (it cannot expire within a batch, but
+			// correctness over speed): the single path decides.
+			for i := range p.reqs {
+				if p.fate[i] == fateClaimed && !found[i] {
+					p.fate[i] = fateSingle
 				}
-				if err := rows.Err(); err != nil {
-					return err
-				}
-				// A claim gone since (it cannot expire within a batch, but
-				// correctness over speed): the single path decides.
-				for i := range p.reqs {
-					if p.fate[i] == fateClaimed && !found[i] {
-						p.fate[i] = fateSingle
-					}
-				}
-				return nil
-			})
+			}
+		})
 	}
 	if runs.len() > 0 {
 		runs.queue(b)
 		p.queueTimeouts(b, &runs)
 	}
 	if len(cbIDs) > 0 {
-		b.Queue(`
-			INSERT INTO harvest_callbacks (execution_id, idx, url, headers)
-			SELECT id, idx, u, h::jsonb FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]) AS r(id, idx, u, h)`,
-			cbIDs, cbIdx, cbURL, cbHeader)
+		store.QueueInsertCallbacks(b, cbIDs, cbIdx, cbURL, cbHeader)
 	}
 	after(b)
 	beforeCommit()
@@ -621,18 +538,9 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
 // queue queues the insert of the runs as their first tasks left them
 // (their WorkflowStarted events join the tasks' own: addStarted).
 func (c *runColumns) queue(b *pgx.Batch) {
-	b.Queue(`
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
-		                                output, error, completed_at, holds_slot)
-		SELECT id, n, w, st, q, i::jsonb, m::jsonb, k, s, nx,
-		       CASE WHEN ran THEN NULL ELSE greatest(now(), coalesce(s, now())) END,
-		       o::jsonb, er::jsonb, CASE WHEN st = 'RUNNING' THEN NULL ELSE now() END, hs
-		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		              $8::timestamptz[], $9::bool[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bool[])
-		       AS r(id, n, w, q, i, m, k, s, ran, nx, st, o, er, hs)`,
-		c.ids, c.names, c.wids, c.queues, c.inputs, c.memos, c.keys, c.dueAt,
-		c.ran, c.next, c.states, c.outputs, c.errs, c.holdsSlot)
+	store.QueueInsertRuns(b, store.NewRuns{IDs: c.ids, Names: c.names, WorkflowIDs: c.wids, Queues: c.queues,
+		Inputs: c.inputs, Memos: c.memos, Keys: c.keys, StartAt: c.dueAt, Ran: c.ran, Next: c.next, States: c.states,
+		Outputs: c.outputs, Errors: c.errs, HoldsSlot: c.holdsSlot})
 }
 
 // queueTimeouts queues the timeout timers of the runs the batch creates

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/harvestd/harvest"
-
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -160,8 +160,7 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 		return &assumptionError{what: "a measured database clock"}
 	}
 	p.ahead, p.dbNow = tx.Ahead(), at.Add(tx.Ahead()) // workflow time
-	b.Queue(`SELECT harvest_expect(coalesce((SELECT epoch FROM harvest_shard_lease) = $1, false), $2)`,
-		e.epoch.Load(), expectFence)
+	store.QueueExpectEpoch(b, e.epoch.Load(), expectFence)
 	p.queueAssumptions(b, e.cfg.IdempotencyWindow)
 	var (
 		dbNow, sent time.Time
@@ -172,11 +171,7 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 		beforeCommit()
 		// Last before the COMMIT: the first tasks have stamped the events
 		// (in workflow time: the check takes the clock's offset off).
-		b.Queue(`SELECT now(), harvest_expect($1 <= now() AND $2 >= now() - $3 * interval '1 millisecond', $4)`,
-			p.stampHi.Add(-p.ahead), p.stampLo.Add(-p.ahead), maxClockLag.Milliseconds(), expectTime).QueryRow(func(row pgx.Row) error {
-			var ok bool
-			return row.Scan(&dbNow, &ok)
-		})
+		store.QueueExpectTime(b, p.stampHi.Add(-p.ahead), p.stampLo.Add(-p.ahead), maxClockLag.Milliseconds(), expectTime, &dbNow)
 		sent = time.Now() // the batch goes out next
 	})
 	if !dbNow.IsZero() && !sent.IsZero() {
@@ -197,22 +192,19 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 		}
 	}
 	if len(c.placedNames) > 0 {
-		b.Queue(placementLocksSQL, c.placedNames, c.placedRoutings, placementLockClass)
-		b.Queue(`SELECT harvest_expect(NOT EXISTS (`+movedKeysSQL+`), $5)`,
-			c.placedNames, c.placedRoutings, c.placedEpochs, c.placedIdx, expectPlaced)
+		store.QueuePlacementLocks(b, c.placements(), placementLockClass)
+		store.QueueExpectNoneMoved(b, c.placements(), expectPlaced)
 	}
 	if len(c.keys) > 0 {
-		b.Queue(`WITH c AS (`+claimKeysSQL+`)
-			SELECT harvest_expect(count(*) = $8, $9) FROM c`,
-			c.names, c.keys, c.ids, int(p.shard), window.Milliseconds(), c.routings, c.epochs, len(c.keys), expectFresh)
+		store.QueueExpectKeysClaimed(b, c.claimKeys(), int(p.shard), window.Milliseconds(), expectFresh)
 	}
 }
 
 // sampleClock measures the database's clock once (see fence.Clock).
 func (e *Engine) sampleClock(ctx context.Context) {
-	var db time.Time
 	sent := time.Now()
-	if err := e.pool.QueryRow(ctx, `SELECT now()`).Scan(&db); err != nil {
+	db, err := store.Now(ctx, e.pool)
+	if err != nil {
 		e.log.Debug().Err(err).Msg("database clock not measured")
 		return
 	}

@@ -102,35 +102,28 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func lookupClaim(ctx context.Context, q querier, name, key string, windowMS int64) (StartResult, error) {
+func lookupClaim(ctx context.Context, q store.Querier, name, key string, windowMS int64) (StartResult, error) {
 	res, _, err := lookupClaimLeft(ctx, q, name, key, windowMS)
 	return res, err
 }
 
 // lookupClaimLeft is lookupClaim with the time the claim has left to live
 // by the database's clock.
-func lookupClaimLeft(ctx context.Context, q querier, name, key string, windowMS int64) (StartResult, time.Duration, error) {
-	res := StartResult{WorkflowName: name, Deduplicated: true}
-	var (
-		wfID, state, latestState *string
-		latest                   *uuid.UUID
-		leftS                    float64
-	)
-	err := q.QueryRow(ctx, `
-		SELECT c.execution_id, e.workflow_id, e.state,
-		       extract(epoch FROM c.created_at - now() + $3 * interval '1 millisecond')::float8,
-		       l.execution_id, l.state
-		  FROM harvest_start_idempotency c
-		  LEFT JOIN harvest_executions e ON e.execution_id = c.execution_id`+store.ChainLatestJoin+`
-		 WHERE c.workflow_name = $1 AND c.idempotency_key = $2
-		   AND c.created_at >= now() - $3 * interval '1 millisecond'`, name, key, windowMS).
-		Scan(&res.ExecutionID, &wfID, &state, &leftS, &latest, &latestState)
+func lookupClaimLeft(ctx context.Context, q store.Querier, name, key string, windowMS int64) (StartResult, time.Duration, error) {
+	c, err := store.LookupClaim(ctx, q, name, key, windowMS)
 	if err != nil {
 		return StartResult{}, 0, translate(err)
 	}
-	res.WorkflowID, res.State = deref(wfID), deref(state)
-	setLatest(&res, latest, latestState)
-	return res, secondsLeft(leftS), nil
+	return claimResult(name, c), secondsLeft(c.LeftS), nil
+}
+
+// claimResult is the answer to a replay of a key of workflow name whose
+// live claim is c.
+func claimResult(name string, c store.Claim) StartResult {
+	res := StartResult{ExecutionID: c.ExecutionID, WorkflowName: name, WorkflowID: deref(c.WorkflowID),
+		State: deref(c.State), Deduplicated: true}
+	setLatest(&res, c.Latest, c.LatestState)
+	return res
 }
 
 // secondsLeft turns a claim's seconds to live into a duration.
@@ -274,7 +267,8 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 			queuePlacementCheck(b, req.WorkflowName, req.Placement, &moved)
 		}
 		if req.IdempotencyKey != "" && !skipStartClaim {
-			e.queueClaim(b, req.WorkflowName, req.IdempotencyKey, newID, &claimed)
+			store.QueueClaimKey(b, req.WorkflowName, req.IdempotencyKey, newID, int(e.cfg.ShardID),
+				e.cfg.IdempotencyWindow.Milliseconds(), &claimed)
 		}
 		queueSlotHolder(b, req.WorkflowName, req.WorkflowID, &prior)
 	}
@@ -321,46 +315,10 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 	return res, nil
 }
 
-// queueClaim queues the key's claim: an insert, or the takeover of an
-// expired claim. claimed becomes false when a live claim exists (possibly
-// committed a moment ago by a concurrent start, whose insert this one
-// waited for).
-func (e *Engine) queueClaim(b *pgx.Batch, name, key string, id uuid.UUID, claimed *bool) {
-	b.Queue(`
-		INSERT INTO harvest_start_idempotency (workflow_name, idempotency_key, execution_id, shard_id)
-		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (workflow_name, idempotency_key) DO UPDATE
-		   SET execution_id = EXCLUDED.execution_id, shard_id = EXCLUDED.shard_id, created_at = now()
-		 WHERE harvest_start_idempotency.created_at < now() - $5 * interval '1 millisecond'
-		RETURNING execution_id`, name, key, id, int(e.cfg.ShardID), e.cfg.IdempotencyWindow.Milliseconds()).
-		QueryRow(func(row pgx.Row) error {
-			var got uuid.UUID
-			err := row.Scan(&got)
-			if errors.Is(err, pgx.ErrNoRows) {
-				*claimed = false
-				return nil
-			}
-			return err
-		})
-}
-
 // queueSlotHolder queues the lock of the run holding (name, workflow_id).
 func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
-	b.Queue(`
-		SELECT execution_id, `+store.ExecRowColumns+`
-		  FROM harvest_executions
-		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot FOR UPDATE`, name, workflowID).
-		QueryRow(func(row pgx.Row) error {
-			r := &execRow{}
-			err := row.Scan(append([]any{&r.ID}, r.scanTargets()...)...)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err == nil {
-				*prior = r
-			}
-			return err
-		})
+	r := &execRow{}
+	store.QueueLockSlotHolder(b, name, workflowID, append([]any{&r.ID}, r.scanTargets()...), func() { *prior = r })
 }
 
 // createRun inserts a fresh run with its WorkflowStarted event, its first
@@ -369,23 +327,15 @@ func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
 	b := &pgx.Batch{}
-	b.Queue(`
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                idempotency_key, start_at, next_event_id, wf_task_due_at)
-		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8, 1, greatest(now(), coalesce($8, now())))`,
-		id, req.WorkflowName, req.WorkflowID, queue, nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo),
-		nullString(req.IdempotencyKey), req.dueAt)
-	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		VALUES ($1, 0, $2, $3, now() + $4 * interval '1 microsecond')`,
-		id, string(started.Type), string(started.Data), micros(tx.Ahead()))
+	store.QueueInsertRun(b, newRun(id, queue, req))
+	store.QueueStartedEvent(b, id, string(started.Type), string(started.Data), micros(tx.Ahead()))
 	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
 		headers, err := json.Marshal(cb.Headers)
 		if err != nil {
 			return fmt.Errorf("encode callback headers: %w", err)
 		}
-		b.Queue(`INSERT INTO harvest_callbacks (execution_id, idx, url, headers) VALUES ($1, $2, $3, $4)`, id, i, cb.URL, string(headers))
+		store.QueueInsertCallback(b, id, i, cb.URL, string(headers))
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("create run: %w", translate(err))
@@ -399,10 +349,7 @@ func (e *Engine) pointClaim(ctx context.Context, tx *fence.Tx, req StartRequest,
 	if req.IdempotencyKey == "" {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `
-		UPDATE harvest_start_idempotency SET execution_id = $3
-		 WHERE workflow_name = $1 AND idempotency_key = $2`, req.WorkflowName, req.IdempotencyKey, id)
-	if err != nil {
+	if err := store.PointClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, id); err != nil {
 		return fmt.Errorf("point start key: %w", err)
 	}
 	return nil
@@ -410,15 +357,12 @@ func (e *Engine) pointClaim(ctx context.Context, tx *fence.Tx, req StartRequest,
 
 // lockSlotHolder locks the run holding (name, workflow_id), if any.
 func lockSlotHolder(ctx context.Context, tx *fence.Tx, name, workflowID string) (*execRow, error) {
-	var id uuid.UUID
-	err := tx.QueryRow(ctx, `
-		SELECT execution_id FROM harvest_executions
-		 WHERE workflow_name = $1 AND workflow_id = $2 AND holds_slot`, name, workflowID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
+	id, found, err := store.FindSlotHolder(ctx, tx, name, workflowID)
 	if err != nil {
 		return nil, fmt.Errorf("find run of %s/%s: %w", name, workflowID, err)
+	}
+	if !found {
+		return nil, nil
 	}
 	return lockExecution(ctx, tx, id)
 }
@@ -434,7 +378,7 @@ func releaseSlot(ctx context.Context, tx *fence.Tx, prior *execRow) error {
 	if prior == nil {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `UPDATE harvest_executions SET holds_slot = false WHERE execution_id = $1`, prior.ID); err != nil {
+	if err := store.ReleaseSlot(ctx, tx, prior.ID); err != nil {
 		return fmt.Errorf("release slot of %s: %w", prior.ID, err)
 	}
 	return nil
@@ -446,15 +390,19 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 		queue = harvest.DefaultQueue
 	}
 	ex := &execRow{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, ChainID: id}
-	err := tx.QueryRow(ctx, `
-		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo, idempotency_key, start_at)
-		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8)
-		RETURNING created_at`, id, req.WorkflowName, req.WorkflowID, queue,
-		nullJSON(inputOrNull(req.Input)), nullJSON(req.Memo), nullString(req.IdempotencyKey), req.dueAt).Scan(&ex.CreatedAt)
+	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", translate(err))
 	}
+	ex.CreatedAt = at
 	return ex, nil
+}
+
+// newRun is the run row of a start of run id on queue.
+func newRun(id uuid.UUID, queue string, req StartRequest) store.NewRun {
+	return store.NewRun{ID: id, Name: req.WorkflowName, WorkflowID: req.WorkflowID, Queue: queue,
+		Input: nullJSON(inputOrNull(req.Input)), Memo: nullJSON(req.Memo), Key: nullString(req.IdempotencyKey),
+		StartAt: req.dueAt}
 }
 
 func startedCommand(req StartRequest) harvest.Command {
