@@ -48,7 +48,7 @@ var sqlDebt = []string{
 	"engine/deferred.go", "engine/gates.go", "engine/groupcommit.go",
 	"engine/one_trip.go",
 	"engine/placement.go",
-	"engine/probe.go", "engine/query.go", "engine/schedule.go",
+	"engine/probe.go", "engine/schedule.go",
 	"engine/schedule_loop.go", "engine/schedule_sync.go", "engine/start.go", "engine/workflow_task.go", "engine/writeset.go",
 }
 
