@@ -16,6 +16,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -61,14 +62,11 @@ func (e *Engine) mintTaskToken(ctx context.Context, t claimedTask) (string, erro
 	}
 	token := taskTokenPrefix + hex.EncodeToString(t.ExecutionID[:]) + "_" + hex.EncodeToString(secret[:])
 	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			INSERT INTO harvest_task_tokens (token_hash, execution_id, task_id, activity_id, attempt)
-			SELECT $1, execution_id, task_id, activity_id, attempt FROM harvest_tasks
-			 WHERE task_id = $2 AND attempt = $3 AND status = 'running'`, hashToken(token), t.TaskID, t.Attempt)
+		inserted, err := store.InsertTaskToken(ctx, tx, hashToken(token), t.TaskID, t.Attempt)
 		if err != nil {
 			return fmt.Errorf("store task token: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
+		if !inserted {
 			return errStaleAttempt
 		}
 		return nil
@@ -87,25 +85,11 @@ func (e *Engine) markAsync(ctx context.Context, t claimedTask, left time.Duratio
 	hb := t.Options.WithDefaults().HeartbeatTimeout
 	var marked bool
 	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			WITH d AS (SELECT now() + $3 * interval '1 microsecond' AS at)
-			UPDATE harvest_tasks SET async = true, async_deadline = d.at,
-			       locked_until = CASE WHEN $4 > 0 THEN LEAST(d.at, now() + $4 * interval '1 microsecond') ELSE d.at END
-			  FROM d
-			 WHERE task_id = $1 AND attempt = $2 AND status = 'running'`,
-			t.TaskID, t.Attempt, micros(left), micros(hb))
-		marked = err == nil && tag.RowsAffected() == 1
+		var err error
+		marked, err = store.MarkAsync(ctx, tx, t.TaskID, t.Attempt, micros(left), micros(hb))
 		return err
 	})
 	return marked, err
-}
-
-// tokenRow is a task token's record, locked.
-type tokenRow struct {
-	TaskID     int64
-	ActivityID string
-	Attempt    int
-	Answer     *string
 }
 
 // asyncTask is the attempt a token names, locked.
@@ -137,7 +121,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 		ans AsyncAnswer
 		res attemptOutcome
 	)
-	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
+	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *store.TaskToken) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		switch {
 		case tok.Answer != nil && *tok.Answer == kind:
@@ -155,8 +139,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 		if t == nil || t.Attempt != tok.Attempt || t.Status != "running" {
 			return fmt.Errorf("attempt %d of activity %s: %w", tok.Attempt, tok.ActivityID, errStaleAttempt)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE harvest_task_tokens SET answer = $2, answered_at = now() WHERE token_hash = $1`,
-			hashToken(token), kind); err != nil {
+		if err := store.RecordTokenAnswer(ctx, tx, hashToken(token), kind); err != nil {
 			return fmt.Errorf("record task token answer: %w", err)
 		}
 		res, err = e.writeAsyncOutcome(ctx, tx, t.claimedTask, ex, out, runErr)
@@ -211,7 +194,7 @@ func (e *Engine) afterOutcome(res attemptOutcome) {
 // cancelled the activity (fail it then, or complete it).
 func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (AsyncAnswer, error) {
 	var ans AsyncAnswer
-	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *tokenRow) error {
+	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *store.TaskToken) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		if IsTerminal(ex.State) {
 			return &TerminalError{ExecutionID: id.String(), State: ex.State}
@@ -227,11 +210,7 @@ func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details js
 			return fmt.Errorf("attempt %d of activity %s: %w", tok.Attempt, tok.ActivityID, ErrStaleAttempt)
 		}
 		hb := t.Options.WithDefaults().HeartbeatTimeout
-		err = tx.QueryRow(ctx, `
-			UPDATE harvest_tasks SET heartbeat_at = now(), heartbeat_details = $2,
-			       locked_until = CASE WHEN async AND $3 > 0 THEN LEAST(async_deadline, now() + $3 * interval '1 microsecond')
-			                           ELSE locked_until END
-			 WHERE task_id = $1 RETURNING cancel_requested`, t.TaskID, nullJSON(details), micros(hb)).Scan(&ans.CancelRequested)
+		ans.CancelRequested, err = store.HeartbeatAsync(ctx, tx, t.TaskID, nullJSON(details), micros(hb))
 		if err != nil {
 			return fmt.Errorf("record heartbeat: %w", err)
 		}
@@ -242,7 +221,7 @@ func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details js
 
 // withTaskToken runs fn in a fenced transaction with the run and the
 // token record of token locked: an unknown token is ErrTaskToken.
-func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *tokenRow) error) error {
+func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *store.TaskToken) error) error {
 	if err := e.checkOwning(); err != nil {
 		return err
 	}
@@ -252,11 +231,11 @@ func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fe
 	}
 	var (
 		ex  *execRow
-		tok *tokenRow
+		tok *store.TaskToken
 	)
 	queue := func(b *pgx.Batch) {
 		queueLockExecution(b, id, &ex)
-		queueLockToken(b, token, id, &tok)
+		store.QueueLockTaskToken(b, hashToken(token), id, &tok)
 	}
 	return e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		if tok == nil || ex == nil {
@@ -266,40 +245,13 @@ func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fe
 	})
 }
 
-func queueLockToken(b *pgx.Batch, token string, id uuid.UUID, tok **tokenRow) {
-	b.Queue(`SELECT task_id, activity_id, attempt, answer FROM harvest_task_tokens
-		WHERE token_hash = $1 AND execution_id = $2 FOR UPDATE`, hashToken(token), id).
-		QueryRow(func(row pgx.Row) error {
-			var r tokenRow
-			err := row.Scan(&r.TaskID, &r.ActivityID, &r.Attempt, &r.Answer)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("lock task token: %w", err)
-			}
-			*tok = &r
-			return nil
-		})
-}
-
 // lockAsyncTask locks the task taskID of ex; nil when it is gone.
 func lockAsyncTask(ctx context.Context, tx *fence.Tx, taskID int64, ex *execRow) (*asyncTask, error) {
-	t := &asyncTask{}
-	var opts []byte
-	err := tx.QueryRow(ctx, `
-		SELECT task_id, execution_id, activity_id, activity_name, idempotency_key, options, attempt, close_deadline, status
-		  FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, taskID).
-		Scan(&t.TaskID, &t.ExecutionID, &t.ActivityID, &t.Name, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &t.Status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+	ct, status, found, err := store.LockAsyncTask(ctx, tx, taskID)
+	if err != nil || !found {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("lock activity task: %w", err)
-	}
-	if err := json.Unmarshal(opts, &t.Options); err != nil {
-		return nil, fmt.Errorf("activity task options: %w", err)
-	}
+	t := &asyncTask{claimedTask: claimedTask{ClaimedTask: ct}, Status: status}
 	t.WorkflowName, t.WorkflowID = ex.WorkflowName, ex.WorkflowID
 	return t, nil
 }
@@ -311,34 +263,10 @@ func (e *Engine) sweepAsync(ctx context.Context) {
 	var tasks []claimedTask
 	var types []string
 	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
-			       t.idempotency_key, t.options, t.attempt, t.close_deadline,
-			       CASE WHEN t.close_deadline IS NOT NULL AND t.close_deadline <= now() + $1 * interval '1 microsecond' THEN $2
-			            WHEN t.async_deadline <= now() THEN $3 ELSE $4 END
-			  FROM harvest_tasks t JOIN harvest_executions e ON e.execution_id = t.execution_id
-			 WHERE t.status = 'running' AND t.async AND t.locked_until < now()
-			 ORDER BY t.locked_until LIMIT 64`,
-			micros(tx.Ahead()), TimeoutScheduleToClose, TimeoutStartToClose, TimeoutHeartbeat)
-		if err != nil {
-			return fmt.Errorf("sweep async attempts: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var t claimedTask
-			var opts []byte
-			var typ string
-			if err := rows.Scan(&t.TaskID, &t.ExecutionID, &t.WorkflowName, &t.WorkflowID, &t.ActivityID, &t.Name,
-				&t.Key, &opts, &t.Attempt, &t.CloseDeadline, &typ); err != nil {
-				return fmt.Errorf("sweep async attempts: %w", err)
-			}
-			if err := json.Unmarshal(opts, &t.Options); err != nil {
-				return fmt.Errorf("activity task options: %w", err)
-			}
-			t.expiredOnly = true
-			tasks, types = append(tasks, t), append(types, typ)
-		}
-		return rows.Err()
+		return store.ExpiredAsyncTasks(ctx, tx, micros(tx.Ahead()), TimeoutScheduleToClose, TimeoutStartToClose, TimeoutHeartbeat,
+			func(ct store.ClaimedTask, typ string) {
+				tasks, types = append(tasks, claimedTask{ClaimedTask: ct, expiredOnly: true}), append(types, typ)
+			})
 	})
 	if err != nil {
 		if ctx.Err() == nil {

@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Children lists the children run id started, in command order
@@ -18,35 +19,23 @@ func (e *Engine) Children(ctx context.Context, id uuid.UUID) ([]Child, error) {
 }
 
 func (e *Engine) childrenOf(ctx context.Context, id uuid.UUID) ([]Child, error) {
-	rows, err := e.pool.Query(ctx, `
-		SELECT c.command_id, c.workflow_name, c.workflow_id, c.child_execution_id, c.close_policy,
-		       coalesce(c.start_error, ''), c.created_at,
-		       (SELECT ev.data->'payload'->>'state' FROM harvest_signals s
-		          JOIN harvest_events ev ON ev.execution_id = s.execution_id AND ev.event_id = s.event_id
-		         WHERE s.execution_id = c.parent_execution_id
-		           AND s.idempotency_key = 'hv:childdone:' || c.child_execution_id::text)
-		  FROM harvest_children c WHERE c.parent_execution_id = $1
-		 ORDER BY length(c.command_id), c.command_id`, id)
+	rows, err := store.Children(ctx, e.pool, id)
 	if err != nil {
 		return nil, fmt.Errorf("children of %s: %w", id, err)
 	}
-	out, err := pgx.CollectRows(rows, scanChild)
-	if err != nil {
-		return nil, fmt.Errorf("children of %s: %w", id, err)
+	out := make([]Child, len(rows))
+	for i, r := range rows {
+		out[i] = childOf(r)
 	}
 	return out, nil
 }
 
-func scanChild(row pgx.CollectableRow) (Child, error) {
-	var (
-		c      Child
-		closed *string
-	)
-	err := row.Scan(&c.CommandID, &c.WorkflowName, &c.WorkflowID, &c.ExecutionID, &c.ParentClosePolicy,
-		&c.StartError, &c.InitiatedAt, &closed)
+// childOf is the child of a row, in the state its row says.
+func childOf(r store.ChildRow) Child {
+	c := r.Child
 	switch {
-	case closed != nil:
-		c.State = *closed
+	case r.Closed != nil:
+		c.State = *r.Closed
 	case c.StartError != "":
 		c.State = ChildStartFailed
 	case c.ExecutionID != nil:
@@ -54,5 +43,5 @@ func scanChild(row pgx.CollectableRow) (Child, error) {
 	default:
 		c.State = ChildInitiated
 	}
-	return c, err
+	return c
 }

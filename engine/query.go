@@ -10,28 +10,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
-
-const executionColumns = `execution_id, workflow_name, workflow_id, state, queue, input, output, error, memo,
-	coalesce(idempotency_key, ''), coalesce(last_error, ''), wf_task_attempt, next_event_id, created_at, updated_at, completed_at,
-	(SELECT fire_at FROM harvest_timers t WHERE t.execution_id = harvest_executions.execution_id AND t.timer_id = '$timeout:execution'),
-	(SELECT fire_at FROM harvest_timers t WHERE t.execution_id = harvest_executions.execution_id AND t.timer_id = '$timeout:run'),
-	coalesce(chain_id, execution_id), continued_from, continued_to`
-
-func scanExecution(row pgx.Row) (Execution, error) {
-	var x Execution
-	err := row.Scan(&x.ExecutionID, &x.WorkflowName, &x.WorkflowID, &x.State, &x.Queue, &x.Input, &x.Output, &x.Error,
-		&x.Memo, &x.IdempotencyKey, &x.LastError, &x.TaskAttempt, &x.EventCount, &x.CreatedAt, &x.UpdatedAt, &x.CompletedAt,
-		&x.ExecutionDeadline, &x.RunDeadline, &x.ChainID, &x.ContinuedFrom, &x.ContinuedTo)
-	return x, err
-}
 
 // GetExecution reads one run.
 func (e *Engine) GetExecution(ctx context.Context, id uuid.UUID) (Execution, error) {
-	x, err := scanExecution(e.pool.QueryRow(ctx, `SELECT `+executionColumns+` FROM harvest_executions WHERE execution_id = $1`, id))
+	x, err := store.GetExecution(ctx, e.pool, id)
 	if err != nil {
 		return Execution{}, fmt.Errorf("execution %s: %w", id, translate(err))
 	}
@@ -67,10 +53,7 @@ func (e *Engine) Describe(ctx context.Context, id uuid.UUID) (Description, error
 
 // cancelRequestedAt is the time of a run's WorkflowCancelRequested event.
 func (e *Engine) cancelRequestedAt(ctx context.Context, id uuid.UUID) (*time.Time, error) {
-	var at *time.Time
-	err := e.pool.QueryRow(ctx, `
-		SELECT min(created_at) FROM harvest_events
-		 WHERE execution_id = $1 AND event_type = 'WorkflowCancelRequested'`, id).Scan(&at)
+	at, err := store.CancelRequestedAt(ctx, e.pool, id)
 	if err != nil {
 		return nil, fmt.Errorf("cancel request of %s: %w", id, err)
 	}
@@ -78,14 +61,7 @@ func (e *Engine) cancelRequestedAt(ctx context.Context, id uuid.UUID) (*time.Tim
 }
 
 func (e *Engine) pendingActivities(ctx context.Context, id uuid.UUID) ([]PendingActivity, error) {
-	rows, err := e.pool.Query(ctx, `
-		SELECT activity_id, activity_name, status, attempt, idempotency_key, scheduled_at, last_failed_at, last_error,
-		       heartbeat_details
-		  FROM harvest_tasks WHERE execution_id = $1 ORDER BY task_id`, id)
-	if err != nil {
-		return nil, fmt.Errorf("pending activities of %s: %w", id, err)
-	}
-	acts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PendingActivity])
+	acts, err := store.PendingActivities(ctx, e.pool, id)
 	if err != nil {
 		return nil, fmt.Errorf("pending activities of %s: %w", id, err)
 	}
@@ -93,11 +69,7 @@ func (e *Engine) pendingActivities(ctx context.Context, id uuid.UUID) ([]Pending
 }
 
 func (e *Engine) pendingTimers(ctx context.Context, id uuid.UUID) ([]PendingTimer, error) {
-	rows, err := e.pool.Query(ctx, `SELECT timer_id, fire_at FROM harvest_timers WHERE execution_id = $1 ORDER BY fire_at`, id)
-	if err != nil {
-		return nil, fmt.Errorf("pending timers of %s: %w", id, err)
-	}
-	timers, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PendingTimer])
+	timers, err := store.PendingTimers(ctx, e.pool, id)
 	if err != nil {
 		return nil, fmt.Errorf("pending timers of %s: %w", id, err)
 	}
@@ -166,11 +138,7 @@ func (e *Engine) runResult(ctx context.Context, id uuid.UUID, wait time.Duration
 
 // outcome reads a run's outcome.
 func (e *Engine) outcome(ctx context.Context, id uuid.UUID) (Outcome, error) {
-	o := Outcome{ExecutionID: id}
-	err := e.pool.QueryRow(ctx, `
-		SELECT state, output, error, completed_at, coalesce(last_error, ''), continued_to
-		  FROM harvest_executions WHERE execution_id = $1`, id).
-		Scan(&o.State, &o.Output, &o.Error, &o.CompletedAt, &o.LastError, &o.ContinuedTo)
+	o, err := store.Outcome(ctx, e.pool, id)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("execution %s: %w", id, translate(err))
 	}
@@ -197,34 +165,6 @@ func (e *Engine) History(ctx context.Context, id uuid.UUID, q HistoryQuery) (His
 	return page, nil
 }
 
-// historyPageSQL walks a run's events after $2 (of the types $3, if any)
-// in event_id order, one index probe a step, adding up their data's JSON
-// text size: it stops after the event that exceeds the limit $4 or the
-// byte bound $5 (but never after the first event alone), so the database
-// reads at most one event beyond the page, and sends that one without
-// its data (it is only there to say more follow). An event that cannot
-// fit, because the page is already full in events or bytes, is not
-// measured (its size would be a second conversion of its data to text:
-// with pages of one large event each, a third of the work); any size of
-// JSON text is at least one byte, so total+1 excludes it just as well.
-const historyPageSQL = `
-	WITH RECURSIVE page AS (
-		(SELECT e.event_id, e.event_type, e.data, e.created_at, octet_length(e.data::text)::bigint AS total, 1 AS n
-		   FROM harvest_events e
-		  WHERE e.execution_id = $1 AND e.event_id > $2 AND (coalesce(cardinality($3::text[]), 0) = 0 OR e.event_type = ANY($3))
-		  ORDER BY e.event_id LIMIT 1)
-		UNION ALL
-		SELECT e.event_id, e.event_type, e.data, e.created_at,
-		       CASE WHEN p.n < $4::int AND p.total < $5::bigint THEN p.total + octet_length(e.data::text) ELSE p.total + 1 END, p.n + 1
-		  FROM page p, LATERAL (
-			SELECT * FROM harvest_events e
-			 WHERE e.execution_id = $1 AND e.event_id > p.event_id AND (coalesce(cardinality($3::text[]), 0) = 0 OR e.event_type = ANY($3))
-			 ORDER BY e.event_id LIMIT 1) e
-		 WHERE p.n <= $4::int AND (p.total <= $5::bigint OR p.n = 1)
-	)
-	SELECT event_id, event_type, CASE WHEN n <= $4::int AND (n = 1 OR total <= $5::bigint) THEN data END, created_at, total
-	  FROM page ORDER BY event_id`
-
 // historyPage reads the events of one page of q: at most its limit, and
 // no more data than the engine's byte bound unless one event alone has
 // more. more reports that events follow the page.
@@ -234,20 +174,7 @@ func (e *Engine) historyPage(ctx context.Context, id uuid.UUID, q HistoryQuery) 
 	if q.MaxBytes > 0 && q.MaxBytes < maxBytes {
 		maxBytes = q.MaxBytes
 	}
-	rows, err := e.pool.Query(ctx, historyPageSQL, id, q.After, q.Types, limit, maxBytes)
-	if err != nil {
-		return nil, false, fmt.Errorf("history of %s: %w", id, err)
-	}
-	var totals []int64
-	events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (harvest.Event, error) {
-		var ev harvest.Event
-		var t string
-		var total int64
-		err := row.Scan(&ev.EventID, &t, &ev.Data, &ev.Timestamp, &total)
-		ev.Type = harvest.EventType(t)
-		totals = append(totals, total)
-		return ev, err
-	})
+	events, totals, err := store.HistoryPage(ctx, e.pool, id, q.After, q.Types, limit, maxBytes)
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", id, err)
 	}
@@ -280,27 +207,12 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (ListPage, error) {
 	if err := checkStarted(q); err != nil {
 		return ListPage{}, err
 	}
-	cmpOp, order := "<", "DESC"
-	if q.Ascending {
-		cmpOp, order = ">", "ASC"
-	}
 	after, before := startedBounds(q)
-	// The simple protocol plans the query for these arguments: which
-	// filters are set decides which index serves it (see internal/pgpool).
-	rows, err := e.pool.Query(ctx, `
-		SELECT `+executionColumns+` FROM harvest_executions
-		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR state = ANY($1))
-		   AND ($2 = '' OR workflow_name = $2)
-		   AND ($3 = '' OR workflow_id = $3)
-		   AND ($4::timestamptz IS NULL OR (created_at, execution_id) `+cmpOp+` ($4, $5::uuid))
-		   AND ($7::timestamptz IS NULL OR created_at >= $7)
-		   AND ($8::timestamptz IS NULL OR created_at < $8)
-		 ORDER BY created_at `+order+`, execution_id `+order+`
-		 LIMIT $6`, pgx.QueryExecModeSimpleProtocol, q.States, q.WorkflowName, q.WorkflowID, curT, curID, size+1, after, before)
-	if err != nil {
-		return ListPage{}, fmt.Errorf("list executions: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Execution, error) { return scanExecution(row) })
+	list, err := store.ListExecutions(ctx, e.pool, store.ListFilter{
+		States: q.States, WorkflowName: q.WorkflowName, WorkflowID: q.WorkflowID,
+		CursorTime: curT, CursorID: curID, After: after, Before: before,
+		Ascending: q.Ascending, Limit: size + 1,
+	})
 	if err != nil {
 		return ListPage{}, fmt.Errorf("list executions: %w", err)
 	}
