@@ -45,7 +45,6 @@ var layers = map[string]int{
 // holds none any more must leave the list.
 var sqlDebt = []string{
 	"engine/deferred.go",
-	"engine/schedule_sync.go",
 }
 
 type listedPackage struct {

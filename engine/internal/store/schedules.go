@@ -242,3 +242,56 @@ func QueueFireOutcome(b *pgx.Batch, key, outcome, reason, executionID string) {
 		UPDATE harvest_schedule_fires SET outcome = $2, reason = $3, execution_id = nullif($4, '')::uuid, updated_at = now()
 		 WHERE fire_key = $1`, key, outcome, reason, executionID)
 }
+
+// The catalog's copies (schedule_sync.go): a catalog holds the
+// definitions and their generations, the shard copies them.
+
+// SyncSchedule copies generation of schedule id (its spec as JSON, at
+// catalog revision revision) over an older generation, or inserts it,
+// with its cursor and when it is next due (nil: never); it counts the
+// rows it wrote (none when the copy's generation is not older).
+func SyncSchedule(ctx context.Context, q Querier, id string, generation int64, spec []byte, paused bool,
+	cursor time.Time, next *time.Time, revision int64) (int, error) {
+	return queryCount(ctx, q, `
+			WITH up AS (
+			  INSERT INTO harvest_schedules (schedule_id, generation, spec, paused, cursor_at, next_at, catalog_revision)
+			  VALUES ($1, $2, $3, $4, $5, $6, $7)
+			  ON CONFLICT (schedule_id) DO UPDATE
+			     SET generation = EXCLUDED.generation, spec = EXCLUDED.spec, paused = EXCLUDED.paused,
+			         cursor_at = EXCLUDED.cursor_at, next_at = EXCLUDED.next_at, created_at = now(), updated_at = now(),
+			         deleted_at = NULL, catalog_revision = EXCLUDED.catalog_revision
+			   WHERE harvest_schedules.generation < EXCLUDED.generation
+			  RETURNING 1)
+			SELECT count(*) FROM up`, id, generation, spec, paused, cursor, next, revision)
+}
+
+// SyncSchedulePaused sets paused on the copy of schedule id's generation
+// unless it holds a catalog revision not older than revision (0: none),
+// records the revision, and moves a resumed copy's cursor to now (if
+// before), due at now; it reports whether paused changed.
+func SyncSchedulePaused(ctx context.Context, q Querier, id string, generation int64, paused bool, revision int64, now time.Time) (bool, error) {
+	var changed bool
+	err := q.QueryRow(ctx, `
+		WITH old AS (SELECT paused FROM harvest_schedules
+		              WHERE schedule_id = $1 AND generation = $2 AND deleted_at IS NULL
+		                AND ($4 = 0 OR catalog_revision < $4) FOR UPDATE),
+		     up AS (UPDATE harvest_schedules s SET paused = $3, catalog_revision = greatest(s.catalog_revision, $4),
+		                   updated_at = CASE WHEN old.paused <> $3 THEN now() ELSE s.updated_at END,
+		                   cursor_at = CASE WHEN old.paused AND NOT $3 THEN greatest(s.cursor_at, $5) ELSE s.cursor_at END,
+		                   next_at = CASE WHEN old.paused AND NOT $3 THEN $5 ELSE s.next_at END
+		              FROM old WHERE s.schedule_id = $1
+		            RETURNING old.paused <> $3 AS changed)
+		SELECT coalesce(bool_or(changed), false) FROM up`, id, generation, paused, revision, now).Scan(&changed)
+	return changed, err
+}
+
+// SyncScheduleDeleted deletes the copy of schedule id's generation or an
+// older one (it keeps its row, not due) and its fires but the pending
+// ones, and counts the schedules deleted.
+func SyncScheduleDeleted(ctx context.Context, q Querier, id string, generation int64) (int, error) {
+	return queryCount(ctx, q, `
+			WITH d AS (UPDATE harvest_schedules SET deleted_at = now(), next_at = NULL, updated_at = now()
+			            WHERE schedule_id = $1 AND generation <= $2 AND deleted_at IS NULL RETURNING schedule_id),
+			     f AS (DELETE FROM harvest_schedule_fires WHERE schedule_id IN (SELECT schedule_id FROM d) AND outcome <> 'pending')
+			SELECT count(*) FROM d`, id, generation)
+}
