@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Deferred starts (migration 017, docs/http-api.md): a start under a
@@ -164,65 +165,18 @@ func checkWait(field string, d time.Duration) error {
 	return nil
 }
 
-// deferredColumns are the columns scanDeferred reads.
-const deferredColumns = `deferred_id, policy, workflow_name, policy_key, state, workflow_id, starts, first_at, fire_at,
-	fired_at, coalesce(execution_id::text, ''), reason, updated_at`
-
-func scanDeferred(row pgx.Row) (Deferred, error) {
-	var d Deferred
-	err := row.Scan(&d.ID, &d.Policy, &d.WorkflowName, &d.Key, &d.State, &d.WorkflowID, &d.Starts, &d.FirstAt, &d.FireAt,
-		&d.FiredAt, &d.ExecutionID, &d.Reason, &d.UpdatedAt)
-	return d, err
-}
-
-// upsertDebounce joins the key's open debounce item (last input and
-// workflow id win; the item fires window after this start, never after
-// its deadline) or opens one.
-const upsertDebounce = `
-	INSERT INTO harvest_deferred AS d (deferred_id, policy, workflow_name, policy_key, open, workflow_id, input,
-	       first_at, fire_at, deadline_at, updated_at)
-	VALUES ($1, 'debounce', $2, $3, true, $4, $5::jsonb, $6::timestamptz,
-	       least($6::timestamptz + $7::bigint * interval '1 microsecond', $6::timestamptz + $8::bigint * interval '1 microsecond'), $6::timestamptz + $8::bigint * interval '1 microsecond', $6::timestamptz)
-	ON CONFLICT (policy, workflow_name, policy_key) WHERE open DO UPDATE
-	   SET input = excluded.input, workflow_id = excluded.workflow_id, starts = d.starts + 1,
-	       fire_at = least($6::timestamptz + $7::bigint * interval '1 microsecond', d.deadline_at), updated_at = $6::timestamptz
-	RETURNING ` + deferredColumns
-
 func debounce(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
 	p := req.Debounce
-	d, err := scanDeferred(tx.QueryRow(ctx, upsertDebounce, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID,
-		jsonArg(req.Input), now, micros(p.Window), micros(p.MaxWait)))
+	d, err := store.Debounce(ctx, tx, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID,
+		req.Input, now, micros(p.Window), micros(p.MaxWait))
 	if err != nil {
 		return d, fmt.Errorf("debounce %q: %w", p.Key, translate(err))
 	}
 	return d, nil
 }
 
-// upsertBatch appends the input to the key's open batch (the batch
-// closes, due at once, when it is full) or opens one. It appends nothing,
-// and returns no row, when the input would take the open batch past $9
-// bytes (closeBatch).
-const upsertBatch = `
-	INSERT INTO harvest_deferred AS d (deferred_id, policy, workflow_name, policy_key, open, input, max_size,
-	       first_at, fire_at, deadline_at, updated_at, input_bytes)
-	VALUES ($1, 'batch', $2, $3, $5::int > 1, jsonb_build_array($4::jsonb), $5, $6::timestamptz,
-	       CASE WHEN $5::int > 1 THEN $6::timestamptz + $7::bigint * interval '1 microsecond' ELSE $6::timestamptz END,
-	       $6::timestamptz + $7::bigint * interval '1 microsecond', $6::timestamptz, $8)
-	ON CONFLICT (policy, workflow_name, policy_key) WHERE open DO UPDATE
-	   SET input = d.input || excluded.input, starts = d.starts + 1, open = d.starts + 1 < d.max_size,
-	       fire_at = CASE WHEN d.starts + 1 >= d.max_size THEN $6::timestamptz ELSE d.fire_at END, updated_at = $6::timestamptz,
-	       input_bytes = d.input_bytes + excluded.input_bytes
-	 WHERE d.input_bytes + excluded.input_bytes <= $9
-	RETURNING ` + deferredColumns
-
 // batchCloseTries bounds the batches one start closes to make room.
 const batchCloseTries = 4
-
-// closeBatch closes the key's open batch, due at once: the next start's
-// input would take it past its bytes.
-const closeBatch = `
-	UPDATE harvest_deferred SET open = false, fire_at = $3, updated_at = $3
-	 WHERE policy = 'batch' AND workflow_name = $1 AND policy_key = $2 AND open`
 
 // batch appends the start to its key's open batch, or opens one; closed
 // reports that it closed a full batch (due at once) to make room.
@@ -230,11 +184,10 @@ const closeBatch = `
 func batch(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, now time.Time, maxBytes int64,
 	afterClose func(context.Context, *fence.Tx) error) (d Deferred, closed bool, err error) {
 	p := req.Batch
-	input := jsonArg(req.Input)
 	size := int64(len(inputOrNull(req.Input)))
 	for try := 1; ; try++ {
-		d, err = scanDeferred(tx.QueryRow(ctx, upsertBatch, NewExecutionID(shard), req.WorkflowName, p.Key,
-			input, p.MaxSize, now, micros(p.MaxWait), size, maxBytes))
+		d, err = store.AppendBatch(ctx, tx, NewExecutionID(shard), req.WorkflowName, p.Key,
+			req.Input, p.MaxSize, now, micros(p.MaxWait), size, maxBytes)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
 		}
@@ -242,7 +195,7 @@ func batch(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, no
 			// Concurrent starts filled each batch this one opened room in.
 			return d, closed, fmt.Errorf("batch %q: its batches fill faster than they close: %w", p.Key, ErrUnavailable)
 		}
-		if _, err = tx.Exec(ctx, closeBatch, req.WorkflowName, p.Key, now); err != nil {
+		if err = store.CloseBatch(ctx, tx, req.WorkflowName, p.Key, now); err != nil {
 			break
 		}
 		closed = true
@@ -262,21 +215,11 @@ func batch(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, no
 // key's pace row, unless the key's backlog is full.
 func throttle(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, now time.Time) (Deferred, error) {
 	p := req.Throttle
-	var next time.Time
-	err := tx.QueryRow(ctx, `
-		INSERT INTO harvest_deferred_throttle AS t (workflow_name, throttle_key, next_at) VALUES ($1, $2, $3)
-		ON CONFLICT (workflow_name, throttle_key) DO UPDATE SET next_at = t.next_at
-		RETURNING next_at`, req.WorkflowName, p.Key, now).Scan(&next)
+	next, err := store.LockThrottle(ctx, tx, req.WorkflowName, p.Key, now)
 	if err != nil {
 		return Deferred{}, fmt.Errorf("lock throttle %q: %w", p.Key, translate(err))
 	}
-	var (
-		backlog  int
-		earliest *time.Time
-	)
-	err = tx.QueryRow(ctx, `SELECT count(*), min(fire_at) FROM harvest_deferred
-		 WHERE policy = 'throttle' AND workflow_name = $1 AND policy_key = $2 AND state = 'pending'`,
-		req.WorkflowName, p.Key).Scan(&backlog, &earliest)
+	backlog, earliest, err := store.ThrottleBacklog(ctx, tx, req.WorkflowName, p.Key)
 	if err != nil {
 		return Deferred{}, fmt.Errorf("count throttle %q: %w", p.Key, translate(err))
 	}
@@ -287,17 +230,11 @@ func throttle(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest,
 	if next.After(now) {
 		slot = next
 	}
-	d, err := scanDeferred(tx.QueryRow(ctx, `
-		INSERT INTO harvest_deferred (deferred_id, policy, workflow_name, policy_key, open, workflow_id, input,
-		       first_at, fire_at, deadline_at, updated_at)
-		VALUES ($1, 'throttle', $2, $3, false, $4, $5::jsonb, $6, $7, $7, $6)
-		RETURNING `+deferredColumns, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID, jsonArg(req.Input), now, slot))
+	d, err := store.InsertThrottled(ctx, tx, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID, req.Input, now, slot)
 	if err != nil {
 		return d, fmt.Errorf("throttle %q: %w", p.Key, translate(err))
 	}
-	_, err = tx.Exec(ctx, `UPDATE harvest_deferred_throttle SET next_at = $3 WHERE workflow_name = $1 AND throttle_key = $2`,
-		req.WorkflowName, p.Key, slot.Add(p.Per/time.Duration(p.Rate)))
-	if err != nil {
+	if err := store.PaceThrottle(ctx, tx, req.WorkflowName, p.Key, slot.Add(p.Per/time.Duration(p.Rate))); err != nil {
 		return d, fmt.Errorf("pace throttle %q: %w", p.Key, translate(err))
 	}
 	return d, nil
@@ -313,17 +250,9 @@ func retryAfter(earliest *time.Time, now time.Time) time.Duration {
 	return time.Duration(max(secs, 1)) * time.Second
 }
 
-// jsonArg is an input as a jsonb argument: NULL when absent.
-func jsonArg(raw json.RawMessage) any {
-	if len(raw) == 0 {
-		return nil
-	}
-	return string(raw)
-}
-
 // GetDeferred reads one deferred item; ErrNotFound when there is none.
 func (e *Engine) GetDeferred(ctx context.Context, id uuid.UUID) (Deferred, error) {
-	d, err := scanDeferred(e.pool.QueryRow(ctx, `SELECT `+deferredColumns+` FROM harvest_deferred WHERE deferred_id = $1`, id))
+	d, err := store.ReadDeferred(ctx, e.pool, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, &NotFoundError{What: "deferred item", ID: id.String()}
 	}
@@ -336,12 +265,7 @@ func (e *Engine) GetDeferred(ctx context.Context, id uuid.UUID) (Deferred, error
 // ListDeferred lists the items not fired or not started yet (pending or
 // firing), the soonest first, at most listDeferredLimit.
 func (e *Engine) ListDeferred(ctx context.Context) ([]Deferred, error) {
-	rows, err := e.pool.Query(ctx, `SELECT `+deferredColumns+` FROM harvest_deferred
-		 WHERE state IN ('pending', 'firing') ORDER BY fire_at, deferred_id LIMIT $1`, listDeferredLimit)
-	if err != nil {
-		return nil, fmt.Errorf("list deferred: %w", translate(err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Deferred, error) { return scanDeferred(r) })
+	out, err := store.ListDeferred(ctx, e.pool, listDeferredLimit)
 	if err != nil {
 		return nil, fmt.Errorf("list deferred: %w", translate(err))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // echoWF returns its input, whatever JSON it is.
@@ -202,7 +203,7 @@ func TestDeferredBatch(t *testing.T) {
 			c.batchClosedHook = func(ctx context.Context, tx *fence.Tx) error {
 				fills++
 				full := raw(t, strings.Repeat("f", 14)) // 16 bytes of JSON
-				_, err := tx.Exec(ctx, upsertBatch, NewExecutionID(c.ShardID), echoWF.Name(), "b", jsonArg(full),
+				_, err := store.AppendBatch(ctx, tx, NewExecutionID(c.ShardID), echoWF.Name(), "b", full,
 					100, time.Now(), micros(time.Hour), int64(len(full)), int64(16))
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Schedules (migration 013, docs/schedules.md): a schedule starts a
@@ -88,14 +89,7 @@ func (e *Engine) CreateSchedule(ctx context.Context, id string, spec ScheduleSpe
 	now := e.now()
 	next := e.nextDue(id, 0, spec, clock, now)
 	err = e.withTx(ctx, func(tx *fence.Tx) error {
-		return tx.QueryRow(ctx, `
-			INSERT INTO harvest_schedules (schedule_id, spec, paused, cursor_at, next_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (schedule_id) DO UPDATE
-			   SET generation = harvest_schedules.generation + 1, spec = EXCLUDED.spec, paused = EXCLUDED.paused,
-			       cursor_at = EXCLUDED.cursor_at, next_at = EXCLUDED.next_at, created_at = now(), updated_at = now(),
-			       deleted_at = NULL
-			 WHERE harvest_schedules.deleted_at IS NOT NULL
-			RETURNING generation`, id, raw, paused, now, next).Scan(new(int64))
+		return store.CreateSchedule(ctx, tx, id, raw, paused, now, next)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Schedule{}, fmt.Errorf("schedule %q: %w", id, ErrScheduleExists)
@@ -118,20 +112,6 @@ func (e *Engine) nextDue(id string, generation int64, spec ScheduleSpec, clock *
 	return &due
 }
 
-const scheduleColumns = `schedule_id, generation, spec, paused, cursor_at, created_at, updated_at`
-
-func scanSchedule(row pgx.Row) (Schedule, error) {
-	var s Schedule
-	var raw []byte
-	if err := row.Scan(&s.ID, &s.Generation, &raw, &s.Paused, &s.Cursor, &s.CreatedAt, &s.UpdatedAt); err != nil {
-		return s, err
-	}
-	if err := json.Unmarshal(raw, &s.Spec); err != nil {
-		return s, fmt.Errorf("decode schedule %s: %w", s.ID, err)
-	}
-	return s, nil
-}
-
 // withNextFires adds the schedule's next nominal times.
 func (e *Engine) withNextFires(s Schedule, n int) Schedule {
 	clock, err := newScheduleClock(s.Spec)
@@ -147,8 +127,7 @@ func (e *Engine) withNextFires(s Schedule, n int) Schedule {
 
 // GetSchedule reads a schedule with its next fire times and recent fires.
 func (e *Engine) GetSchedule(ctx context.Context, id string) (Schedule, error) {
-	s, err := scanSchedule(e.pool.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM harvest_schedules
-		 WHERE schedule_id = $1 AND deleted_at IS NULL`, id))
+	s, err := store.ReadSchedule(ctx, e.pool, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, &NotFoundError{What: "schedule", ID: id}
 	}
@@ -162,17 +141,7 @@ func (e *Engine) GetSchedule(ctx context.Context, id string) (Schedule, error) {
 // scheduleFires lists the generation's recent fires, newest first, a
 // pending one with its last refusal.
 func (e *Engine) scheduleFires(ctx context.Context, id string, generation int64) ([]ScheduleFire, error) {
-	rows, err := e.pool.Query(ctx, `
-		SELECT f.fire_key, f.nominal_at, f.outcome, coalesce(nullif(f.reason, ''), o.last_error, ''), f.triggered, f.workflow_id,
-		       coalesce(f.execution_id::text, ''), f.updated_at
-		  FROM harvest_schedule_fires f
-		  LEFT JOIN harvest_outbox o ON o.execution_id = '00000000-0000-0000-0000-000000000000' AND o.kind = 'schedule_start'
-		       AND o.command_id = f.fire_key AND f.outcome = 'pending'
-		 WHERE f.schedule_id = $1 AND f.generation = $2 ORDER BY f.nominal_at DESC LIMIT $3`, id, generation, recentFires)
-	if err != nil {
-		return nil, fmt.Errorf("read fires of %s: %w", id, err)
-	}
-	fires, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ScheduleFire])
+	fires, err := store.ScheduleFires(ctx, e.pool, id, generation, recentFires)
 	if err != nil {
 		return nil, fmt.Errorf("read fires of %s: %w", id, err)
 	}
@@ -182,12 +151,7 @@ func (e *Engine) scheduleFires(ctx context.Context, id string, generation int64)
 // ListSchedules lists the shard's schedules by id, each with its next
 // fire time.
 func (e *Engine) ListSchedules(ctx context.Context) ([]Schedule, error) {
-	rows, err := e.pool.Query(ctx, `SELECT `+scheduleColumns+` FROM harvest_schedules
-		 WHERE deleted_at IS NULL ORDER BY schedule_id`)
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Schedule, error) { return scanSchedule(row) })
+	out, err := store.ListSchedules(ctx, e.pool)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
@@ -200,40 +164,30 @@ func (e *Engine) ListSchedules(ctx context.Context) ([]Schedule, error) {
 // DeleteSchedule deletes a schedule: it fires no more, its recorded
 // fires go, a fire whose start is still pending is still performed.
 func (e *Engine) DeleteSchedule(ctx context.Context, id string) error {
-	return e.changeSchedule(ctx, id, `
-		WITH d AS (UPDATE harvest_schedules SET deleted_at = now(), next_at = NULL, updated_at = now()
-		            WHERE schedule_id = $1 AND deleted_at IS NULL RETURNING schedule_id),
-		     f AS (DELETE FROM harvest_schedule_fires WHERE schedule_id IN (SELECT schedule_id FROM d) AND outcome <> 'pending')
-		SELECT count(*) FROM d`)
+	return e.changeSchedule(ctx, id, func(q store.Querier) (int, error) { return store.DeleteSchedule(ctx, q, id) })
 }
 
 // PauseSchedule stops a schedule's fires until ResumeSchedule.
 func (e *Engine) PauseSchedule(ctx context.Context, id string) error {
-	return e.changeSchedule(ctx, id, `
-		WITH u AS (UPDATE harvest_schedules SET paused = true, updated_at = now()
-		            WHERE schedule_id = $1 AND deleted_at IS NULL RETURNING 1)
-		SELECT count(*) FROM u`)
+	return e.changeSchedule(ctx, id, func(q store.Querier) (int, error) { return store.PauseSchedule(ctx, q, id) })
 }
 
 // ResumeSchedule resumes a paused schedule from now: the nominal times
 // that passed while it was paused are not fired.
 func (e *Engine) ResumeSchedule(ctx context.Context, id string) error {
-	err := e.changeSchedule(ctx, id, `
-		WITH u AS (UPDATE harvest_schedules SET paused = false, updated_at = now(),
-		                  cursor_at = CASE WHEN paused THEN greatest(cursor_at, $2) ELSE cursor_at END,
-		                  next_at = CASE WHEN paused THEN $2 ELSE next_at END
-		            WHERE schedule_id = $1 AND deleted_at IS NULL RETURNING 1)
-		SELECT count(*) FROM u`, e.now())
+	now := e.now()
+	err := e.changeSchedule(ctx, id, func(q store.Querier) (int, error) { return store.ResumeSchedule(ctx, q, id, now) })
 	e.nudge(e.schWake)
 	return err
 }
 
-// changeSchedule runs one fenced statement that counts the schedules it
-// changed; none is ErrNotFound.
-func (e *Engine) changeSchedule(ctx context.Context, id, sql string, args ...any) error {
+// changeSchedule runs, fenced, a change of schedule id that counts the
+// schedules it changed; none is ErrNotFound.
+func (e *Engine) changeSchedule(ctx context.Context, id string, change func(store.Querier) (int, error)) error {
 	var n int
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		return tx.QueryRow(ctx, sql, append([]any{id}, args...)...).Scan(&n)
+	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		n, err = change(tx)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("change schedule %s: %w", id, err)

@@ -41,13 +41,7 @@ func (e *Engine) scheduleLoop(ctx context.Context) {
 // fireDueSchedules fires up to scheduleBatch due schedules.
 func (e *Engine) fireDueSchedules(ctx context.Context) (bool, error) {
 	now := e.now()
-	rows, err := e.pool.Query(ctx, `
-		SELECT schedule_id FROM harvest_schedules
-		 WHERE deleted_at IS NULL AND NOT paused AND next_at <= $1 ORDER BY next_at LIMIT $2`, now, scheduleBatch)
-	if err != nil {
-		return false, fmt.Errorf("find due schedules: %w", err)
-	}
-	due, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	due, err := store.DueSchedules(ctx, e.pool, now, scheduleBatch)
 	if err != nil {
 		return false, fmt.Errorf("find due schedules: %w", err)
 	}
@@ -98,8 +92,7 @@ func (e *Engine) fireSchedule(ctx context.Context, id string, now time.Time) (mo
 
 // lockSchedule locks a live schedule's row; false if there is none.
 func lockSchedule(ctx context.Context, tx *fence.Tx, id string) (Schedule, bool, error) {
-	s, err := scanSchedule(tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM harvest_schedules
-		 WHERE schedule_id = $1 AND deleted_at IS NULL FOR UPDATE`, id))
+	s, err := store.LockSchedule(ctx, tx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, false, nil
 	}
@@ -111,9 +104,7 @@ func lockSchedule(ctx context.Context, tx *fence.Tx, id string) (Schedule, bool,
 
 // pendingFires counts the generation's fires whose start is in progress.
 func pendingFires(ctx context.Context, tx *fence.Tx, s Schedule) (int, error) {
-	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM harvest_schedule_fires
-		 WHERE schedule_id = $1 AND generation = $2 AND outcome = 'pending'`, s.ID, s.Generation).Scan(&n)
+	n, err := store.PendingFires(ctx, tx, s.ID, s.Generation)
 	if err != nil {
 		return 0, fmt.Errorf("count pending fires of %s: %w", s.ID, err)
 	}
@@ -216,15 +207,14 @@ func (e *Engine) recordPlan(ctx context.Context, tx *fence.Tx, s Schedule, p fir
 	b := &pgx.Batch{}
 	var fr fireRows
 	for _, f := range p.fires {
-		if err := fr.add(s, f, false); err != nil {
+		if _, err := fr.add(s, f, false); err != nil {
 			return err
 		}
 	}
 	fr.queue(b)
-	b.Queue(`UPDATE harvest_schedules SET cursor_at = $2, next_at = $3, updated_at = now() WHERE schedule_id = $1`,
-		s.ID, p.cursor, p.next)
+	store.QueueAdvanceSchedule(b, s.ID, p.cursor, p.next)
 	if len(p.fires) > 0 {
-		b.Queue(pruneFires, s.ID, keptFires)
+		store.QueuePruneFires(b, s.ID, keptFires)
 	}
 	if err := e.crashAt(ctx, crashScheduleBeforeCommit); err != nil {
 		return err
@@ -232,44 +222,30 @@ func (e *Engine) recordPlan(ctx context.Context, tx *fence.Tx, s Schedule, p fir
 	return sendBatch(ctx, tx, b)
 }
 
-// pruneFires deletes the recorded fires of schedule $1 past the newest $2
-// (never a pending one: its outbox row records into it).
-const pruneFires = `
-	DELETE FROM harvest_schedule_fires WHERE fire_key IN (
-		SELECT fire_key FROM harvest_schedule_fires WHERE schedule_id = $1 AND outcome <> 'pending'
-		 ORDER BY nominal_at DESC OFFSET $2)`
-
 // fireRows are the fires rows, and the outbox rows of the fires to
 // start, that one transaction inserts.
 type fireRows struct {
-	keys, ids, outcomes, reasons, workflowIDs []string
-	generations                               []int64
-	nominals                                  []time.Time
-	triggered                                 []bool
-	outbox                                    store.OutboxRows
+	fires  store.FireRows
+	outbox store.OutboxRows
 }
 
-func (r *fireRows) add(s Schedule, f plannedFire, triggered bool) error {
-	key := cmp.Or(f.key, ScheduleFireKey(s.ID, s.Generation, f.nominal))
-	wid := fireWorkflowID(s, f.nominal)
-	r.keys, r.ids, r.outcomes = append(r.keys, key), append(r.ids, s.ID), append(r.outcomes, f.outcome)
-	r.reasons, r.workflowIDs = append(r.reasons, f.reason), append(r.workflowIDs, wid)
-	r.generations, r.nominals, r.triggered = append(r.generations, s.Generation), append(r.nominals, f.nominal), append(r.triggered, triggered)
+// add adds the row of fire f of s (and its outbox row when it is to
+// start) and returns it.
+func (r *fireRows) add(s Schedule, f plannedFire, triggered bool) (store.Fire, error) {
+	row := store.Fire{Key: cmp.Or(f.key, ScheduleFireKey(s.ID, s.Generation, f.nominal)), ScheduleID: s.ID,
+		Generation: s.Generation, Nominal: f.nominal, Outcome: f.outcome, Reason: f.reason, Triggered: triggered,
+		WorkflowID: fireWorkflowID(s, f.nominal)}
+	r.fires.Add(row)
 	if f.outcome != firePending {
-		return nil
+		return row, nil
 	}
-	return r.outbox.Add(uuid.Nil, key, outboxScheduleStart, scheduleStartRequest{ScheduleID: s.ID, Generation: s.Generation,
-		Nominal: f.nominal, WorkflowName: s.Spec.WorkflowName, WorkflowID: wid, Input: s.Spec.Input, Overlap: s.Spec.Overlap})
+	return row, r.outbox.Add(uuid.Nil, row.Key, outboxScheduleStart, scheduleStartRequest{ScheduleID: s.ID, Generation: s.Generation,
+		Nominal: f.nominal, WorkflowName: s.Spec.WorkflowName, WorkflowID: row.WorkflowID, Input: s.Spec.Input, Overlap: s.Spec.Overlap})
 }
 
+// queue queues the fires rows' insert, then the outbox rows'.
 func (r *fireRows) queue(b *pgx.Batch) {
-	if len(r.keys) == 0 {
-		return
-	}
-	b.Queue(`
-		INSERT INTO harvest_schedule_fires (fire_key, schedule_id, generation, nominal_at, outcome, reason, triggered, workflow_id)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[], $8::text[])
-		ON CONFLICT DO NOTHING`, r.keys, r.ids, r.generations, r.nominals, r.outcomes, r.reasons, r.triggered, r.workflowIDs)
+	r.fires.Queue(b)
 	r.outbox.Queue(b)
 }
 
@@ -290,8 +266,7 @@ func fireWorkflowID(s Schedule, nominal time.Time) string {
 // armNextSchedule nudges the loop when the earliest schedule is due
 // sooner than the next poll tick.
 func (e *Engine) armNextSchedule(ctx context.Context) {
-	var next *time.Time
-	err := e.pool.QueryRow(ctx, `SELECT min(next_at) FROM harvest_schedules WHERE deleted_at IS NULL AND NOT paused`).Scan(&next)
+	next, err := store.NextScheduleAt(ctx, e.pool)
 	if err != nil || next == nil {
 		return
 	}
@@ -350,21 +325,21 @@ func (e *Engine) recordTrigger(ctx context.Context, tx *fence.Tx, s Schedule, no
 		f.key = TriggerFireKey(s.ID, s.Generation, key)
 	}
 	var fr fireRows
-	if err := fr.add(s, f, true); err != nil {
+	row, err := fr.add(s, f, true)
+	if err != nil {
 		return ScheduleFire{}, err
 	}
 	b := &pgx.Batch{}
 	fr.queue(b)
-	fire := ScheduleFire{Key: fr.keys[0], NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
-		WorkflowID: fr.workflowIDs[0]}
+	fire := ScheduleFire{Key: row.Key, NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
+		WorkflowID: row.WorkflowID}
 	return fire, sendBatch(ctx, tx, b)
 }
 
 // triggeredFire finds the fire a keyed trigger of the live schedule id
 // recorded; false when there is none.
-func (e *Engine) triggeredFire(ctx context.Context, q querier, id, key string) (ScheduleFire, bool, error) {
-	var generation int64
-	err := q.QueryRow(ctx, `SELECT generation FROM harvest_schedules WHERE schedule_id = $1 AND deleted_at IS NULL`, id).Scan(&generation)
+func (e *Engine) triggeredFire(ctx context.Context, q store.Querier, id, key string) (ScheduleFire, bool, error) {
+	generation, err := store.ScheduleGeneration(ctx, q, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ScheduleFire{}, false, &NotFoundError{What: "schedule", ID: id}
 	}
@@ -375,12 +350,8 @@ func (e *Engine) triggeredFire(ctx context.Context, q querier, id, key string) (
 }
 
 // fireByKey reads a recorded fire; false when there is none.
-func fireByKey(ctx context.Context, q querier, key string) (ScheduleFire, bool, error) {
-	var f ScheduleFire
-	err := q.QueryRow(ctx, `
-		SELECT fire_key, nominal_at, outcome, reason, triggered, workflow_id, coalesce(execution_id::text, ''), updated_at
-		  FROM harvest_schedule_fires WHERE fire_key = $1`, key).Scan(&f.Key, &f.NominalTime, &f.Outcome, &f.Reason,
-		&f.Triggered, &f.WorkflowID, &f.ExecutionID, &f.UpdatedAt)
+func fireByKey(ctx context.Context, q store.Querier, key string) (ScheduleFire, bool, error) {
+	f, err := store.FireByKey(ctx, q, key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, false, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Schedules whose definitions live elsewhere (a cluster's raft catalog):
@@ -49,19 +50,9 @@ func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) 
 	now := e.now()
 	var n int
 	var changed bool
-	err = e.withTx(ctx, func(tx *fence.Tx) error {
-		err := tx.QueryRow(ctx, `
-			WITH up AS (
-			  INSERT INTO harvest_schedules (schedule_id, generation, spec, paused, cursor_at, next_at, catalog_revision)
-			  VALUES ($1, $2, $3, $4, $5, $6, $7)
-			  ON CONFLICT (schedule_id) DO UPDATE
-			     SET generation = EXCLUDED.generation, spec = EXCLUDED.spec, paused = EXCLUDED.paused,
-			         cursor_at = EXCLUDED.cursor_at, next_at = EXCLUDED.next_at, created_at = now(), updated_at = now(),
-			         deleted_at = NULL, catalog_revision = EXCLUDED.catalog_revision
-			   WHERE harvest_schedules.generation < EXCLUDED.generation
-			  RETURNING 1)
-			SELECT count(*) FROM up`, d.ID, d.Generation, raw, d.Paused, now, e.nextDue(d.ID, d.Generation, spec, clock, now),
-			int64(d.Revision)).Scan(&n)
+	err = e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		n, err = store.SyncSchedule(ctx, tx, d.ID, d.Generation, raw, d.Paused, now, e.nextDue(d.ID, d.Generation, spec, clock, now),
+			int64(d.Revision))
 		if err != nil || n > 0 {
 			return err
 		}
@@ -81,18 +72,7 @@ func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) 
 // and d is not older than the copy (an unversioned d is never older). A
 // resume starts from now, as ResumeSchedule does.
 func syncPaused(ctx context.Context, tx *fence.Tx, d ScheduleDef, now time.Time) (bool, error) {
-	var changed bool
-	err := tx.QueryRow(ctx, `
-		WITH old AS (SELECT paused FROM harvest_schedules
-		              WHERE schedule_id = $1 AND generation = $2 AND deleted_at IS NULL
-		                AND ($4 = 0 OR catalog_revision < $4) FOR UPDATE),
-		     up AS (UPDATE harvest_schedules s SET paused = $3, catalog_revision = greatest(s.catalog_revision, $4),
-		                   updated_at = CASE WHEN old.paused <> $3 THEN now() ELSE s.updated_at END,
-		                   cursor_at = CASE WHEN old.paused AND NOT $3 THEN greatest(s.cursor_at, $5) ELSE s.cursor_at END,
-		                   next_at = CASE WHEN old.paused AND NOT $3 THEN $5 ELSE s.next_at END
-		              FROM old WHERE s.schedule_id = $1
-		            RETURNING old.paused <> $3 AS changed)
-		SELECT coalesce(bool_or(changed), false) FROM up`, d.ID, d.Generation, d.Paused, int64(d.Revision), now).Scan(&changed)
+	changed, err := store.SyncSchedulePaused(ctx, tx, d.ID, d.Generation, d.Paused, int64(d.Revision), now)
 	if err != nil {
 		return false, fmt.Errorf("paused: %w", err)
 	}
@@ -102,12 +82,9 @@ func syncPaused(ctx context.Context, tx *fence.Tx, d ScheduleDef, now time.Time)
 // syncDeleted deletes the copy of d's generation (or an older one).
 func (e *Engine) syncDeleted(ctx context.Context, d ScheduleDef) (bool, error) {
 	var n int
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		return tx.QueryRow(ctx, `
-			WITH d AS (UPDATE harvest_schedules SET deleted_at = now(), next_at = NULL, updated_at = now()
-			            WHERE schedule_id = $1 AND generation <= $2 AND deleted_at IS NULL RETURNING schedule_id),
-			     f AS (DELETE FROM harvest_schedule_fires WHERE schedule_id IN (SELECT schedule_id FROM d) AND outcome <> 'pending')
-			SELECT count(*) FROM d`, d.ID, d.Generation).Scan(&n)
+	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
+		n, err = store.SyncScheduleDeleted(ctx, tx, d.ID, d.Generation)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("sync deleted schedule %s: %w", d.ID, err)

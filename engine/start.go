@@ -98,10 +98,6 @@ func (e *Engine) cachedReplay(name, key string) (StartResult, bool) {
 	return e.claims.get(name, key, time.Now(), func(r StartResult) bool { return e.closed.isOpen(r.ExecutionID) })
 }
 
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 func lookupClaim(ctx context.Context, q store.Querier, name, key string, windowMS int64) (StartResult, error) {
 	res, _, err := lookupClaimLeft(ctx, q, name, key, windowMS)
 	return res, err
