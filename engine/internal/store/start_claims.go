@@ -145,17 +145,7 @@ const claimKeysSQL = `
 // older than windowMS milliseconds is taken over); fn gets the name and
 // key of each key claimed.
 func QueueClaimKeys(b *pgx.Batch, k ClaimKeys, shard int, windowMS int64, fn func(name, key string)) {
-	b.Queue(claimKeysSQL, k.Names, k.Keys, k.IDs, shard, windowMS, k.Routings, k.Epochs).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var name, key string
-				if err := rows.Scan(&name, &key); err != nil {
-					return err
-				}
-				fn(name, key)
-			}
-			return rows.Err()
-		})
+	b.Queue(claimKeysSQL, k.Names, k.Keys, k.IDs, shard, windowMS, k.Routings, k.Epochs).Query(scanPairs(fn))
 }
 
 // QueueExpectKeysClaimed queues the claim of k for shard, as
@@ -225,15 +215,19 @@ const slotHoldersSQL = `
 // workflow ids workflowIDs[i] of names[i] (slotHoldersSQL); fn gets the
 // name and workflow id of each slot held.
 func QueueSlotHolders(b *pgx.Batch, names, workflowIDs []string, fn func(name, workflowID string)) {
-	b.Queue(slotHoldersSQL, names, workflowIDs).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var name, id string
-				if err := rows.Scan(&name, &id); err != nil {
-					return err
-				}
-				fn(name, id)
+	b.Queue(slotHoldersSQL, names, workflowIDs).Query(scanPairs(fn))
+}
+
+// scanPairs scans rows of two text columns, calling fn with each.
+func scanPairs(fn func(a, b string)) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		for rows.Next() {
+			var a, b string
+			if err := rows.Scan(&a, &b); err != nil {
+				return err
 			}
-			return rows.Err()
-		})
+			fn(a, b)
+		}
+		return rows.Err()
+	}
 }
