@@ -361,11 +361,11 @@ type attemptOutcome struct {
 func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) (attemptOutcome, error) {
 	var (
 		res     attemptOutcome
-		ex      *execRow
+		ex      *store.Exec
 		current bool
 	)
 	queue := func(b *pgx.Batch) {
-		queueLockExecution(b, t.ExecutionID, &ex)
+		store.QueueLockExec(b, t.ExecutionID, &ex)
 		queueLockAttempt(b, t, &current)
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
@@ -402,7 +402,7 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 }
 
 // writeOutcome deletes the attempt's task and appends its event, one commit.
-func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *execRow, ev harvest.Command) error {
+func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *store.Exec, ev harvest.Command) error {
 	b := &pgx.Batch{}
 	store.QueueDeleteTask(b, t.TaskID)
 	queueAppendEvents(b, tx, ex, []harvest.Command{ev}, true)

@@ -101,10 +101,10 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		taskIDs = append(taskIDs, c.t.TaskID)
 	}
 	slices.Sort(taskIDs)
-	exs := make(map[uuid.UUID]*execRow, len(execIDs))
+	exs := make(map[uuid.UUID]*store.Exec, len(execIDs))
 	attempts := make(map[int64]int, len(taskIDs)) // running tasks' attempts
 	queue := func(b *pgx.Batch) {
-		queueLockExecutions(b, execIDs, exs)
+		store.QueueLockExecs(b, execIDs, exs)
 		store.QueueLockRunningTasks(b, taskIDs, func(id int64, attempt int) { attempts[id] = attempt })
 		// now() is the transaction's start: with the clock's offset, the
 		// created_at of every event it appends, which the eager tasks see.

@@ -55,7 +55,7 @@ func cancelledInTask(cmds []harvest.Command) map[harvest.EventType]map[string]bo
 }
 
 // queueCancel adds what a cancel command does to w.
-func queueCancel(w *writeSet, ex *execRow, c harvest.Command) error {
+func queueCancel(w *writeSet, ex *store.Exec, c harvest.Command) error {
 	switch c.Type {
 	case harvest.EventTimerCanceled:
 		d, err := payload[harvest.TimerCanceledData](c)

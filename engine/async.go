@@ -121,7 +121,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 		ans AsyncAnswer
 		res attemptOutcome
 	)
-	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *store.TaskToken) error {
+	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		switch {
 		case tok.Answer != nil && *tok.Answer == kind:
@@ -157,7 +157,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 }
 
 // writeAsyncOutcome writes an attempt's outcome as recordOutcome does.
-func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *execRow, out json.RawMessage, runErr error) (attemptOutcome, error) {
+func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *store.Exec, out json.RawMessage, runErr error) (attemptOutcome, error) {
 	var res attemptOutcome
 	ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
 		ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
@@ -194,7 +194,7 @@ func (e *Engine) afterOutcome(res attemptOutcome) {
 // cancelled the activity (fail it then, or complete it).
 func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (AsyncAnswer, error) {
 	var ans AsyncAnswer
-	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *store.TaskToken) error {
+	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error {
 		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		if IsTerminal(ex.State) {
 			return &TerminalError{ExecutionID: id.String(), State: ex.State}
@@ -221,7 +221,7 @@ func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details js
 
 // withTaskToken runs fn in a fenced transaction with the run and the
 // token record of token locked: an unknown token is ErrTaskToken.
-func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fence.Tx, id uuid.UUID, ex *execRow, tok *store.TaskToken) error) error {
+func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error) error {
 	if err := e.checkOwning(); err != nil {
 		return err
 	}
@@ -230,11 +230,11 @@ func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fe
 		return err
 	}
 	var (
-		ex  *execRow
+		ex  *store.Exec
 		tok *store.TaskToken
 	)
 	queue := func(b *pgx.Batch) {
-		queueLockExecution(b, id, &ex)
+		store.QueueLockExec(b, id, &ex)
 		store.QueueLockTaskToken(b, hashToken(token), id, &tok)
 	}
 	return e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
@@ -246,7 +246,7 @@ func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fe
 }
 
 // lockAsyncTask locks the task taskID of ex; nil when it is gone.
-func lockAsyncTask(ctx context.Context, tx *fence.Tx, taskID int64, ex *execRow) (*asyncTask, error) {
+func lockAsyncTask(ctx context.Context, tx *fence.Tx, taskID int64, ex *store.Exec) (*asyncTask, error) {
 	ct, status, found, err := store.LockAsyncTask(ctx, tx, taskID)
 	if err != nil || !found {
 		return nil, err

@@ -47,7 +47,7 @@ func continuesAsNew(res harvest.TaskResult) bool {
 
 // fillContinueAsNew gives a WorkflowContinuedAsNew command its successor:
 // a new execution id on the run's own shard.
-func fillContinueAsNew(ex *execRow, c harvest.Command) (harvest.Command, error) {
+func fillContinueAsNew(ex *store.Exec, c harvest.Command) (harvest.Command, error) {
 	d, err := payload[harvest.WorkflowContinuedAsNewData](c)
 	if err != nil {
 		return c, fmt.Errorf("decode WorkflowContinuedAsNew: %w", err)
@@ -57,7 +57,7 @@ func fillContinueAsNew(ex *execRow, c harvest.Command) (harvest.Command, error) 
 }
 
 // closeContinuedAsNew closes ex CONTINUED_AS_NEW and queues its hand-over.
-func closeContinuedAsNew(w *writeSet, ex *execRow, last harvest.Command) error {
+func closeContinuedAsNew(w *writeSet, ex *store.Exec, last harvest.Command) error {
 	d, err := payload[harvest.WorkflowContinuedAsNewData](last)
 	if err != nil {
 		return fmt.Errorf("decode WorkflowContinuedAsNew: %w", err)
@@ -81,7 +81,7 @@ type handOverRows struct {
 }
 
 // add queues the successor next of ex with its first events.
-func (h *handOverRows) add(ex *execRow, next uuid.UUID, d harvest.WorkflowContinuedAsNewData) {
+func (h *handOverRows) add(ex *store.Exec, next uuid.UUID, d harvest.WorkflowContinuedAsNewData) {
 	cmds := []harvest.Command{harvest.NewCommand(harvest.EventWorkflowStarted, harvest.WorkflowStartedData{
 		WorkflowName: ex.WorkflowName, WorkflowID: ex.WorkflowID, Input: inputOrNull(d.Input),
 		ContinuedFrom: ex.ID.String(), ChainID: ex.ChainID.String(),
@@ -130,7 +130,7 @@ func (e *Engine) wakeSuccessors(w *writeSet) {
 // lockCurrentRun returns the current run of ex's chain, locked: ex itself
 // unless it continued as new. ex must be locked: once it continued, its
 // successors exist.
-func lockCurrentRun(ctx context.Context, tx *fence.Tx, ex *execRow) (*execRow, error) {
+func lockCurrentRun(ctx context.Context, tx *fence.Tx, ex *store.Exec) (*store.Exec, error) {
 	if ex.ContinuedTo == nil {
 		return ex, nil
 	}
@@ -153,7 +153,7 @@ func lockCurrentRun(ctx context.Context, tx *fence.Tx, ex *execRow) (*execRow, e
 
 // lockChainRun locks the run id, or the current run of its chain when it
 // continued as new.
-func lockChainRun(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*execRow, error) {
+func lockChainRun(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*store.Exec, error) {
 	ex, err := lockExecution(ctx, tx, id)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // First workflow tasks of new runs (eager start).
@@ -67,7 +68,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 			f.left++
 			continue
 		}
-		ex := &execRow{ID: id, WorkflowName: runs.names[i], WorkflowID: runs.wids[i], State: StateRunning,
+		ex := &store.Exec{ID: id, WorkflowName: runs.names[i], WorkflowID: runs.wids[i], State: StateRunning,
 			NextEventID: 1, CreatedAt: dbNow, ChainID: id}
 		var (
 			res    harvest.TaskResult

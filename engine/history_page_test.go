@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 func TestPageLength(t *testing.T) {
@@ -47,7 +48,7 @@ func TestHistoryPagesBoundedByBytes(t *testing.T) {
 		require.NoError(t, err)
 	}
 	waitClosed(t, e, res.ExecutionID)
-	all, err := loadHistory(ctxT(t), e.pool, &execRow{ID: res.ExecutionID}, 0, -1)
+	all, err := loadHistory(ctxT(t), e.pool, &store.Exec{ID: res.ExecutionID}, 0, -1)
 	require.NoError(t, err)
 
 	t.Run("CursorsYieldEveryEventOnceInOrder", func(t *testing.T) {

@@ -249,7 +249,7 @@ func (e *Engine) prepareEarly(ctx context.Context, req *StartRequest) {
 	at = at.Add(e.ahead()) // workflow time
 	s := &earlyStart{id: NewExecutionID(e.cfg.ShardID), at: at, started: startedCommand(*req)}
 	req.early = s
-	ex := &execRow{ID: s.id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning,
+	ex := &store.Exec{ID: s.id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning,
 		NextEventID: 1, CreatedAt: at, ChainID: s.id}
 	started := harvest.Event{EventID: 0, Type: s.started.Type, Data: s.started.Data, Timestamp: at}
 	ctx, cancel := context.WithTimeout(ctx, firstTaskBudget)

@@ -201,11 +201,11 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 	for i, a := range answers {
 		ids[i], rowIDs[i] = a.row.ExecutionID, a.row.ID
 	}
-	exs := make(map[uuid.UUID]*execRow, len(answers))
+	exs := make(map[uuid.UUID]*store.Exec, len(answers))
 	deleted := make(map[int64]bool, len(answers))
 	woke := false
 	queue := func(b *pgx.Batch) {
-		queueLockExecutions(b, ids, exs)
+		store.QueueLockExecs(b, ids, exs)
 		store.QueueDeleteOutbox(b, rowIDs, func(id int64) { deleted[id] = true })
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
@@ -237,7 +237,7 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 }
 
 // queueOutboxRecord queues what a kind records beside its outcome event.
-func queueOutboxRecord(b *pgx.Batch, ex *execRow, a outboxAnswer) error {
+func queueOutboxRecord(b *pgx.Batch, ex *store.Exec, a outboxAnswer) error {
 	switch a.row.Kind {
 	case outboxStartChild:
 		return queueChildStart(b, ex, a.row, a.outcome, a.answer)

@@ -35,7 +35,7 @@ type closeChildRequest struct {
 
 // queueOutboxCommand adds the outbox row (and, for a child, its children
 // row) of a command that acts on another run.
-func queueOutboxCommand(w *writeSet, ex *execRow, c harvest.Command) error {
+func queueOutboxCommand(w *writeSet, ex *store.Exec, c harvest.Command) error {
 	switch c.Type {
 	case harvest.EventSignalExternalInitiated:
 		d, err := payload[harvest.SignalExternalInitiatedData](c)
@@ -178,7 +178,7 @@ func (e *Engine) performCloseChild(ctx context.Context, r store.OutboxRow) error
 // queueChildStart notes the child's start (or its refusal) in the
 // parent's children row; a parent that closed before the start was
 // answered gets its close policy applied now.
-func queueChildStart(b *pgx.Batch, parent *execRow, r store.OutboxRow, outcome *harvest.Command, answer error) error {
+func queueChildStart(b *pgx.Batch, parent *store.Exec, r store.OutboxRow, outcome *harvest.Command, answer error) error {
 	if answer != nil {
 		store.QueueChildStartError(b, r.ExecutionID, r.CommandID, answer.Error())
 		return nil

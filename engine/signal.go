@@ -37,13 +37,13 @@ func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, e
 func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult, error) {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	var (
-		ex   *execRow
+		ex   *store.Exec
 		seen bool
 	)
 	// One round trip: fence, lock the run, look the key up; then one for
 	// the ledger row and the event.
 	queue := func(b *pgx.Batch) {
-		queueLockExecution(b, req.ExecutionID, &ex)
+		store.QueueLockExec(b, req.ExecutionID, &ex)
 		if req.IdempotencyKey != "" {
 			store.QueueSignalKeySeen(b, req.ExecutionID, req.IdempotencyKey, &seen)
 		}
@@ -83,7 +83,7 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 // chain's current run, locked, and looks the key up again there: a
 // signal of the same key may have landed while this one waited for that
 // run's lock.
-func (e *Engine) redirectSignal(ctx context.Context, tx *fence.Tx, ex *execRow, key string) (*execRow, bool, error) {
+func (e *Engine) redirectSignal(ctx context.Context, tx *fence.Tx, ex *store.Exec, key string) (*store.Exec, bool, error) {
 	if ex.ContinuedTo == nil {
 		return ex, false, nil
 	}
@@ -111,7 +111,7 @@ func recordSignal(res SignalResult, err error) {
 
 // deliverSignal records the signal in the ledger and appends its event,
 // in one round trip.
-func deliverSignal(ctx context.Context, tx *fence.Tx, ex *execRow, name string, payload json.RawMessage, key string) error {
+func deliverSignal(ctx context.Context, tx *fence.Tx, ex *store.Exec, name string, payload json.RawMessage, key string) error {
 	b := &pgx.Batch{}
 	store.QueueInsertSignal(b, ex.ID, ex.ChainID, name, key, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
@@ -182,7 +182,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 		if err := e.reg.ValidateSignal(sr.WorkflowName, req.SignalName, req.SignalPayload); err != nil {
 			return err
 		}
-		d := decideSignalWithStart(prior.state(), sr.ReusePolicy)
+		d := decideSignalWithStart(prior.StateOrNone(), sr.ReusePolicy)
 		switch d {
 		case decideReject:
 			return &ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}

@@ -89,7 +89,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		ids       []uuid.UUID
 		keyIDs    []uuid.UUID
 		keys      []string
-		exs       = make(map[uuid.UUID]*execRow, len(calls))
+		exs       = make(map[uuid.UUID]*store.Exec, len(calls))
 		seen      = make(map[store.ChainKey]bool)
 		replies   = make([]signalReply, len(calls))
 		delivered bool
@@ -101,7 +101,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		}
 	}
 	queue := func(b *pgx.Batch) {
-		queueLockExecutions(b, ids, exs)
+		store.QueueLockExecs(b, ids, exs)
 		if len(keys) == 0 {
 			return
 		}
@@ -147,7 +147,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 // queueSignal decides one signal of a batch and adds its writes to w and
 // ledger; seen gains its key, so that a repeat later in the batch is a
 // duplicate. A signal the workflow does not accept adds nothing.
-func (e *Engine) queueSignal(w *writeSet, ledger *store.SignalRows, req SignalRequest, exs map[uuid.UUID]*execRow, seen map[store.ChainKey]bool) signalReply {
+func (e *Engine) queueSignal(w *writeSet, ledger *store.SignalRows, req SignalRequest, exs map[uuid.UUID]*store.Exec, seen map[store.ChainKey]bool) signalReply {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	ex := exs[req.ExecutionID]
 	if ex == nil {
@@ -185,8 +185,8 @@ func (e *Engine) queueSignal(w *writeSet, ledger *store.SignalRows, req SignalRe
 // looked up by chain already: a signal of the same key that lands while
 // this batch waits for a lock makes the ledger insert fail, and the batch
 // then goes through the single path, which answers it as a duplicate.
-func redirectSignals(ctx context.Context, tx *fence.Tx, exs map[uuid.UUID]*execRow) error {
-	var continued []*execRow
+func redirectSignals(ctx context.Context, tx *fence.Tx, exs map[uuid.UUID]*store.Exec) error {
+	var continued []*store.Exec
 	for _, ex := range exs {
 		if ex.ContinuedTo != nil {
 			continued = append(continued, ex)

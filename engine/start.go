@@ -253,7 +253,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 		closed  bool
 		newID   = NewExecutionID(e.cfg.ShardID)
 		claimed = true
-		prior   *execRow
+		prior   *store.Exec
 		moved   *MovedError
 	)
 	// One round trip: fence, placement check, claim the key, lock the run
@@ -277,7 +277,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 			res, err = lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
 			return err
 		}
-		switch decideStart(prior.state(), req.ReusePolicy, req.ConflictPolicy) {
+		switch decideStart(prior.StateOrNone(), req.ReusePolicy, req.ConflictPolicy) {
 		case decideReject:
 			return &ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
 		case decideAttach:
@@ -312,9 +312,9 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 }
 
 // queueSlotHolder queues the lock of the run holding (name, workflow_id).
-func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **execRow) {
-	r := &execRow{}
-	store.QueueLockSlotHolder(b, name, workflowID, append([]any{&r.ID}, r.scanTargets()...), func() { *prior = r })
+func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **store.Exec) {
+	r := &store.Exec{}
+	store.QueueLockSlotHolder(b, name, workflowID, append([]any{&r.ID}, r.Targets()...), func() { *prior = r })
 }
 
 // createRun inserts a fresh run with its WorkflowStarted event, its first
@@ -352,7 +352,7 @@ func (e *Engine) pointClaim(ctx context.Context, tx *fence.Tx, req StartRequest,
 }
 
 // lockSlotHolder locks the run holding (name, workflow_id), if any.
-func lockSlotHolder(ctx context.Context, tx *fence.Tx, name, workflowID string) (*execRow, error) {
+func lockSlotHolder(ctx context.Context, tx *fence.Tx, name, workflowID string) (*store.Exec, error) {
 	id, found, err := store.FindSlotHolder(ctx, tx, name, workflowID)
 	if err != nil {
 		return nil, fmt.Errorf("find run of %s/%s: %w", name, workflowID, err)
@@ -363,14 +363,7 @@ func lockSlotHolder(ctx context.Context, tx *fence.Tx, name, workflowID string) 
 	return lockExecution(ctx, tx, id)
 }
 
-func (r *execRow) state() string {
-	if r == nil {
-		return ""
-	}
-	return r.State
-}
-
-func releaseSlot(ctx context.Context, tx *fence.Tx, prior *execRow) error {
+func releaseSlot(ctx context.Context, tx *fence.Tx, prior *store.Exec) error {
 	if prior == nil {
 		return nil
 	}
@@ -380,12 +373,12 @@ func releaseSlot(ctx context.Context, tx *fence.Tx, prior *execRow) error {
 	return nil
 }
 
-func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest) (*execRow, error) {
+func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest) (*store.Exec, error) {
 	queue := req.Queue
 	if queue == "" {
 		queue = harvest.DefaultQueue
 	}
-	ex := &execRow{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, ChainID: id}
+	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, ChainID: id}
 	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", translate(err))

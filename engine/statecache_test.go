@@ -17,6 +17,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
@@ -63,7 +64,7 @@ var chainWF = harvest.NewWorkflow("chain", func(ctx harvest.Context, _ string) (
 // execution must agree on.
 func normalEvents(t *testing.T, b *testBundle, id uuid.UUID) []string {
 	t.Helper()
-	events, err := loadHistory(ctxT(t), b.pool, &execRow{ID: id}, 0, -1)
+	events, err := loadHistory(ctxT(t), b.pool, &store.Exec{ID: id}, 0, -1)
 	require.NoError(t, err)
 	varying := regexp.MustCompile(`"fire_at": ?"[^"]*"|hvk_[0-9a-f]+`)
 	out := make([]string, len(events))
@@ -129,7 +130,7 @@ func TestStateCache(t *testing.T) {
 		require.Positive(t, st.Hits, "tasks ran on cached state")
 		require.Zero(t, st.Rebuilds)
 		require.Zero(t, st.Entries, "the closed run is not cached")
-		history, err := loadHistory(ctxT(t), on.pool, &execRow{ID: id}, 0, -1)
+		history, err := loadHistory(ctxT(t), on.pool, &store.Exec{ID: id}, 0, -1)
 		require.NoError(t, err)
 		info := harvest.WorkflowInfo{ExecutionID: id.String(), WorkflowName: "chain", WorkflowID: "chain-1"}
 		require.NoError(t, testworkflows.ReplayAgrees(ctxT(t), on.reg, info, history), "every task's commands are what a replay issues")
@@ -316,7 +317,7 @@ func TestStateCacheAcrossContinueAsNew(t *testing.T) {
 	require.Len(t, runs, 3)
 	require.Positive(t, e.StateCacheStats().Hits)
 	for _, id := range runs {
-		history, err := loadHistory(ctxT(t), b.pool, &execRow{ID: id}, 0, -1)
+		history, err := loadHistory(ctxT(t), b.pool, &store.Exec{ID: id}, 0, -1)
 		require.NoError(t, err)
 		info := harvest.WorkflowInfo{ExecutionID: id.String(), WorkflowName: demo.CounterName, WorkflowID: "counter-1"}
 		require.NoError(t, testworkflows.ReplayAgrees(ctxT(t), b.reg, info, history), "run %s", id)

@@ -92,7 +92,7 @@ func queueTimeoutTimersNow(b *pgx.Batch, tx *fence.Tx, id uuid.UUID, timeouts []
 // was due at fireAt. An execution timeout is measured from the start of
 // the run's continue-as-new chain (its first run, while its history is
 // kept), a run timeout from the run's own.
-func fireTimeout(ctx context.Context, tx *fence.Tx, ex *execRow, kind string, fireAt time.Time) error {
+func fireTimeout(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, fireAt time.Time) error {
 	from := ex.ID
 	if kind == TimeoutExecution && ex.ChainID != uuid.Nil {
 		from = ex.ChainID
@@ -116,7 +116,7 @@ func timeoutKind(timerID string) string {
 
 // timeOut closes the locked run TIMED_OUT: WorkflowTimedOut, then the
 // close, in tx.
-func timeOut(ctx context.Context, tx *fence.Tx, ex *execRow, kind string, d time.Duration) error {
+func timeOut(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, d time.Duration) error {
 	info := harvest.ErrorInfo{Type: "timeout", Message: fmt.Sprintf("workflow %s timeout %s", kind, d)}
 	raw, err := json.Marshal(info)
 	if err != nil {

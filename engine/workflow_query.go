@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Query answers the query name of a run, running or closed, for at most
@@ -38,7 +39,7 @@ func (e *Engine) query(ctx context.Context, id uuid.UUID, name string, args json
 			return out, err
 		}
 	}
-	history, err := loadHistory(ctx, e.pool, &execRow{ID: id}, 0, -1)
+	history, err := loadHistory(ctx, e.pool, &store.Exec{ID: id}, 0, -1)
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func (e *Engine) runAndWrite(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w 
 
 // claimedWorkflowTask is a locked execution with a due workflow task.
 type claimedWorkflowTask struct {
-	ex      *execRow
+	ex      *store.Exec
 	attempt int
 	dbNow   time.Time
 	history []harvest.Event
@@ -202,8 +202,8 @@ func claimWorkflowTasks(ctx context.Context, tx *fence.Tx, limit int) ([]claimed
 		return nil, fmt.Errorf("claim workflow tasks: %w", err)
 	}
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimedWorkflowTask, error) {
-		t := claimedWorkflowTask{ex: &execRow{}}
-		err := row.Scan(append(append([]any{&t.ex.ID}, t.ex.scanTargets()...), &t.attempt, &t.dbNow, &t.ex.IsChild)...)
+		t := claimedWorkflowTask{ex: &store.Exec{}}
+		err := row.Scan(append(append([]any{&t.ex.ID}, t.ex.Targets()...), &t.attempt, &t.dbNow, &t.ex.IsChild)...)
 		return t, err
 	})
 	if err != nil {
@@ -222,7 +222,7 @@ func wrapLoad(err error) error {
 // queueFailWorkflowTask queues a task failure (non-determinism, panic,
 // unknown workflow) on the execution: the task is retried with backoff;
 // the history is left untouched.
-func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *execRow, attempt int, runErr error) {
+func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *store.Exec, attempt int, runErr error) {
 	attempt++
 	delay := harvest.RetryPolicy{InitialInterval: e.cfg.PollInterval, MaxInterval: e.cfg.TaskRetryMax}.Backoff(attempt)
 	e.log.Warn().Err(runErr).Str("execution_id", ex.ID.String()).Int("attempt", attempt).Msg("workflow task failed")
@@ -231,7 +231,7 @@ func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *execRow, attempt int, r
 
 // queueCommands adds the task's commands' events to w, and what they
 // imply (activity tasks, timers, the run's close).
-func queueCommands(w *writeSet, ex *execRow, res harvest.TaskResult, dbNow time.Time) error {
+func queueCommands(w *writeSet, ex *store.Exec, res harvest.TaskResult, dbNow time.Time) error {
 	cmds := make([]harvest.Command, len(res.Commands))
 	copy(cmds, res.Commands)
 	skip := cancelledInTask(cmds)
@@ -254,7 +254,7 @@ func queueCommands(w *writeSet, ex *execRow, res harvest.TaskResult, dbNow time.
 // the cancel it makes, to w and returns the command as recorded (a timer
 // gets its fire time). The ids in cancelled are cancelled by the same task:
 // they get no row.
-func queueCommand(w *writeSet, ex *execRow, c harvest.Command, now time.Time, cancelled map[string]bool) (harvest.Command, error) {
+func queueCommand(w *writeSet, ex *store.Exec, c harvest.Command, now time.Time, cancelled map[string]bool) (harvest.Command, error) {
 	switch c.Type {
 	case harvest.EventActivityScheduled:
 		d, err := payload[harvest.ActivityScheduledData](c)
@@ -300,7 +300,7 @@ func payload[T any](c harvest.Command) (T, error) {
 	return v, err
 }
 
-func queueActivityTask(w *writeSet, ex *execRow, d harvest.ActivityScheduledData) error {
+func queueActivityTask(w *writeSet, ex *store.Exec, d harvest.ActivityScheduledData) error {
 	opts, err := json.Marshal(d.Options)
 	if err != nil {
 		return fmt.Errorf("encode activity options: %w", err)
@@ -314,7 +314,7 @@ func queueActivityTask(w *writeSet, ex *execRow, d harvest.ActivityScheduledData
 	return nil
 }
 
-func queueCloseFromCommand(w *writeSet, ex *execRow, last harvest.Command) error {
+func queueCloseFromCommand(w *writeSet, ex *store.Exec, last harvest.Command) error {
 	switch last.Type {
 	case harvest.EventWorkflowCompleted:
 		d, err := payload[harvest.WorkflowCompletedData](last)
@@ -345,7 +345,7 @@ func queueCloseFromCommand(w *writeSet, ex *execRow, last harvest.Command) error
 }
 
 // loadHistory reads events with event_id >= from (limit < 0: all).
-func loadHistory(ctx context.Context, q store.Querier, ex *execRow, from int64, limit int) ([]harvest.Event, error) {
+func loadHistory(ctx context.Context, q store.Querier, ex *store.Exec, from int64, limit int) ([]harvest.Event, error) {
 	events, err := store.LoadHistory(ctx, q, ex.ID, from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("load history of %s: %w", ex.ID, err)

@@ -114,7 +114,7 @@ func newWriteSet() *writeSet {
 }
 
 // exec is ex's update, created on first use.
-func (w *writeSet) exec(ex *execRow) *execUpdate {
+func (w *writeSet) exec(ex *store.Exec) *execUpdate {
 	u, ok := w.byID[ex.ID]
 	if !ok {
 		u = &execUpdate{id: ex.ID, next: ex.NextEventID}
@@ -126,7 +126,7 @@ func (w *writeSet) exec(ex *execRow) *execUpdate {
 
 // appendEvents appends cmds after ex's last event and advances
 // ex.NextEventID; wake makes a workflow task due now.
-func (w *writeSet) appendEvents(ex *execRow, cmds []harvest.Command, wake bool) {
+func (w *writeSet) appendEvents(ex *store.Exec, cmds []harvest.Command, wake bool) {
 	u := w.exec(ex)
 	for _, c := range cmds {
 		w.events.ids = append(w.events.ids, ex.ID)
@@ -150,13 +150,13 @@ func (w *writeSet) takeExecs() []*execUpdate {
 }
 
 // clearWorkflowTask retires the workflow task that ran on ex.
-func (w *writeSet) clearWorkflowTask(ex *execRow) {
+func (w *writeSet) clearWorkflowTask(ex *store.Exec) {
 	w.exec(ex).clear = true
 }
 
 // closeExecution seals ex: state, result, no more tasks, timers or
 // pending callbacks.
-func (w *writeSet) closeExecution(ex *execRow, state string, output, errInfo json.RawMessage) {
+func (w *writeSet) closeExecution(ex *store.Exec, state string, output, errInfo json.RawMessage) {
 	u := w.exec(ex)
 	u.close, u.state, u.output, u.errInfo = true, state, output, errInfo
 	u.releaseSlot = state == StateTerminated || state == StateContinuedAsNew
@@ -165,7 +165,7 @@ func (w *writeSet) closeExecution(ex *execRow, state string, output, errInfo jso
 }
 
 // addActivityTask queues the activity task a command schedules.
-func (w *writeSet) addActivityTask(ex *execRow, d harvest.ActivityScheduledData, options string, closeMS *int64) {
+func (w *writeSet) addActivityTask(ex *store.Exec, d harvest.ActivityScheduledData, options string, closeMS *int64) {
 	t := &w.tasks
 	t.ids = append(t.ids, ex.ID)
 	t.wfNames, t.wfIDs = append(t.wfNames, ex.WorkflowName), append(t.wfIDs, ex.WorkflowID)
@@ -179,7 +179,7 @@ func (w *writeSet) addActivityTask(ex *execRow, d harvest.ActivityScheduledData,
 }
 
 // addTimer queues a durable timer of ex.
-func (w *writeSet) addTimer(ex *execRow, timerID string, fireAt time.Time) {
+func (w *writeSet) addTimer(ex *store.Exec, timerID string, fireAt time.Time) {
 	w.timers.ids = append(w.timers.ids, ex.ID)
 	w.timers.timerIDs = append(w.timers.timerIDs, timerID)
 	w.timers.fireAt = append(w.timers.fireAt, fireAt)
