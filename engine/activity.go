@@ -13,6 +13,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -30,18 +31,13 @@ const (
 	TimeoutHeartbeat       = "heartbeat"
 )
 
-// leaseGrace is added to start-to-close for the task's lock: a task still
-// running after that (its engine crashed without losing the lease) is
-// reclaimed as a new attempt.
-const leaseGrace = 5 * time.Second
-
 var (
 	errStartToClose    = errors.New(TimeoutStartToClose)
 	errScheduleToClose = errors.New(TimeoutScheduleToClose)
 	errHeartbeat       = errors.New(TimeoutHeartbeat)
 	errStaleAttempt    = errors.New("activity attempt is no longer current")
 	// errActivityCanceled: the workflow cancelled the activity (its task's
-	// cancel_requested, see activity_cancel.go).
+	// cancel_requested, see internal/runs/cancel.go).
 	errActivityCanceled = errors.New("activity cancel requested")
 )
 
@@ -132,7 +128,7 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 	var tasks []claimedTask
 	since := time.Now()
 	err := e.withFencedBatch(ctx, store.QueueNoSeqScan, func(tx *fence.Tx) error {
-		err := store.ClaimTasks(ctx, tx, e.epoch.Load(), limit, reclaim, leaseGrace, micros(tx.Ahead()), func(t store.ClaimedTask) {
+		err := store.ClaimTasks(ctx, tx, e.epoch.Load(), limit, reclaim, store.LeaseGrace, micros(tx.Ahead()), func(t store.ClaimedTask) {
 			tasks = append(tasks, claimedTask{ClaimedTask: t, Since: since})
 		})
 		if err != nil {
@@ -382,7 +378,7 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 		res.outcome = "completed"
 		if runErr == nil {
 			ev = harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
-				ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
+				ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt})
 		} else {
 			info := harvest.ToErrorInfo(runErr)
 			retried, delay, err := e.maybeRetry(ctx, tx, t, info, timeoutType)
@@ -458,4 +454,10 @@ func deleteTask(ctx context.Context, tx *fence.Tx, id int64) error {
 		return fmt.Errorf("delete activity task: %w", err)
 	}
 	return nil
+}
+
+// canceledActivity is what Heartbeat returns once the workflow cancelled
+// the activity.
+func canceledActivity() error {
+	return &harvest.CanceledError{Reason: errActivityCanceled.Error()}
 }

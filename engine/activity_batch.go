@@ -12,6 +12,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -112,9 +113,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 	}
 	var (
 		completed int
-		closed    []uuid.UUID
-		tmWork    bool
-		w         = newWriteSet()
+		w         = newTaskWrites()
 	)
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		dbNow = dbNow.Add(tx.Ahead()) // workflow time
@@ -140,7 +139,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 				tasks = append(tasks, claimedWorkflowTask{ex: ex, dbNow: dbNow})
 			}
 			events[ex.ID] = append(events[ex.ID], harvest.NewCommand(harvest.EventActivityCompleted,
-				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: inputOrNull(c.out), Attempt: c.t.Attempt}))
+				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: runs.InputOrNull(c.out), Attempt: c.t.Attempt}))
 			completed++
 		}
 		e.takeLive(w, tasks)
@@ -155,13 +154,11 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		}
 		for i, t := range tasks {
 			tasks[i].history = appendToHistory(t.history, t.ex.NextEventID, events[t.ex.ID], dbNow)
-			w.appendEvents(t.ex, events[t.ex.ID], false)
+			w.AppendEvents(t.ex, events[t.ex.ID], false)
 		}
-		var err error
-		closed, tmWork, err = e.runAndWrite(ctx, tx, b, w, tasks)
-		return err
+		return e.runAndWrite(ctx, tx, b, w, tasks)
 	})
-	e.settleTasks(runCtx, w, err)
+	e.settle(runCtx, w.Effects(), err)
 	e.settleLive(w, err)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -171,14 +168,6 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 	}
 	if completed > 0 {
 		metrics.ActivityAttempts.WithLabelValues("completed").Add(float64(completed))
-	}
-	if len(closed) > 0 {
-		e.closed.fireWith(w.outcomes, closed...)
-	}
-	e.wakeCallbacks(w)
-	e.wakeSuccessors(w)
-	if tmWork {
-		e.nudge(e.tmWake)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -160,7 +161,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *store.Exec, out json.RawMessage, runErr error) (attemptOutcome, error) {
 	var res attemptOutcome
 	ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
-		ActivityID: t.ActivityID, Output: inputOrNull(out), Attempt: t.Attempt})
+		ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt})
 	res.outcome = "completed"
 	if runErr != nil {
 		info := harvest.ToErrorInfo(runErr)

@@ -82,18 +82,6 @@ func (e *Engine) deliverCallbacks(ctx context.Context) (int, error) {
 	return len(due), nil
 }
 
-// wakeCallbacks wakes the callback loop when w's committed closes made
-// callbacks due. Most runs have none: the loop is not woken, and runs no
-// transaction, for their closes.
-func (e *Engine) wakeCallbacks(w *writeSet) {
-	if w != nil && w.callbacksDue {
-		e.nudge(e.cbWake)
-	}
-	if w != nil && w.outboxDue {
-		e.nudge(e.obWake)
-	}
-}
-
 // wakeAfterClose wakes the loops a close outside a write set may have
 // given work: callbacks and the outbox (a child's report, close policies).
 func (e *Engine) wakeAfterClose() {

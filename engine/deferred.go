@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -184,7 +185,7 @@ const batchCloseTries = 4
 func batch(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, now time.Time, maxBytes int64,
 	afterClose func(context.Context, *fence.Tx) error) (d Deferred, closed bool, err error) {
 	p := req.Batch
-	size := int64(len(inputOrNull(req.Input)))
+	size := int64(len(runs.InputOrNull(req.Input)))
 	for try := 1; ; try++ {
 		d, err = store.AppendBatch(ctx, tx, NewExecutionID(shard), req.WorkflowName, p.Key,
 			req.Input, p.MaxSize, now, micros(p.MaxWait), size, maxBytes)

@@ -2,13 +2,9 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -69,22 +65,14 @@ func (s *activitySlots) put(n int) {
 // dispatchReserve is how many slots direct dispatch leaves to the loop.
 func (e *Engine) dispatchReserve() int { return max(1, e.cfg.ActivityWorkers/4) }
 
-// dispatch is one batch's directly dispatched tasks.
-type dispatch struct {
-	slots int           // slots taken for the batch
-	epoch int64         // the lease epoch the claims carry
-	since time.Time     // before the claims: their attempts' timeouts count from it
-	tasks []claimedTask // the claimed tasks, read back from the insert
-}
-
 // reserveDispatch takes slots for up to n of a batch's new tasks (nil when
 // none is free).
-func (e *Engine) reserveDispatch(n int) *dispatch {
+func (e *Engine) reserveDispatch(n int) *runs.Direct {
 	got := e.actSlots.take(n, e.dispatchReserve())
 	if got == 0 {
 		return nil
 	}
-	return &dispatch{slots: got, epoch: e.epoch.Load(), since: time.Now()}
+	return &runs.Direct{Slots: got, Epoch: e.epoch.Load(), Since: time.Now()}
 }
 
 // settleTasks ends the activity tasks of a batch whose transaction has
@@ -92,15 +80,15 @@ func (e *Engine) reserveDispatch(n int) *dispatch {
 // their slots, returns the slots it does not use, and wakes the activity
 // loop for the tasks left in the table. ctx is the engine's run: the
 // attempts outlive the batch.
-func (e *Engine) settleTasks(ctx context.Context, w *writeSet, err error) {
-	var run []claimedTask
-	if d := w.direct; d != nil {
+func (e *Engine) settleTasks(ctx context.Context, fx runs.Effects, err error) {
+	var run []store.ClaimedTask
+	if d := fx.Direct; d != nil {
 		if err == nil && ctx.Err() == nil {
-			run = d.tasks // else not claimed, or stopping: the next owner reclaims them
+			run = d.Tasks // else not claimed, or stopping: the next owner reclaims them
 		}
-		e.actSlots.put(d.slots - len(run))
+		e.actSlots.put(d.Slots - len(run))
 	}
-	if err == nil && len(w.tasks.ids) > len(run) {
+	if err == nil && fx.Tasks > len(run) {
 		e.actPending.Store(true)
 		e.nudge(e.actWake)
 	}
@@ -108,7 +96,7 @@ func (e *Engine) settleTasks(ctx context.Context, w *writeSet, err error) {
 		e.loops.Add(1) // the batch's loop is counted, so Stop cannot be past Wait
 		go func() {
 			defer e.loops.Done()
-			e.runActivity(ctx, t, e.releaseSlot)
+			e.runActivity(ctx, claimedTask{ClaimedTask: t, Since: fx.Direct.Since}, e.releaseSlot)
 		}()
 	}
 }
@@ -117,72 +105,4 @@ func (e *Engine) settleTasks(ctx context.Context, w *writeSet, err error) {
 func (e *Engine) releaseSlot() {
 	e.actSlots.put(1)
 	e.nudge(e.actWake)
-}
-
-// queueTaskInsert queues the insert of the set's activity tasks: with d,
-// the first d.slots of them (of runs the set leaves open) claimed and read
-// back into d.tasks; without, every task pending.
-func (w *writeSet) queueTaskInsert(b *pgx.Batch, d *dispatch) {
-	t := &w.tasks
-	cols := store.NewTasks{IDs: t.ids, ActivityIDs: t.activityIDs, Names: t.names, Queues: t.queues, Keys: t.keys,
-		Opts: t.opts, Inputs: t.inputs, CloseMS: t.closeMS}
-	claim := make([]bool, len(t.ids))
-	if d == nil {
-		store.QueueInsertTasks(b, cols, claim, 0, leaseGrace.Milliseconds(), micros(w.ahead), nil)
-		return
-	}
-	at := w.claimFirst(claim, d.slots)
-	store.QueueInsertTasks(b, cols, claim, d.epoch, leaseGrace.Milliseconds(), micros(w.ahead), func(r store.InsertedTask) error {
-		if !r.Claimed {
-			return nil
-		}
-		i, ok := at[taskKey{r.ExecutionID, r.ActivityID}]
-		if !ok {
-			return fmt.Errorf("direct dispatch: task %s/%s was not asked for", r.ExecutionID, r.ActivityID)
-		}
-		var ct claimedTask
-		ct.TaskID = r.TaskID
-		t.fill(&ct, i)
-		ct.CloseDeadline, ct.ClaimedAt, ct.Since = r.Deadline, r.Now, d.since
-		d.tasks = append(d.tasks, ct)
-		return nil
-	})
-}
-
-// claimFirst flags in claim the first slots tasks of the set's runs it
-// leaves open, and returns their indexes by run and activity id.
-func (w *writeSet) claimFirst(claim []bool, slots int) map[taskKey]int {
-	t := &w.tasks
-	closed := make(map[uuid.UUID]bool, len(w.closed))
-	for _, id := range w.closed {
-		closed[id] = true
-	}
-	for i, n := 0, 0; i < len(t.ids) && n < slots; i++ {
-		if !closed[t.ids[i]] {
-			claim[i] = true
-			n++
-		}
-	}
-	at := make(map[taskKey]int, slots)
-	for i, c := range claim {
-		if c {
-			at[taskKey{t.ids[i], t.activityIDs[i]}] = i
-		}
-	}
-	return at
-}
-
-type taskKey struct {
-	id         uuid.UUID
-	activityID string
-}
-
-// fill sets what row i of the set says of a claimed attempt.
-func (t *activityRows) fill(ct *claimedTask, i int) {
-	ct.ExecutionID, ct.WorkflowName, ct.WorkflowID = t.ids[i], t.wfNames[i], t.wfIDs[i]
-	ct.ActivityID, ct.Name, ct.Key, ct.Attempt = t.activityIDs[i], t.names[i], t.keys[i], 1
-	if t.inputs[i] != nil {
-		ct.Input = json.RawMessage(*t.inputs[i])
-	}
-	ct.Options = t.options[i]
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -38,50 +40,48 @@ const firstTaskBudget = 250 * time.Millisecond
 // firstTasks is what the first tasks of one start batch write, and what
 // the engine does once the batch commits.
 type firstTasks struct {
-	w     *writeSet
+	ch    *runs.Changes
 	fails *pgx.Batch // failed tasks' records, after the runs' inserts
-	// closed are the runs the tasks closed; left counts the runs inserted
-	// with their first task still due.
-	closed []uuid.UUID
-	left   int
+	// left counts the runs inserted with their first task still due.
+	left int
 }
 
 // runFirstTasks runs the first workflow task of every new run due now,
-// folds each task's effect on its run into runs, and keeps the rest of its
+// folds each task's effect on its run into cols, and keeps the rest of its
 // writes for queue. dbNow is the transaction's start in workflow time: the
 // created_at of the events the batch appends; ahead is its clock offset.
-func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time.Time, ahead time.Duration, early bool) (*firstTasks, error) {
-	f := &firstTasks{w: newWriteSet(), fails: &pgx.Batch{}}
-	f.w.ahead = ahead
-	f.w.stamps = make(map[uuid.UUID]time.Time, runs.len())
-	f.w.newRuns, f.w.newRunCallbacks = true, runs.callbacks
-	at := make(map[uuid.UUID]int, runs.len())
+func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time.Time, ahead time.Duration, early bool) (*firstTasks, error) {
+	f := &firstTasks{ch: runs.New(), fails: &pgx.Batch{}}
+	f.ch.Ahead = ahead
+	f.ch.Stamps = make(map[uuid.UUID]time.Time, cols.len())
+	f.ch.NewRuns, f.ch.NewRunCallbacks = true, cols.callbacks
+	at := make(map[uuid.UUID]int, cols.len())
 	budget, cancel := context.WithTimeout(ctx, firstTaskBudget)
 	defer cancel()
-	for i, id := range runs.ids {
-		runs.at[i] = dbNow
-		pre := runs.early[i]
+	for i, id := range cols.ids {
+		cols.at[i] = dbNow
+		pre := cols.early[i]
 		if !early || (pre != nil && pre.at.Before(dbNow.Add(-earlyStale))) {
 			pre = nil
 		}
-		if runs.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {
+		if cols.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {
 			f.left++
 			continue
 		}
-		ex := &store.Exec{ID: id, WorkflowName: runs.names[i], WorkflowID: runs.wids[i], State: StateRunning,
+		ex := &store.Exec{ID: id, WorkflowName: cols.names[i], WorkflowID: cols.wids[i], State: StateRunning,
 			NextEventID: 1, CreatedAt: dbNow, ChainID: id}
 		var (
 			res    harvest.TaskResult
 			runErr error
 		)
 		if pre.done() {
-			runs.at[i], ex.CreatedAt, res = pre.at, pre.at, pre.res
+			cols.at[i], ex.CreatedAt, res = pre.at, pre.at, pre.res
 		} else {
-			started := harvest.Event{EventID: 0, Type: harvest.EventType(runs.eventType[i]),
-				Data: json.RawMessage(runs.eventData[i]), Timestamp: dbNow}
+			started := harvest.Event{EventID: 0, Type: harvest.EventType(cols.eventType[i]),
+				Data: json.RawMessage(cols.eventData[i]), Timestamp: dbNow}
 			res, runErr = e.runTask(budget, claimedWorkflowTask{ex: ex, dbNow: dbNow, history: []harvest.Event{started}})
 		}
-		f.w.stamps[id] = runs.at[i]
+		f.ch.Stamps[id] = cols.at[i]
 		switch {
 		case runErr != nil && budget.Err() != nil:
 			f.left++ // cut short by the budget: the workflow loop runs it
@@ -90,46 +90,32 @@ func (e *Engine) runFirstTasks(ctx context.Context, runs *runColumns, dbNow time
 			e.queueFailWorkflowTask(f.fails, ex, 0, runErr)
 			f.left++
 			continue
-		case continuesAsNew(res):
+		case runs.ContinuesAsNew(res):
 			f.left++ // the hand-over inserts a run of its own: the workflow loop runs it
 			continue
 		}
-		if err := queueCommands(f.w, ex, res, runs.at[i]); err != nil {
+		if err := f.ch.ApplyTask(ex, res, cols.at[i], queueOutboxCommand); err != nil {
 			return nil, err
 		}
 		at[id] = i
-		runs.ran[i] = true
+		cols.ran[i] = true
 		if res.Closed {
-			f.closed = append(f.closed, id)
-			f.w.newRunsReport = f.w.newRunsReport || isChildKey(runs.keys[i])
+			f.ch.NewRunsReport = f.ch.NewRunsReport || isChildKey(cols.keys[i])
 		}
 	}
-	f.w.addStarted(runs)
-	if n := len(f.w.tasks.ids); n > 0 {
-		f.w.direct = e.reserveDispatch(n)
+	f.ch.AddStarted(cols.ids, cols.at, cols.eventType, cols.eventData)
+	if n := f.ch.TaskCount(); n > 0 {
+		f.ch.Direct = e.reserveDispatch(n)
 	}
-	for _, u := range f.w.takeExecs() {
-		i := at[u.id]
-		runs.next[i] = u.next
-		if u.close {
-			runs.states[i], runs.outputs[i], runs.errs[i] = u.state, jsonText(u.output), jsonText(u.errInfo)
-			runs.holdsSlot[i] = !u.releaseSlot
+	for _, u := range f.ch.TakeUpdates() {
+		i := at[u.ID]
+		cols.next[i] = u.Next
+		if u.Closes {
+			cols.states[i], cols.outputs[i], cols.errs[i] = u.State, runs.JSONText(u.Output), runs.JSONText(u.Err)
+			cols.holdsSlot[i] = !u.ReleaseSlot
 		}
 	}
 	return f, nil
-}
-
-// addStarted adds every new run's WorkflowStarted event (event 0) to the
-// set's appends, stamped with its run's time: one INSERT carries them with
-// the events of the first tasks.
-func (w *writeSet) addStarted(runs *runColumns) {
-	for i, id := range runs.ids {
-		w.stamps[id] = runs.at[i]
-		w.events.ids = append(w.events.ids, id)
-		w.events.nums = append(w.events.nums, 0)
-		w.events.types = append(w.events.types, runs.eventType[i])
-		w.events.data = append(w.events.data, runs.eventData[i])
-	}
 }
 
 // isChildKey reports whether a run's idempotency key is a child's.
@@ -143,25 +129,18 @@ func isChildKey(key *string) bool {
 
 // queue queues the tasks' writes; the runs' inserts are queued already.
 func (f *firstTasks) queue(b *pgx.Batch) {
-	f.w.queue(b)
+	f.ch.Queue(b)
 	b.QueuedQueries = append(b.QueuedQueries, f.fails.QueuedQueries...)
 }
 
-// committed wakes whoever has work from the committed batch: the waiters
-// of closed runs, the workflow loop for runs left due, the timer loop for
-// the timers the tasks started (settleTasks wakes the activity loop).
-func (f *firstTasks) committed(e *Engine) {
+// effects is what the batch asks of the engine once it ends: the
+// changes' effects, and the workflow loop for runs left due (none when
+// the batch ran no first tasks).
+func (f *firstTasks) effects() runs.Effects {
 	if f == nil {
-		return
+		return runs.Effects{}
 	}
-	if len(f.closed) > 0 {
-		e.closed.fire(f.closed...)
-	}
-	e.wakeCallbacks(f.w)
-	if f.left > 0 {
-		e.nudge(e.wfWake)
-	}
-	if len(f.w.timers.ids) > 0 {
-		e.nudge(e.tmWake)
-	}
+	fx := f.ch.Effects()
+	fx.Wake.Add(loop.Workflow, f.left > 0)
+	return fx
 }

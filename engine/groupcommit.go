@@ -15,6 +15,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -83,11 +84,11 @@ func (e *Engine) groupStart(ctx context.Context, req StartRequest) (StartResult,
 	case err != nil:
 		return StartResult{}, err
 	}
-	return e.settle(ctx, req, <-c.reply)
+	return e.fromReply(ctx, req, <-c.reply)
 }
 
-// settle turns a batch's reply into the start's outcome.
-func (e *Engine) settle(ctx context.Context, req StartRequest, r startReply) (StartResult, error) {
+// fromReply turns a batch's reply into the start's outcome.
+func (e *Engine) fromReply(ctx context.Context, req StartRequest, r startReply) (StartResult, error) {
 	if r.single {
 		return e.startSingle(ctx, req)
 	}
@@ -167,9 +168,7 @@ func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send bat
 	if err != nil {
 		e.closed.unopened(open...)
 	}
-	if first != nil {
-		e.settleTasks(runCtx, first.w, err)
-	}
+	e.settle(runCtx, first.effects(), err)
 	switch {
 	case errors.Is(err, errAssumption):
 		return nil, err
@@ -177,7 +176,6 @@ func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send bat
 		e.log.Debug().Err(err).Int("starts", len(p.reqs)).Msg("start batch failed, its starts run alone")
 		return p.replies(err), err
 	}
-	first.committed(e)
 	p.cacheClaims(e.claims, gen, seen, e.cfg.IdempotencyWindow)
 	return p.replies(nil), nil
 }
@@ -526,7 +524,7 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
 	c.names = append(c.names, req.WorkflowName)
 	c.wids = append(c.wids, req.WorkflowID)
 	c.queues = append(c.queues, cmp.Or(req.Queue, harvest.DefaultQueue))
-	c.inputs = append(c.inputs, textOrNil(string(inputOrNull(req.Input))))
+	c.inputs = append(c.inputs, textOrNil(string(runs.InputOrNull(req.Input))))
 	c.memos = append(c.memos, textOrNil(string(req.Memo)))
 	c.keys = append(c.keys, textOrNil(req.IdempotencyKey))
 	c.dueAt = append(c.dueAt, req.dueAt)

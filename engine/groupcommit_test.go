@@ -44,7 +44,7 @@ func runBatch(t *testing.T, e *Engine, reqs ...StartRequest) batchRun {
 	r := batchRun{replies: e.startBatch(ctxT(t), reqs), res: make([]StartResult, len(reqs)), errs: make([]error, len(reqs))}
 	require.Len(t, r.replies, len(reqs))
 	for i := range reqs {
-		r.res[i], r.errs[i] = e.settle(ctxT(t), reqs[i], r.replies[i])
+		r.res[i], r.errs[i] = e.fromReply(ctxT(t), reqs[i], r.replies[i])
 	}
 	return r
 }
@@ -223,7 +223,7 @@ func TestGroupCommit(t *testing.T) {
 				StartRequest{WorkflowName: "block", WorkflowID: "race", IdempotencyKey: "r2"})
 			r := batchRun{replies: e.startBatch(context.Background(), reqs), res: make([]StartResult, 2), errs: make([]error, 2)}
 			for i := range reqs {
-				r.res[i], r.errs[i] = e.settle(context.Background(), reqs[i], r.replies[i])
+				r.res[i], r.errs[i] = e.fromReply(context.Background(), reqs[i], r.replies[i])
 			}
 			done <- r
 		}()

@@ -7,18 +7,29 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // Workflow tasks on cached state (see statecache.go).
 
+// taskWrites are the changes of a batch of workflow tasks, with the
+// cached runs its tasks hold: settleLive caches or stops them once the
+// batch's transaction ends.
+type taskWrites struct {
+	*runs.Changes
+	live []*liveRun
+}
+
+func newTaskWrites() *taskWrites { return &taskWrites{Changes: runs.New()} }
+
 // takeLive takes the cached runs of the claimed tasks out of the cache
 // into w, which stops or caches each again once the transaction ends
 // (settleLive): a task with one reads only the events from its position
 // (loadHistories). A closed run's is dropped; one ahead of the claimed
 // row is stale and stopped.
-func (e *Engine) takeLive(w *writeSet, tasks []claimedWorkflowTask) {
+func (e *Engine) takeLive(w *taskWrites, tasks []claimedWorkflowTask) {
 	for i := range tasks {
 		t := &tasks[i]
 		if IsTerminal(t.ex.State) {
@@ -85,7 +96,7 @@ func (e *Engine) runLive(ctx context.Context, tx *fence.Tx, t claimedWorkflowTas
 // transaction commits: its next task starts at pos, the task's first
 // command; next is the run's next event id after the task. A closed run
 // is stopped.
-func (e *Engine) keepLive(w *writeSet, t claimedWorkflowTask, run *harvest.Run, pos int64, closed bool) {
+func (e *Engine) keepLive(w *taskWrites, t claimedWorkflowTask, run *harvest.Run, pos int64, closed bool) {
 	if closed {
 		run.Stop()
 		return
@@ -101,7 +112,7 @@ func (e *Engine) keepLive(w *writeSet, t claimedWorkflowTask, run *harvest.Run, 
 // settleLive ends the runs w holds once its transaction ended (err nil:
 // committed): a run whose task committed goes back to the cache, every
 // other one is stopped (its state may be ahead of the database).
-func (e *Engine) settleLive(w *writeSet, err error) {
+func (e *Engine) settleLive(w *taskWrites, err error) {
 	for _, lr := range w.live {
 		if err == nil && lr.keep && e.owning.Load() {
 			e.live.put(lr)

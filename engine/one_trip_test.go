@@ -181,10 +181,10 @@ func TestOneTripStartBatch(t *testing.T) {
 			t.Fatal("batch did not finish")
 		}
 		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e), "a miss, then two trips")
-		res, err := e.settle(ctxT(t), reqs[0], out[0])
+		res, err := e.fromReply(ctxT(t), reqs[0], out[0])
 		require.NoError(t, err)
 		require.True(t, res.StartedFresh)
-		_, err = e.settle(ctxT(t), reqs[1], out[1])
+		_, err = e.fromReply(ctxT(t), reqs[1], out[1])
 		var conflict *ConflictError
 		require.ErrorAs(t, err, &conflict)
 		require.Equal(t, racer.String(), conflict.ExistingExecutionID)

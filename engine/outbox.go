@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -203,14 +204,15 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 	}
 	exs := make(map[uuid.UUID]*store.Exec, len(answers))
 	deleted := make(map[int64]bool, len(answers))
-	woke := false
+	var ch *runs.Changes
 	queue := func(b *pgx.Batch) {
 		store.QueueLockExecs(b, ids, exs)
 		store.QueueDeleteOutbox(b, rowIDs, func(id int64) { deleted[id] = true })
 	}
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
-		w, b := newWriteSet(), &pgx.Batch{}
-		w.ahead = tx.Ahead()
+		b := &pgx.Batch{}
+		ch = runs.New()
+		ch.Ahead = tx.Ahead()
 		for _, a := range answers {
 			if !deleted[a.row.ID] {
 				continue
@@ -220,18 +222,17 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 				return err
 			}
 			if ex != nil && !IsTerminal(ex.State) && a.outcome != nil {
-				woke = true
-				w.appendEvents(ex, []harvest.Command{*a.outcome}, true)
+				ch.AppendEvents(ex, []harvest.Command{*a.outcome}, true)
 			}
 		}
-		w.queue(b)
+		ch.Queue(b)
 		if err := e.crashAt(ctx, crashOutboxRecord); err != nil {
 			return err
 		}
 		return sendBatch(ctx, tx, b)
 	})
-	if err == nil && woke {
-		e.nudge(e.wfWake)
+	if err == nil {
+		e.settle(ctx, ch.Effects(), nil)
 	}
 	return err
 }

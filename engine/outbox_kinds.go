@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -35,21 +36,22 @@ type closeChildRequest struct {
 
 // queueOutboxCommand adds the outbox row (and, for a child, its children
 // row) of a command that acts on another run.
-func queueOutboxCommand(w *writeSet, ex *store.Exec, c harvest.Command) error {
+// It is the runs.Router of workflow tasks.
+func queueOutboxCommand(ch *runs.Changes, ex *store.Exec, c harvest.Command) error {
 	switch c.Type {
 	case harvest.EventSignalExternalInitiated:
-		d, err := payload[harvest.SignalExternalInitiatedData](c)
+		d, err := runs.Payload[harvest.SignalExternalInitiatedData](c)
 		if err != nil {
 			return fmt.Errorf("decode SignalExternalInitiated: %w", err)
 		}
-		return w.outbox.Add(ex.ID, d.CommandID, outboxSignal, d)
+		return ch.Outbox.Add(ex.ID, d.CommandID, outboxSignal, d)
 	case harvest.EventChildWorkflowInitiated:
-		d, err := payload[harvest.ChildWorkflowInitiatedData](c)
+		d, err := runs.Payload[harvest.ChildWorkflowInitiatedData](c)
 		if err != nil {
 			return fmt.Errorf("decode ChildWorkflowInitiated: %w", err)
 		}
-		w.children.Add(ex.ID, d.CommandID, d.WorkflowName, d.WorkflowID, d.ParentClosePolicy)
-		return w.outbox.Add(ex.ID, d.CommandID, outboxStartChild, d)
+		ch.Children.Add(ex.ID, d.CommandID, d.WorkflowName, d.WorkflowID, d.ParentClosePolicy)
+		return ch.Outbox.Add(ex.ID, d.CommandID, outboxStartChild, d)
 	}
 	return nil
 }
@@ -183,7 +185,7 @@ func queueChildStart(b *pgx.Batch, parent *store.Exec, r store.OutboxRow, outcom
 		store.QueueChildStartError(b, r.ExecutionID, r.CommandID, answer.Error())
 		return nil
 	}
-	d, err := payload[harvest.ChildWorkflowStartedData](*outcome)
+	d, err := runs.Payload[harvest.ChildWorkflowStartedData](*outcome)
 	if err != nil {
 		return fmt.Errorf("decode ChildWorkflowStarted: %w", err)
 	}

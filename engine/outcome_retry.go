@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // Recording an attempt's outcome survives a database blip.
@@ -12,7 +14,7 @@ import (
 // process until a transaction records it. If that transaction fails (the
 // database restarts, a connection drops) and the outcome were dropped, the
 // task would stay running until its lock expires (start-to-close plus
-// leaseGrace: ten minutes and more by default) and its run would stall that
+// store.LeaseGrace: ten minutes and more by default) and its run would stall that
 // long. retryRecord retries the record with backoff for as long as the
 // attempt's lock holds. It stops at once when the engine stops or the
 // shard's lease is lost: the next owner reclaims the attempt, as after a
@@ -46,14 +48,14 @@ func (e *Engine) retryRecord(ctx context.Context, t claimedTask, record func(con
 }
 
 // attemptLockExpiry is when the attempt's lock expires by this node's
-// clock: the claim's locked_until counts start-to-close plus leaseGrace
+// clock: the claim's locked_until counts start-to-close plus store.LeaseGrace
 // from the claim, which came after t.Since.
 func attemptLockExpiry(t claimedTask) time.Time {
 	since := t.Since
 	if since.IsZero() {
 		since = time.Now()
 	}
-	return since.Add(t.Options.WithDefaults().StartToClose + leaseGrace)
+	return since.Add(t.Options.WithDefaults().StartToClose + store.LeaseGrace)
 }
 
 // retryableRecord is false for the errors another try cannot fix: the

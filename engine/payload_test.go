@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/runs"
 )
 
 // TestCommandPayload: the engine reads a command's payload from the value
@@ -28,7 +29,7 @@ func TestCommandPayload(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := payload[harvest.ActivityScheduledData](c.cmd)
+			got, err := runs.Payload[harvest.ActivityScheduledData](c.cmd)
 			require.NoError(t, err)
 			require.Equal(t, d, got)
 		})
@@ -36,13 +37,13 @@ func TestCommandPayload(t *testing.T) {
 
 	t.Run("PayloadIsReadNotData", func(t *testing.T) {
 		other := harvest.Command{Type: made.Type, Data: []byte(`{"activity_id": "9"}`), Payload: d}
-		got, err := payload[harvest.ActivityScheduledData](other)
+		got, err := runs.Payload[harvest.ActivityScheduledData](other)
 		require.NoError(t, err)
 		require.Equal(t, d, got, "the engine decoded Data although the command carried its value")
 	})
 
 	t.Run("UndecodableData", func(t *testing.T) {
-		_, err := payload[harvest.ActivityScheduledData](harvest.Command{Type: made.Type, Data: []byte(`{"activity_id": 7}`)})
+		_, err := runs.Payload[harvest.ActivityScheduledData](harvest.Command{Type: made.Type, Data: []byte(`{"activity_id": 7}`)})
 		require.Error(t, err)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // retryTimes is what the database recorded of a retried attempt.
@@ -29,7 +30,7 @@ func readRetryTimes(t *testing.T, e *Engine, id any) retryTimes {
 		       l.acquired_at
 		  FROM harvest_tasks t, harvest_shard_lease l
 		 WHERE t.execution_id = $1 AND t.activity_id = '1' AND t.attempt = 2 AND t.status = 'running'`,
-		id, leaseGrace.Milliseconds()).Scan(&r.failedAt, &r.dueAt, &r.claimedAt, &r.leaseAt))
+		id, store.LeaseGrace.Milliseconds()).Scan(&r.failedAt, &r.dueAt, &r.claimedAt, &r.leaseAt))
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -115,7 +116,7 @@ func deliverSignal(ctx context.Context, tx *fence.Tx, ex *store.Exec, name strin
 	b := &pgx.Batch{}
 	store.QueueInsertSignal(b, ex.ID, ex.ChainID, name, key, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
-		SignalName: name, Payload: inputOrNull(payload), IdempotencyKey: key})
+		SignalName: name, Payload: runs.InputOrNull(payload), IdempotencyKey: key})
 	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, true)
 	return sendBatch(ctx, tx, b)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -86,13 +87,13 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
 	defer cancel()
 	var (
-		ids       []uuid.UUID
-		keyIDs    []uuid.UUID
-		keys      []string
-		exs       = make(map[uuid.UUID]*store.Exec, len(calls))
-		seen      = make(map[store.ChainKey]bool)
-		replies   = make([]signalReply, len(calls))
-		delivered bool
+		ids     []uuid.UUID
+		keyIDs  []uuid.UUID
+		keys    []string
+		exs     = make(map[uuid.UUID]*store.Exec, len(calls))
+		seen    = make(map[store.ChainKey]bool)
+		replies = make([]signalReply, len(calls))
+		ch      *runs.Changes
 	)
 	for _, c := range calls {
 		ids = append(ids, c.req.ExecutionID)
@@ -111,15 +112,14 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		if err := redirectSignals(ctx, tx, exs); err != nil {
 			return err
 		}
-		b, w, ledger := &pgx.Batch{}, newWriteSet(), &store.SignalRows{}
-		w.ahead = tx.Ahead()
-		delivered = false
+		b, ledger := &pgx.Batch{}, &store.SignalRows{}
+		ch = runs.New()
+		ch.Ahead = tx.Ahead()
 		for i, c := range calls {
-			replies[i] = e.queueSignal(w, ledger, c.req, exs, seen)
-			delivered = delivered || replies[i].res.Delivered
+			replies[i] = e.queueSignal(ch, ledger, c.req, exs, seen)
 		}
 		ledger.Queue(b)
-		w.queue(b)
+		ch.Queue(b)
 		if err := e.crashAt(ctx, crashSignal); err != nil {
 			return err
 		}
@@ -138,16 +138,14 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 	for _, r := range replies {
 		recordSignal(r.res, r.err)
 	}
-	if delivered {
-		e.nudge(e.wfWake)
-	}
+	e.settle(ctx, ch.Effects(), nil)
 	return replies
 }
 
-// queueSignal decides one signal of a batch and adds its writes to w and
+// queueSignal decides one signal of a batch and adds its writes to ch and
 // ledger; seen gains its key, so that a repeat later in the batch is a
 // duplicate. A signal the workflow does not accept adds nothing.
-func (e *Engine) queueSignal(w *writeSet, ledger *store.SignalRows, req SignalRequest, exs map[uuid.UUID]*store.Exec, seen map[store.ChainKey]bool) signalReply {
+func (e *Engine) queueSignal(ch *runs.Changes, ledger *store.SignalRows, req SignalRequest, exs map[uuid.UUID]*store.Exec, seen map[store.ChainKey]bool) signalReply {
 	res := SignalResult{ExecutionID: req.ExecutionID}
 	ex := exs[req.ExecutionID]
 	if ex == nil {
@@ -173,8 +171,8 @@ func (e *Engine) queueSignal(w *writeSet, ledger *store.SignalRows, req SignalRe
 	}
 	ledger.Add(ex.ID, ex.ChainID, req.SignalName, req.IdempotencyKey, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
-		SignalName: req.SignalName, Payload: inputOrNull(req.Payload), IdempotencyKey: req.IdempotencyKey})
-	w.appendEvents(ex, []harvest.Command{cmd}, true)
+		SignalName: req.SignalName, Payload: runs.InputOrNull(req.Payload), IdempotencyKey: req.IdempotencyKey})
+	ch.AppendEvents(ex, []harvest.Command{cmd}, true)
 	res.Delivered = true
 	return signalReply{res: res}
 }

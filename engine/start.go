@@ -13,6 +13,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -390,22 +391,15 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 // newRun is the run row of a start of run id on queue.
 func newRun(id uuid.UUID, queue string, req StartRequest) store.NewRun {
 	return store.NewRun{ID: id, Name: req.WorkflowName, WorkflowID: req.WorkflowID, Queue: queue,
-		Input: nullJSON(inputOrNull(req.Input)), Memo: nullJSON(req.Memo), Key: nullString(req.IdempotencyKey),
+		Input: nullJSON(runs.InputOrNull(req.Input)), Memo: nullJSON(req.Memo), Key: nullString(req.IdempotencyKey),
 		StartAt: req.dueAt}
 }
 
 func startedCommand(req StartRequest) harvest.Command {
 	return harvest.NewCommand(harvest.EventWorkflowStarted, harvest.WorkflowStartedData{
-		WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, Input: inputOrNull(req.Input),
+		WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, Input: runs.InputOrNull(req.Input),
 		Queue: req.Queue, IdempotencyKey: req.IdempotencyKey,
 	})
-}
-
-func inputOrNull(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 func nullString(s string) any {

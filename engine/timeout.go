@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -29,15 +30,6 @@ import (
 // deadline unchanged and a run timeout as long as its own (chain.go): the
 // execution timeout spans the chain.
 
-// Timeout kinds, the suffixes of the reserved timer ids.
-const (
-	TimeoutExecution = "execution"
-	TimeoutRun       = "run"
-)
-
-// timeoutTimerPrefix starts the timer id of a workflow timeout.
-const timeoutTimerPrefix = "$timeout:"
-
 // runTimeout is one bound of a start, resolved from the request and the
 // workflow's defaults.
 type runTimeout struct {
@@ -45,7 +37,7 @@ type runTimeout struct {
 	d    time.Duration
 }
 
-func (t runTimeout) timerID() string { return timeoutTimerPrefix + t.kind }
+func (t runTimeout) timerID() string { return runs.TimeoutTimerPrefix + t.kind }
 
 // resolveTimeouts fills req.timeouts from its own timeouts and the
 // workflow's defaults.
@@ -56,7 +48,7 @@ func (e *Engine) resolveTimeouts(req *StartRequest) error {
 		kind string
 		own  *time.Duration
 		def  time.Duration
-	}{{TimeoutExecution, req.ExecutionTimeout, defaults.Execution}, {TimeoutRun, req.RunTimeout, defaults.Run}} {
+	}{{runs.TimeoutExecution, req.ExecutionTimeout, defaults.Execution}, {runs.TimeoutRun, req.RunTimeout, defaults.Run}} {
 		d := t.def
 		if t.own != nil {
 			d = *t.own
@@ -94,7 +86,7 @@ func queueTimeoutTimersNow(b *pgx.Batch, tx *fence.Tx, id uuid.UUID, timeouts []
 // kept), a run timeout from the run's own.
 func fireTimeout(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, fireAt time.Time) error {
 	from := ex.ID
-	if kind == TimeoutExecution && ex.ChainID != uuid.Nil {
+	if kind == runs.TimeoutExecution && ex.ChainID != uuid.Nil {
 		from = ex.ChainID
 	}
 	started, err := store.ChainStart(ctx, tx, ex.ID, from)
@@ -107,7 +99,7 @@ func fireTimeout(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string,
 // timeoutKind is the kind of a workflow timeout's timer id ("" for a
 // timer of workflow code).
 func timeoutKind(timerID string) string {
-	kind, ok := strings.CutPrefix(timerID, timeoutTimerPrefix)
+	kind, ok := strings.CutPrefix(timerID, runs.TimeoutTimerPrefix)
 	if !ok {
 		return ""
 	}

@@ -2,11 +2,9 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
@@ -66,13 +64,9 @@ func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(co
 // of their histories, one round trip for all their writes, one commit.
 // more says it found a full batch: more tasks may be due.
 func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, err error) {
-	var (
-		tasks  []claimedWorkflowTask
-		closed []uuid.UUID
-		tmWork bool
-	)
+	var tasks []claimedWorkflowTask
 	began := time.Now()
-	w := newWriteSet()
+	w := newTaskWrites()
 	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		var err error
 		if tasks, err = claimWorkflowTasks(ctx, tx, limit); err != nil || len(tasks) == 0 {
@@ -82,26 +76,15 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 		if err := loadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
-		closed, tmWork, err = e.runAndWrite(ctx, tx, &pgx.Batch{}, w, tasks)
-		return err
+		return e.runAndWrite(ctx, tx, &pgx.Batch{}, w, tasks)
 	})
 	if err == nil && len(tasks) > 0 {
 		err = e.crashAt(ctx, crashCommitted)
 	}
-	e.settleTasks(ctx, w, err)
+	e.settle(ctx, w.Effects(), err)
 	e.settleLive(w, err)
 	if len(tasks) > 0 && err == nil {
 		metrics.WorkflowTaskSeconds.Observe(time.Since(began).Seconds())
-	}
-	if err == nil && len(closed) > 0 {
-		e.closed.fireWith(w.outcomes, closed...)
-	}
-	if err == nil {
-		e.wakeCallbacks(w)
-		e.wakeSuccessors(w)
-	}
-	if err == nil && tmWork {
-		e.nudge(e.tmWake)
 	}
 	return len(tasks) == limit, err
 }
@@ -109,42 +92,38 @@ func (e *Engine) runWorkflowTasks(ctx context.Context, limit int) (more bool, er
 // runAndWrite runs the claimed tasks (their histories loaded), adds their
 // writes to w and sends w after whatever b holds already, with the
 // transaction's COMMIT, in one round trip: it is the caller's last work in
-// its transaction. It reports the runs the tasks closed and whether w scheduled
-// timers. New activity tasks take free activity slots (w.direct): the
-// caller settles them (settleTasks) once its transaction ends.
-func (e *Engine) runAndWrite(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w *writeSet, tasks []claimedWorkflowTask) (closed []uuid.UUID, tmWork bool, err error) {
+// its transaction. New activity tasks take free activity slots
+// (w.Direct): the caller settles w's effects once its transaction ends.
+func (e *Engine) runAndWrite(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w *taskWrites, tasks []claimedWorkflowTask) error {
 	if err := e.crashAt(ctx, crashLoaded); err != nil {
-		return nil, false, err
+		return err
 	}
 	for _, t := range tasks {
 		res, ran, err := e.runClaimedTask(ctx, tx, b, w, t)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		if ran && res.Closed {
-			closed = append(closed, t.ex.ID)
-			if t.ex.IsChild {
-				if err := e.crashAt(ctx, crashChildClose); err != nil {
-					return nil, false, err
-				}
+		if ran && res.Closed && t.ex.IsChild {
+			if err := e.crashAt(ctx, crashChildClose); err != nil {
+				return err
 			}
 		}
 	}
-	if n := len(w.tasks.ids); n > 0 {
-		w.direct = e.reserveDispatch(n)
+	if n := w.TaskCount(); n > 0 {
+		w.Direct = e.reserveDispatch(n)
 	}
 	if err := e.crashAt(ctx, crashRan); err != nil {
-		return nil, false, err
+		return err
 	}
-	w.ahead = tx.Ahead()
-	w.queue(b)
+	w.Ahead = tx.Ahead()
+	w.Queue(b)
 	if err := e.crashAt(ctx, crashBeforeCommit); err != nil {
-		return nil, false, err
+		return err
 	}
 	if err := tx.CommitWith(ctx, b); err != nil {
-		return nil, false, fmt.Errorf("write: %w", translate(err))
+		return fmt.Errorf("write: %w", translate(err))
 	}
-	return closed, len(w.timers.ids) > 0, nil
+	return nil
 }
 
 // claimedWorkflowTask is a locked execution with a due workflow task.
@@ -162,9 +141,9 @@ type claimedWorkflowTask struct {
 // commands) or b (its failure; the history is left untouched). ran is
 // false when the run was closed already (the task is just cleared) or
 // failed.
-func (e *Engine) runClaimedTask(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w *writeSet, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
+func (e *Engine) runClaimedTask(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w *taskWrites, t claimedWorkflowTask) (harvest.TaskResult, bool, error) {
 	if IsTerminal(t.ex.State) {
-		w.clearWorkflowTask(t.ex)
+		w.ClearWorkflowTask(t.ex)
 		return harvest.TaskResult{}, false, nil
 	}
 	res, run, runErr, err := e.runLive(ctx, tx, t)
@@ -176,7 +155,7 @@ func (e *Engine) runClaimedTask(ctx context.Context, tx *fence.Tx, b *pgx.Batch,
 		return harvest.TaskResult{}, false, nil
 	}
 	pos := t.ex.NextEventID
-	err = queueCommands(w, t.ex, res, t.dbNow)
+	err = w.ApplyTask(t.ex, res, t.dbNow, queueOutboxCommand)
 	e.keepLive(w, t, run, pos, res.Closed || err != nil)
 	return res, true, err
 }
@@ -227,121 +206,6 @@ func (e *Engine) queueFailWorkflowTask(b *pgx.Batch, ex *store.Exec, attempt int
 	delay := harvest.RetryPolicy{InitialInterval: e.cfg.PollInterval, MaxInterval: e.cfg.TaskRetryMax}.Backoff(attempt)
 	e.log.Warn().Err(runErr).Str("execution_id", ex.ID.String()).Int("attempt", attempt).Msg("workflow task failed")
 	store.QueueFailWorkflowTask(b, ex.ID, attempt, runErr.Error(), delay.Milliseconds())
-}
-
-// queueCommands adds the task's commands' events to w, and what they
-// imply (activity tasks, timers, the run's close).
-func queueCommands(w *writeSet, ex *store.Exec, res harvest.TaskResult, dbNow time.Time) error {
-	cmds := make([]harvest.Command, len(res.Commands))
-	copy(cmds, res.Commands)
-	skip := cancelledInTask(cmds)
-	for i, c := range cmds {
-		filled, err := queueCommand(w, ex, c, dbNow, skip[c.Type])
-		if err != nil {
-			return err
-		}
-		cmds[i] = filled
-	}
-	w.appendEvents(ex, cmds, false)
-	if res.Closed {
-		return queueCloseFromCommand(w, ex, cmds[len(cmds)-1])
-	}
-	w.clearWorkflowTask(ex)
-	return nil
-}
-
-// queueCommand adds the row a command creates (activity task, timer), or
-// the cancel it makes, to w and returns the command as recorded (a timer
-// gets its fire time). The ids in cancelled are cancelled by the same task:
-// they get no row.
-func queueCommand(w *writeSet, ex *store.Exec, c harvest.Command, now time.Time, cancelled map[string]bool) (harvest.Command, error) {
-	switch c.Type {
-	case harvest.EventActivityScheduled:
-		d, err := payload[harvest.ActivityScheduledData](c)
-		if err != nil {
-			return c, fmt.Errorf("decode ActivityScheduled: %w", err)
-		}
-		if cancelled[d.ActivityID] {
-			return c, nil
-		}
-		return c, queueActivityTask(w, ex, d)
-	case harvest.EventSignalExternalInitiated, harvest.EventChildWorkflowInitiated:
-		return c, queueOutboxCommand(w, ex, c)
-	case harvest.EventTimerCanceled, harvest.EventActivityCancelRequested:
-		if err := queueCancel(w, ex, c); err != nil {
-			return c, fmt.Errorf("decode %s: %w", c.Type, err)
-		}
-		return c, nil
-	case harvest.EventWorkflowContinuedAsNew:
-		return fillContinueAsNew(ex, c)
-	case harvest.EventTimerStarted:
-		d, err := payload[harvest.TimerStartedData](c)
-		if err != nil {
-			return c, fmt.Errorf("decode TimerStarted: %w", err)
-		}
-		fireAt := now.Add(time.Duration(d.DurationMS) * time.Millisecond)
-		d.FireAt = &fireAt
-		if !cancelled[d.TimerID] {
-			w.addTimer(ex, d.TimerID, fireAt)
-		}
-		return harvest.NewCommand(c.Type, d), nil
-	}
-	return c, nil
-}
-
-// payload is a command's payload as T: the value the command was made
-// from when it carries one, else its Data decoded.
-func payload[T any](c harvest.Command) (T, error) {
-	if v, ok := c.Payload.(T); ok {
-		return v, nil
-	}
-	var v T
-	err := json.Unmarshal(c.Data, &v)
-	return v, err
-}
-
-func queueActivityTask(w *writeSet, ex *store.Exec, d harvest.ActivityScheduledData) error {
-	opts, err := json.Marshal(d.Options)
-	if err != nil {
-		return fmt.Errorf("encode activity options: %w", err)
-	}
-	var closeMS *int64
-	if d.Options.ScheduleToClose > 0 {
-		ms := d.Options.ScheduleToClose.Milliseconds()
-		closeMS = &ms
-	}
-	w.addActivityTask(ex, d, string(opts), closeMS)
-	return nil
-}
-
-func queueCloseFromCommand(w *writeSet, ex *store.Exec, last harvest.Command) error {
-	switch last.Type {
-	case harvest.EventWorkflowCompleted:
-		d, err := payload[harvest.WorkflowCompletedData](last)
-		if err != nil {
-			return fmt.Errorf("decode WorkflowCompleted: %w", err)
-		}
-		w.closeExecution(ex, StateCompleted, inputOrNull(d.Output), nil)
-		return nil
-	case harvest.EventWorkflowFailed:
-		d, err := payload[harvest.WorkflowFailedData](last)
-		if err != nil {
-			return fmt.Errorf("decode WorkflowFailed: %w", err)
-		}
-		info, err := json.Marshal(d.Error)
-		if err != nil {
-			return fmt.Errorf("encode workflow error: %w", err)
-		}
-		w.closeExecution(ex, StateFailed, nil, info)
-		return nil
-	case harvest.EventWorkflowCancelled:
-		// What a forced cancel writes: no output, no error.
-		w.closeExecution(ex, StateCancelled, nil, nil)
-		return nil
-	case harvest.EventWorkflowContinuedAsNew:
-		return closeContinuedAsNew(w, ex, last)
-	}
-	return fmt.Errorf("close run %s: unexpected last command %s", ex.ID, last.Type)
 }
 
 // loadHistory reads events with event_id >= from (limit < 0: all).

@@ -13,6 +13,11 @@ import (
 	"github.com/harvestd/harvest"
 )
 
+// LeaseGrace is added to start-to-close for an activity task's lock: a
+// task still running after that (its engine crashed without losing the
+// lease) is reclaimed as a new attempt.
+const LeaseGrace = 5 * time.Second
+
 // ClaimedTask is an activity task claimed for one attempt, as the claim
 // returns it.
 type ClaimedTask struct {

@@ -1,4 +1,4 @@
-package engine
+package runs
 
 import (
 	"github.com/google/uuid"
@@ -20,13 +20,13 @@ import (
 // retried. A timer or activity started and cancelled by the same task gets
 // no row at all.
 
-// cancelRows are the timers and activity tasks a write set cancels.
+// cancelRows are the timers and activity tasks the changes cancel.
 type cancelRows struct {
 	timerExecs, actExecs []uuid.UUID
 	timerIDs, actIDs     []string
 }
 
-// cancelledInTask is the set of timers and activities that res's
+// cancelledInTask is the set of timers and activities that a task's
 // commands both create and cancel: they need no row.
 func cancelledInTask(cmds []harvest.Command) map[harvest.EventType]map[string]bool {
 	var out map[harvest.EventType]map[string]bool
@@ -35,10 +35,10 @@ func cancelledInTask(cmds []harvest.Command) map[harvest.EventType]map[string]bo
 		var id string
 		switch c.Type {
 		case harvest.EventTimerCanceled:
-			d, _ := payload[harvest.TimerCanceledData](c)
+			d, _ := Payload[harvest.TimerCanceledData](c)
 			made, id = harvest.EventTimerStarted, d.TimerID
 		case harvest.EventActivityCancelRequested:
-			d, _ := payload[harvest.ActivityCancelRequestedData](c)
+			d, _ := Payload[harvest.ActivityCancelRequestedData](c)
 			made, id = harvest.EventActivityScheduled, d.ActivityID
 		default:
 			continue
@@ -54,40 +54,34 @@ func cancelledInTask(cmds []harvest.Command) map[harvest.EventType]map[string]bo
 	return out
 }
 
-// queueCancel adds what a cancel command does to w.
-func queueCancel(w *writeSet, ex *store.Exec, c harvest.Command) error {
+// addCancel adds what a cancel command does.
+func (ch *Changes) addCancel(ex *store.Exec, c harvest.Command) error {
 	switch c.Type {
 	case harvest.EventTimerCanceled:
-		d, err := payload[harvest.TimerCanceledData](c)
+		d, err := Payload[harvest.TimerCanceledData](c)
 		if err != nil {
 			return err
 		}
-		w.cancels.timerExecs = append(w.cancels.timerExecs, ex.ID)
-		w.cancels.timerIDs = append(w.cancels.timerIDs, d.TimerID)
+		ch.cancels.timerExecs = append(ch.cancels.timerExecs, ex.ID)
+		ch.cancels.timerIDs = append(ch.cancels.timerIDs, d.TimerID)
 	case harvest.EventActivityCancelRequested:
-		d, err := payload[harvest.ActivityCancelRequestedData](c)
+		d, err := Payload[harvest.ActivityCancelRequestedData](c)
 		if err != nil {
 			return err
 		}
-		w.cancels.actExecs = append(w.cancels.actExecs, ex.ID)
-		w.cancels.actIDs = append(w.cancels.actIDs, d.ActivityID)
+		ch.cancels.actExecs = append(ch.cancels.actExecs, ex.ID)
+		ch.cancels.actIDs = append(ch.cancels.actIDs, d.ActivityID)
 	}
 	return nil
 }
 
-// queueCancels queues the set's cancels on b.
-func (w *writeSet) queueCancels(b *pgx.Batch) {
-	c := &w.cancels
+// queueCancels queues the changes' cancels on b.
+func (ch *Changes) queueCancels(b *pgx.Batch) {
+	c := &ch.cancels
 	if len(c.timerExecs) > 0 {
 		store.QueueCancelTimers(b, c.timerExecs, c.timerIDs)
 	}
 	if len(c.actExecs) > 0 {
 		store.QueueCancelActivities(b, c.actExecs, c.actIDs)
 	}
-}
-
-// canceledActivity is what Heartbeat returns once the workflow cancelled
-// the activity.
-func canceledActivity() error {
-	return &harvest.CanceledError{Reason: errActivityCanceled.Error()}
 }

@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/runs"
+)
+
+// settle is the one place the engine acts on a batch's changes once its
+// transaction ended (err nil: committed): it runs or gives back the
+// activity tasks dispatched directly (settleTasks, also after a failure),
+// and after a commit answers the waiters of the runs it closed and wakes
+// the loops that have work. ctx is the engine's run: dispatched attempts
+// outlive the batch.
+func (e *Engine) settle(ctx context.Context, fx runs.Effects, err error) {
+	e.settleTasks(ctx, fx, err)
+	if err != nil {
+		return
+	}
+	if len(fx.Closed) > 0 {
+		e.closed.fireWith(fx.Outcomes, fx.Closed...)
+	}
+	e.wake(fx.Wake)
+}
+
+// wake nudges the loops s names.
+func (e *Engine) wake(s loop.Set) {
+	for _, l := range []struct {
+		bit loop.Set
+		ch  chan struct{}
+	}{{loop.Workflow, e.wfWake}, {loop.Timer, e.tmWake}, {loop.Callback, e.cbWake}, {loop.Outbox, e.obWake}} {
+		if s.Has(l.bit) {
+			e.nudge(l.ch)
+		}
+	}
+}
