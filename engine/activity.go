@@ -15,7 +15,6 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
-	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // wakeActivities wakes the activity loop to claim tasks that came due.
@@ -332,23 +331,15 @@ func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.Raw
 		}
 		return
 	}
-	if res.outcome != "" {
-		metrics.ActivityAttempts.WithLabelValues(res.outcome).Inc()
-	}
-	if res.outcome == "retried" {
-		e.retryWake.After(res.retryIn)
-	}
-	if res.wake {
-		e.nudge(e.wfWake)
-	}
+	e.afterOutcome(ctx, res)
 }
 
 // attemptOutcome is what recording an attempt did: the outcome's metric
-// label (empty when the attempt was stale), whether the run has a new
-// event, and a scheduled retry's backoff.
+// label (empty when the attempt was stale), what its new event asks of
+// the engine, and a scheduled retry's backoff.
 type attemptOutcome struct {
 	outcome string
-	wake    bool
+	fx      runs.Effects
 	retryIn time.Duration
 }
 
@@ -391,21 +382,24 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 				res.outcome = "timed_out"
 			}
 		}
-		res.wake = true
-		return e.writeOutcome(ctx, tx, t, ex, ev)
+		var err error
+		res.fx, err = e.writeOutcome(ctx, tx, t, ex, ev)
+		return err
 	})
 	return res, err
 }
 
 // writeOutcome deletes the attempt's task and appends its event, one commit.
-func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *store.Exec, ev harvest.Command) error {
-	b := &pgx.Batch{}
+func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *store.Exec, ev harvest.Command) (runs.Effects, error) {
+	b, ch := &pgx.Batch{}, runs.New()
 	store.QueueDeleteTask(b, t.TaskID)
-	queueAppendEvents(b, tx, ex, []harvest.Command{ev}, true)
+	ch.Ahead = tx.Ahead()
+	ch.AppendEvents(ex, []harvest.Command{ev}, true)
+	ch.Queue(b)
 	if err := tx.CommitWith(ctx, b); err != nil {
-		return fmt.Errorf("write: %w", translate(err))
+		return runs.Effects{}, fmt.Errorf("write: %w", translate(err))
 	}
-	return nil
+	return ch.Effects(), nil
 }
 
 // queueLockAttempt queues the lock of the task; *current is true when

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -22,43 +23,14 @@ func lockExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*store.Exec
 	return r, nil
 }
 
-// appendEvents appends events after the locked execution's last one and
-// advances next_event_id; wake schedules a workflow task now.
-func appendEvents(ctx context.Context, tx *fence.Tx, ex *store.Exec, cmds []harvest.Command, wake bool) error {
-	b := &pgx.Batch{}
-	queueAppendEvents(b, tx, ex, cmds, wake)
+// sendChanges queues ch, changes of runs locked by tx, on b after what b
+// holds, and sends b in one round trip: the single paths (cancel,
+// terminate, a timer, a timeout, a signal, an activity outcome) write
+// through the same change set as the batches.
+func sendChanges(ctx context.Context, tx *fence.Tx, b *pgx.Batch, ch *runs.Changes) error {
+	ch.Ahead = tx.Ahead()
+	ch.Queue(b)
 	return sendBatch(ctx, tx, b)
-}
-
-// queueAppendEvents queues what appendEvents does, for one round trip
-// with other statements of tx. The events are stamped with tx's
-// workflow time.
-func queueAppendEvents(b *pgx.Batch, tx *fence.Tx, ex *store.Exec, cmds []harvest.Command, wake bool) {
-	if len(cmds) == 0 {
-		return
-	}
-	ids := make([]int64, len(cmds))
-	types := make([]string, len(cmds))
-	data := make([]string, len(cmds))
-	for i, c := range cmds {
-		ids[i] = ex.NextEventID + int64(i)
-		types[i] = string(c.Type)
-		data[i] = string(c.Data)
-	}
-	store.QueueAppendRunEvents(b, ex.ID, ids, types, data, micros(tx.Ahead()))
-	ex.NextEventID += int64(len(cmds))
-	store.QueueAdvanceRun(b, ex.ID, ex.NextEventID, wake)
-}
-
-// queueCloseExecution queues what closeExecution does.
-func queueCloseExecution(b *pgx.Batch, ex *store.Exec, state string, output, errInfo json.RawMessage) {
-	releaseSlot := state == StateTerminated || state == StateContinuedAsNew
-	store.QueueCloseRun(b, ex.ID, state, nullJSON(output), nullJSON(errInfo), releaseSlot)
-	store.QueueDeleteRunTasks(b, ex.ID)
-	store.QueueDeleteRunTimers(b, ex.ID)
-	store.QueueRunCallbacksDue(b, ex.ID)
-	store.QueueCloseOutbox(b, []uuid.UUID{ex.ID})
-	ex.State = state
 }
 
 // sendBatch sends the queued statements in one round trip.
@@ -72,17 +44,26 @@ func sendBatch(ctx context.Context, tx *fence.Tx, b *pgx.Batch) error {
 	return nil
 }
 
-// forceClose appends WorkflowCancelled/WorkflowTerminated and seals the run.
-func forceClose(ctx context.Context, tx *fence.Tx, ex *store.Exec, state, reason, replacedBy string) error {
+// forceClose adds WorkflowCancelled/WorkflowTerminated to ch and seals
+// the run.
+func forceClose(ch *runs.Changes, ex *store.Exec, state, reason, replacedBy string) {
 	t := harvest.EventWorkflowCancelled
 	if state == StateTerminated {
 		t = harvest.EventWorkflowTerminated
 	}
 	cmd := harvest.NewCommand(t, harvest.WorkflowClosedData{Reason: reason, ReplacedBy: replacedBy})
-	b := &pgx.Batch{}
-	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, false)
-	queueCloseExecution(b, ex, state, nil, nil)
-	return sendBatch(ctx, tx, b)
+	ch.AppendEvents(ex, []harvest.Command{cmd}, false)
+	ch.Close(ex, state, nil, nil)
+}
+
+// closeNow closes the run in its own round trip (a run that must give
+// up its slot before the caller's next statement), and returns what the
+// close asks of the engine once tx commits.
+func closeNow(ctx context.Context, tx *fence.Tx, ex *store.Exec, state, reason, replacedBy string) (runs.Effects, error) {
+	ch := runs.New()
+	forceClose(ch, ex, state, reason, replacedBy)
+	err := sendChanges(ctx, tx, &pgx.Batch{}, ch)
+	return ch.Effects(), err
 }
 
 func nullJSON(b json.RawMessage) any {

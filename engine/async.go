@@ -153,7 +153,7 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 	if err != nil {
 		return AsyncAnswer{}, err
 	}
-	e.afterOutcome(res)
+	e.afterOutcome(ctx, res)
 	return ans, nil
 }
 
@@ -172,22 +172,21 @@ func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t claimedT
 		}
 		ev, res.outcome = failureCommand(t, info, ""), "failed"
 	}
-	res.wake = true
-	return res, e.writeOutcome(ctx, tx, t, ex, ev)
+	var err error
+	res.fx, err = e.writeOutcome(ctx, tx, t, ex, ev)
+	return res, err
 }
 
 // afterOutcome does what a recorded outcome asks: its metric, the retry's
-// wake-up, the run's workflow task.
-func (e *Engine) afterOutcome(res attemptOutcome) {
+// wake-up, what its event asks of the engine (the run's workflow task).
+func (e *Engine) afterOutcome(ctx context.Context, res attemptOutcome) {
 	if res.outcome != "" {
 		metrics.ActivityAttempts.WithLabelValues(res.outcome).Inc()
 	}
 	if res.outcome == "retried" {
 		e.retryWake.After(res.retryIn)
 	}
-	if res.wake {
-		e.nudge(e.wfWake)
-	}
+	e.settle(ctx, res.fx, nil)
 }
 
 // HeartbeatActivity records a heartbeat of the attempt token names and

@@ -118,3 +118,54 @@ func BenchmarkOneActivityWorkflow(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "workflows/s")
 }
+
+// BenchmarkSignalSingle: keyed signals spread over 64 running runs through
+// the single path (a transaction each, as when a signal batch fails).
+func BenchmarkSignalSingle(b *testing.B) {
+	e := benchEngine(b)
+	var runs []uuid.UUID
+	for range 64 {
+		r, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: "block"})
+		require.NoError(b, err)
+		runs = append(runs, r.ExecutionID)
+	}
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			_, err := e.signalTx(context.Background(), SignalRequest{ExecutionID: runs[i%64], SignalName: "noise", IdempotencyKey: fmt.Sprint("s", i)})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "signals/s")
+}
+
+// BenchmarkTerminate: terminations of running runs (a close through the
+// single path: its event, the close, and what a close clears).
+func BenchmarkTerminate(b *testing.B) {
+	e := benchEngine(b)
+	ids := make([]uuid.UUID, b.N)
+	for i := range ids {
+		r, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: "block"})
+		require.NoError(b, err)
+		ids[i] = r.ExecutionID
+	}
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := e.Terminate(context.Background(), ids[n.Add(1)-1], "bench")
+			if err != nil || !res.Newly {
+				b.Errorf("want a termination: %v %+v", err, res)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "closes/s")
+}

@@ -82,13 +82,6 @@ func (e *Engine) deliverCallbacks(ctx context.Context) (int, error) {
 	return len(due), nil
 }
 
-// wakeAfterClose wakes the loops a close outside a write set may have
-// given work: callbacks and the outbox (a child's report, close policies).
-func (e *Engine) wakeAfterClose() {
-	e.nudge(e.cbWake)
-	e.nudge(e.obWake)
-}
-
 // claimCallbacks takes due callbacks for one attempt each.
 func (e *Engine) claimCallbacks(ctx context.Context) ([]store.DueCallback, error) {
 	var out []store.DueCallback

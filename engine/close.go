@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -20,7 +22,9 @@ import (
 // (CloseResult.ExecutionID).
 func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason, State: StateRunning, CancelRequested: true}
+	var fx runs.Effects
 	err := e.withTx(ctx, func(tx *fence.Tx) error {
+		fx = runs.Effects{}
 		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err
@@ -35,17 +39,18 @@ func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (Close
 		}
 		res.Newly = true
 		cmd := harvest.NewCommand(harvest.EventWorkflowCancelRequested, harvest.WorkflowCancelRequestedData{Reason: reason})
-		if err := appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true); err != nil {
+		ch := runs.New()
+		ch.AppendEvents(ex, []harvest.Command{cmd}, true)
+		if err := sendChanges(ctx, tx, &pgx.Batch{}, ch); err != nil {
 			return err
 		}
+		fx = ch.Effects()
 		return e.crashAt(ctx, crashCancel)
 	})
 	if err != nil {
 		return CloseResult{}, err
 	}
-	if res.Newly {
-		e.nudge(e.wfWake)
-	}
+	e.settle(ctx, fx, nil)
 	return res, nil
 }
 
@@ -68,7 +73,9 @@ func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (Cl
 
 func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) (CloseResult, error) {
 	res := CloseResult{ExecutionID: id, Reason: reason}
+	var fx runs.Effects
 	err := e.withTx(ctx, func(tx *fence.Tx) error {
+		fx = runs.Effects{}
 		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err
@@ -79,14 +86,12 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) 
 			return nil
 		}
 		res.State, res.Newly = state, true
-		return forceClose(ctx, tx, ex, state, reason, "")
+		fx, err = closeNow(ctx, tx, ex, state, reason, "")
+		return err
 	})
 	if err != nil {
 		return CloseResult{}, err
 	}
-	if res.Newly {
-		e.closed.fire(res.ExecutionID)
-		e.wakeAfterClose() // its callbacks, if any, are due
-	}
+	e.settle(ctx, fx, nil)
 	return res, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest"
@@ -40,6 +39,7 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 	var (
 		ex   *store.Exec
 		seen bool
+		fx   runs.Effects
 	)
 	// One round trip: fence, lock the run, look the key up; then one for
 	// the ledger row and the event.
@@ -68,15 +68,14 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 			return err
 		}
 		res.Delivered = true
-		return deliverSignal(ctx, tx, ex, req.SignalName, req.Payload, req.IdempotencyKey)
+		fx, err = deliverSignal(ctx, tx, &pgx.Batch{}, runs.New(), ex, req.SignalName, req.Payload, req.IdempotencyKey)
+		return err
 	})
 	recordSignal(res, err)
 	if err != nil {
 		return SignalResult{}, err
 	}
-	if res.Delivered {
-		e.nudge(e.wfWake)
-	}
+	e.settle(ctx, fx, nil)
 	return res, nil
 }
 
@@ -110,15 +109,16 @@ func recordSignal(res SignalResult, err error) {
 	}
 }
 
-// deliverSignal records the signal in the ledger and appends its event,
-// in one round trip.
-func deliverSignal(ctx context.Context, tx *fence.Tx, ex *store.Exec, name string, payload json.RawMessage, key string) error {
-	b := &pgx.Batch{}
+// deliverSignal records the signal in the ledger and appends its event
+// after what b and ch hold, in one round trip, and returns what the
+// changes ask of the engine once tx commits.
+func deliverSignal(ctx context.Context, tx *fence.Tx, b *pgx.Batch, ch *runs.Changes, ex *store.Exec, name string, payload json.RawMessage, key string) (runs.Effects, error) {
 	store.QueueInsertSignal(b, ex.ID, ex.ChainID, name, key, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: name, Payload: runs.InputOrNull(payload), IdempotencyKey: key})
-	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, true)
-	return sendBatch(ctx, tx, b)
+	ch.AppendEvents(ex, []harvest.Command{cmd}, true)
+	err := sendChanges(ctx, tx, b, ch)
+	return ch.Effects(), err
 }
 
 // SignalWithStartRequest signals the run holding a workflow id, starting
@@ -161,8 +161,10 @@ func (e *Engine) SignalWithStart(ctx context.Context, req SignalWithStartRequest
 func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartRequest) (SignalWithStartResult, error) {
 	sr := req.Start
 	res := SignalWithStartResult{WorkflowName: sr.WorkflowName, WorkflowID: sr.WorkflowID}
-	closed, closedID := false, uuid.Nil
-	var moved *MovedError
+	var (
+		moved      *MovedError
+		closed, fx runs.Effects // of a replaced run, of the signalled one
+	)
 	queue := func(b *pgx.Batch) {
 		if sr.Placement != nil {
 			queuePlacementCheck(b, sr.WorkflowName, sr.Placement, &moved)
@@ -189,12 +191,12 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 			return &ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
 		case decideSignal:
 			res.ExecutionID, res.State, res.SignalDelivered = prior.ID, prior.State, true
-			return deliverSignal(ctx, tx, prior, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+			fx, err = deliverSignal(ctx, tx, &pgx.Batch{}, runs.New(), prior, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+			return err
 		case decideTerminateAndStart:
 			if !sr.AllowTerminate {
 				return ErrTerminateNotAllowed
 			}
-			closed, closedID = true, prior.ID
 		}
 		// A run is about to be created: the fresh-start checks apply.
 		if err := e.reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
@@ -208,7 +210,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 		}
 		newID := NewExecutionID(e.cfg.ShardID)
 		if d == decideTerminateAndStart {
-			if err := forceClose(ctx, tx, prior, StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
+			if closed, err = closeNow(ctx, tx, prior, StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
 				return err
 			}
 		}
@@ -220,25 +222,20 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 		if err != nil {
 			return err
 		}
-		if err := appendEvents(ctx, tx, ex, []harvest.Command{startedCommand(sr)}, true); err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
+		// The new run's WorkflowStarted, its timeout timers and the signal:
+		// one round trip.
+		b, ch := &pgx.Batch{}, runs.New()
 		queueTimeoutTimersNow(b, tx, newID, sr.timeouts)
-		if err := sendBatch(ctx, tx, b); err != nil {
-			return err
-		}
+		ch.AppendEvents(ex, []harvest.Command{startedCommand(sr)}, true)
 		res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, StateRunning, true, true
-		return deliverSignal(ctx, tx, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+		fx, err = deliverSignal(ctx, tx, b, ch, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+		return err
 	})
 	if err != nil {
 		return SignalWithStartResult{}, err
 	}
-	e.nudge(e.wfWake)
-	if closed {
-		e.closed.fire(closedID)
-		e.wakeAfterClose() // the replaced run's callbacks, if any, are due
-	}
+	e.settle(ctx, closed, nil)
+	e.settle(ctx, fx, nil)
 	return res, nil
 }
 

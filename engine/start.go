@@ -251,7 +251,7 @@ func (e *Engine) schedule(delay *time.Duration, startAt *time.Time) (*time.Time,
 func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, error) {
 	var (
 		res     StartResult
-		closed  bool
+		closed  runs.Effects // of a replaced run
 		newID   = NewExecutionID(e.cfg.ShardID)
 		claimed = true
 		prior   *store.Exec
@@ -288,10 +288,10 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 			if !req.AllowTerminate {
 				return ErrTerminateNotAllowed
 			}
-			if err := forceClose(ctx, tx, prior, StateTerminated, "replaced by a new start", newID.String()); err != nil {
+			var err error
+			if closed, err = closeNow(ctx, tx, prior, StateTerminated, "replaced by a new start", newID.String()); err != nil {
 				return err
 			}
-			closed = true
 		}
 		if err := releaseSlot(ctx, tx, prior); err != nil {
 			return err
@@ -305,10 +305,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 	if res.StartedFresh {
 		e.nudge(e.wfWake)
 	}
-	if closed {
-		e.closed.fire(prior.ID)
-		e.wakeAfterClose() // the replaced run's callbacks, if any, are due
-	}
+	e.settle(ctx, closed, nil)
 	return res, nil
 }
 

@@ -84,14 +84,14 @@ func queueTimeoutTimersNow(b *pgx.Batch, tx *fence.Tx, id uuid.UUID, timeouts []
 // was due at fireAt. An execution timeout is measured from the start of
 // the run's continue-as-new chain (its first run, while its history is
 // kept), a run timeout from the run's own.
-func fireTimeout(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, fireAt time.Time) error {
+func fireTimeout(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, fireAt time.Time) (runs.Effects, error) {
 	from := ex.ID
 	if kind == runs.TimeoutExecution && ex.ChainID != uuid.Nil {
 		from = ex.ChainID
 	}
 	started, err := store.ChainStart(ctx, tx, ex.ID, from)
 	if err != nil {
-		return fmt.Errorf("read start of %s: %w", ex.ID, translate(err))
+		return runs.Effects{}, fmt.Errorf("read start of %s: %w", ex.ID, translate(err))
 	}
 	return timeOut(ctx, tx, ex, kind, fireAt.Sub(started))
 }
@@ -107,16 +107,18 @@ func timeoutKind(timerID string) string {
 }
 
 // timeOut closes the locked run TIMED_OUT: WorkflowTimedOut, then the
-// close, in tx.
-func timeOut(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, d time.Duration) error {
+// close, in tx; it returns what the close asks of the engine once tx
+// commits.
+func timeOut(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, d time.Duration) (runs.Effects, error) {
 	info := harvest.ErrorInfo{Type: "timeout", Message: fmt.Sprintf("workflow %s timeout %s", kind, d)}
 	raw, err := json.Marshal(info)
 	if err != nil {
-		return fmt.Errorf("encode timeout error: %w", err)
+		return runs.Effects{}, fmt.Errorf("encode timeout error: %w", err)
 	}
 	cmd := harvest.NewCommand(harvest.EventWorkflowTimedOut, harvest.WorkflowTimedOutData{TimeoutType: kind, Error: info})
-	b := &pgx.Batch{}
-	queueAppendEvents(b, tx, ex, []harvest.Command{cmd}, false)
-	queueCloseExecution(b, ex, StateTimedOut, nil, raw)
-	return sendBatch(ctx, tx, b)
+	ch := runs.New()
+	ch.AppendEvents(ex, []harvest.Command{cmd}, false)
+	ch.Close(ex, StateTimedOut, nil, raw)
+	err = sendChanges(ctx, tx, &pgx.Batch{}, ch)
+	return ch.Effects(), err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
 
@@ -40,15 +41,14 @@ func (e *Engine) fireDueTimers(ctx context.Context) (bool, error) {
 			fired++
 		}
 	}
-	if fired > 0 {
-		e.nudge(e.wfWake)
-	}
 	e.armNextTimer(ctx)
 	return len(due) == timerBatch, nil
 }
 
 func (e *Engine) fireTimer(ctx context.Context, d store.DueTimer) (fired, closed bool, err error) {
+	var fx runs.Effects
 	err = e.withTx(ctx, func(tx *fence.Tx) error {
+		fx, fired, closed = runs.Effects{}, false, false
 		ex, err := lockExecution(ctx, tx, d.ExecutionID)
 		if errors.Is(err, ErrNotFound) {
 			return nil
@@ -65,25 +65,24 @@ func (e *Engine) fireTimer(ctx context.Context, d store.DueTimer) (fired, closed
 		}
 		if kind := timeoutKind(d.TimerID); kind != "" {
 			closed = true
-			if err := fireTimeout(ctx, tx, ex, kind, fireAt); err != nil {
+			if fx, err = fireTimeout(ctx, tx, ex, kind, fireAt); err != nil {
 				return err
 			}
 			return e.crashAt(ctx, crashTimeoutFire)
 		}
 		fired = true
-		cmd := harvest.NewCommand(harvest.EventTimerFired, harvest.TimerFiredData{TimerID: d.TimerID})
-		if err := appendEvents(ctx, tx, ex, []harvest.Command{cmd}, true); err != nil {
+		ch := runs.New()
+		ch.AppendEvents(ex, []harvest.Command{harvest.NewCommand(harvest.EventTimerFired, harvest.TimerFiredData{TimerID: d.TimerID})}, true)
+		if err := sendChanges(ctx, tx, &pgx.Batch{}, ch); err != nil {
 			return err
 		}
+		fx = ch.Effects()
 		return e.crashAt(ctx, crashTimerFire)
 	})
 	if err != nil {
 		return false, false, err
 	}
-	if closed {
-		e.closed.fire(d.ExecutionID)
-		e.wakeAfterClose() // its callbacks, if any, are due
-	}
+	e.settle(ctx, fx, nil)
 	return fired, closed, nil
 }
 

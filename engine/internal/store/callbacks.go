@@ -59,16 +59,9 @@ func CallbackFailed(ctx context.Context, q Querier, id uuid.UUID, idx int, statu
 	return err
 }
 
-// QueueRunCallbacksDue queues run id's pending completion callbacks to be
-// delivered now (the run closed).
-func QueueRunCallbacksDue(b *pgx.Batch, id uuid.UUID) {
-	b.Queue(`
-		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()
-		 WHERE execution_id = $1 AND status = 'pending'`, id)
-}
-
-// QueueRunsCallbacksDue is QueueRunCallbacksDue for runs ids; the caller
-// reads how many became due from its command tag.
+// QueueRunsCallbacksDue queues the pending completion callbacks of runs
+// ids (closed) to be delivered now; the caller reads how many became due
+// from its command tag.
 func QueueRunsCallbacksDue(b *pgx.Batch, ids []uuid.UUID) *pgx.QueuedQuery {
 	return b.Queue(`
 		UPDATE harvest_callbacks SET status = 'due', next_attempt_at = now()

@@ -70,17 +70,6 @@ func HasEvent(ctx context.Context, q Querier, id uuid.UUID, eventType string) (b
 	return found, err
 }
 
-// QueueAppendRunEvents queues the events of run id with event ids ids,
-// types and data (JSON text), stamped with the transaction's time plus
-// ahead microseconds (workflow time).
-func QueueAppendRunEvents(b *pgx.Batch, id uuid.UUID, ids []int64, types, data []string, ahead int64) {
-	b.Queue(`
-		INSERT INTO harvest_events (execution_id, event_id, event_type, data, created_at)
-		SELECT $1, u.event_id, u.event_type, u.data::jsonb, now() + $5 * interval '1 microsecond'
-		  FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u(event_id, event_type, data)`,
-		id, ids, types, data, ahead)
-}
-
 // QueueInsertEvents queues the events of many runs: the nums[i]-th event
 // of run ids[i], of type types[i] and data data[i] (JSON text), stamped
 // with the transaction's time plus ahead microseconds (workflow time).

@@ -68,27 +68,6 @@ func QueueLockRuns(b *pgx.Batch, ids []uuid.UUID) *pgx.QueuedQuery {
 		  FROM harvest_executions WHERE execution_id = ANY($1) ORDER BY execution_id FOR UPDATE`, ids)
 }
 
-// QueueAdvanceRun queues run id's next event id after an append; wake
-// makes its workflow task due now.
-func QueueAdvanceRun(b *pgx.Batch, id uuid.UUID, next int64, wake bool) {
-	b.Queue(`
-		UPDATE harvest_executions
-		   SET next_event_id = $2, updated_at = now(),
-		       wf_task_due_at = CASE WHEN $3 THEN least(coalesce(wf_task_due_at, now()), now()) ELSE wf_task_due_at END
-		 WHERE execution_id = $1`, id, next, wake)
-}
-
-// QueueCloseRun queues the close of run id in state with its output and
-// error (nil or JSON text); release gives up the run's slot.
-func QueueCloseRun(b *pgx.Batch, id uuid.UUID, state string, output, errInfo any, release bool) {
-	b.Queue(`
-		UPDATE harvest_executions
-		   SET state = $2, output = $3, error = $4, completed_at = now(), updated_at = now(),
-		       wf_task_due_at = NULL, wf_task_attempt = 0, last_error = NULL,
-		       holds_slot = holds_slot AND NOT $5
-		 WHERE execution_id = $1`, id, state, output, errInfo, release)
-}
-
 // RunUpdates are the columns of one UPDATE of many runs, one entry per
 // run: the next event id, whether events were appended, the workflow
 // task woken or cleared, the run closed (with state, output and error as

@@ -292,11 +292,6 @@ func QueueInsertTasks(b *pgx.Batch, t NewTasks, claim []bool, epoch, graceMS, ah
 	})
 }
 
-// QueueDeleteRunTasks queues the delete of run id's activity tasks.
-func QueueDeleteRunTasks(b *pgx.Batch, id uuid.UUID) {
-	b.Queue(`DELETE FROM harvest_tasks WHERE execution_id = $1`, id)
-}
-
 // QueueDeleteRunsTasks queues the delete of the activity tasks of runs
 // ids.
 func QueueDeleteRunsTasks(b *pgx.Batch, ids []uuid.UUID) {

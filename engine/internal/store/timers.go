@@ -93,11 +93,6 @@ func QueueHandOverTimers(b *pgx.Batch, olds, news []uuid.UUID, execTimer, runTim
 		olds, news, execTimer, runTimer, ahead)
 }
 
-// QueueDeleteRunTimers queues the delete of run id's timers.
-func QueueDeleteRunTimers(b *pgx.Batch, id uuid.UUID) {
-	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = $1`, id)
-}
-
 // QueueDeleteRunsTimers queues the delete of the timers of runs ids.
 func QueueDeleteRunsTimers(b *pgx.Batch, ids []uuid.UUID) {
 	b.Queue(`DELETE FROM harvest_timers WHERE execution_id = ANY($1)`, ids)
