@@ -397,7 +397,7 @@ func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, 
 	ch.AppendEvents(ex, []harvest.Command{ev}, true)
 	ch.Queue(b)
 	if err := tx.CommitWith(ctx, b); err != nil {
-		return runs.Effects{}, fmt.Errorf("write: %w", translate(err))
+		return runs.Effects{}, fmt.Errorf("write: %w", store.Translate(err))
 	}
 	return ch.Effects(), nil
 }
@@ -454,4 +454,12 @@ func deleteTask(ctx context.Context, tx *fence.Tx, id int64) error {
 // the activity.
 func canceledActivity() error {
 	return &harvest.CanceledError{Reason: errActivityCanceled.Error()}
+}
+
+// nullJSON is b as a nullable JSON argument (nil when empty).
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
 }

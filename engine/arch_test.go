@@ -23,18 +23,18 @@ import (
 const enginePath = "github.com/harvestd/harvest/engine"
 
 var layers = map[string]int{
-	"engine":                   5,
-	"engine/internal/outbox":   4,
-	"engine/internal/schedule": 4,
-	"engine/internal/deferred": 4,
-	"engine/internal/maint":    4,
-	"engine/internal/intake":   3,
-	"engine/internal/wftask":   3,
-	"engine/internal/activity": 3,
-	"engine/internal/read":     3,
-	"engine/internal/runs":     2,
-	"engine/internal/store":    1,
+	"engine":                   6,
+	"engine/internal/outbox":   5,
+	"engine/internal/schedule": 5,
+	"engine/internal/deferred": 5,
+	"engine/internal/maint":    5,
+	"engine/internal/intake":   4,
+	"engine/internal/wftask":   4,
+	"engine/internal/activity": 4,
+	"engine/internal/read":     4,
+	"engine/internal/runs":     3,
 	"engine/internal/fence":    2,
+	"engine/internal/store":    1,
 	"engine/internal/loop":     0,
 	"engine/shardapi":          0,
 }
@@ -102,8 +102,8 @@ func TestLayers(t *testing.T) {
 // mayImport: a layer imports lower layers, and the paths and services
 // import the workflow-task runner.
 func mayImport(level, depLevel int, dep string) bool {
-	if depLevel == 3 {
-		return level == 5 || (level >= 3 && dep == "engine/internal/wftask")
+	if depLevel == layers["engine/internal/wftask"] {
+		return level == layers["engine"] || (level >= depLevel && dep == "engine/internal/wftask")
 	}
 	return depLevel < level
 }
@@ -114,14 +114,17 @@ func TestMayImport(t *testing.T) {
 		name       string
 		ok         bool
 	}{
-		{5, 4, "engine/internal/outbox", true},
+		{6, 5, "engine/internal/outbox", true},
+		{6, 4, "engine/internal/intake", true},
 		{2, 1, "engine/internal/store", true},
-		{1, 1, "engine/internal/fence", false},
-		{1, 2, "engine/internal/runs", false},
-		{4, 3, "engine/internal/wftask", true},
-		{4, 3, "engine/internal/intake", false},
-		{3, 3, "engine/internal/wftask", true},
-		{2, 3, "engine/internal/wftask", false},
+		{3, 2, "engine/internal/fence", true},
+		{1, 1, "engine/internal/store", false},
+		{1, 2, "engine/internal/fence", false},
+		{2, 3, "engine/internal/runs", false},
+		{5, 4, "engine/internal/wftask", true},
+		{5, 4, "engine/internal/intake", false},
+		{4, 4, "engine/internal/wftask", true},
+		{3, 4, "engine/internal/wftask", false},
 	} {
 		require.Equal(t, c.ok, mayImport(c.level, c.dep, c.name), "%+v", c)
 	}

@@ -55,7 +55,7 @@ func lockCurrentRun(ctx context.Context, tx *fence.Tx, ex *store.Exec) (*store.E
 		next = cur
 	}
 	for {
-		cur, err := lockExecution(ctx, tx, next)
+		cur, err := store.LockExec(ctx, tx, next)
 		if err != nil || cur.ContinuedTo == nil {
 			return cur, err
 		}
@@ -66,7 +66,7 @@ func lockCurrentRun(ctx context.Context, tx *fence.Tx, ex *store.Exec) (*store.E
 // lockChainRun locks the run id, or the current run of its chain when it
 // continued as new.
 func lockChainRun(ctx context.Context, tx *fence.Tx, id uuid.UUID) (*store.Exec, error) {
-	ex, err := lockExecution(ctx, tx, id)
+	ex, err := store.LockExec(ctx, tx, id)
 	if err != nil {
 		return nil, err
 	}

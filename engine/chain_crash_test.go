@@ -12,12 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // handOverPoints are the crash points a continue-as-new meets: the
 // hand-over is one workflow task's transaction, and a signal to the old
 // run's id goes through a signal batch.
-var handOverPoints = []crashPoint{crashLoaded, crashRan, crashBeforeCommit, crashCommitted, crashSignal}
+var handOverPoints = []loop.CrashPoint{crashLoaded, crashRan, crashBeforeCommit, crashCommitted, crashSignal}
 
 // A crash at any point of the hand-over leaves one new run, and a signal
 // sent to the old run's id during it (and retried with its key to the new
@@ -34,7 +35,7 @@ func TestContinueAsNewCrashPoints(t *testing.T) {
 			hit, frozen := make(chan struct{}), make(chan struct{})
 			hook := crashOnce(p, hit, frozen)
 			e1 := b.engine(t, func(c *Config) {
-				c.crashHook = func(ctx context.Context, q crashPoint) error {
+				c.crashHook = func(ctx context.Context, q loop.CrashPoint) error {
 					if !armed.Load() {
 						return nil
 					}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // startCounter starts a demo counter chain that continues every `every`
@@ -420,7 +421,7 @@ func TestRedirectedSignalLooksItsKeyUpAgain(t *testing.T) {
 	var armed atomic.Bool
 	held, release := make(chan struct{}), make(chan struct{})
 	e := b.engine(t, func(c *Config) {
-		c.crashHook = func(ctx context.Context, p crashPoint) error {
+		c.crashHook = func(ctx context.Context, p loop.CrashPoint) error {
 			if p == crashSignal && armed.CompareAndSwap(true, false) {
 				close(held)
 				<-release

@@ -41,7 +41,7 @@ func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (Close
 		cmd := harvest.NewCommand(harvest.EventWorkflowCancelRequested, harvest.WorkflowCancelRequestedData{Reason: reason})
 		ch := runs.New()
 		ch.AppendEvents(ex, []harvest.Command{cmd}, true)
-		if err := sendChanges(ctx, tx, &pgx.Batch{}, ch); err != nil {
+		if err := ch.Send(ctx, tx, &pgx.Batch{}); err != nil {
 			return err
 		}
 		fx = ch.Effects()
@@ -86,7 +86,7 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) 
 			return nil
 		}
 		res.State, res.Newly = state, true
-		fx, err = closeNow(ctx, tx, ex, state, reason, "")
+		fx, err = runs.CloseNow(ctx, tx, ex, state, reason, "")
 		return err
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // Defaults of Config.
@@ -148,7 +149,7 @@ type Config struct {
 
 	// crashHook stops the engine at a named step boundary: tests only
 	// (crashpoint.go).
-	crashHook crashHook
+	crashHook loop.Crash
 	// batchClosedHook runs in a deferred batch start's transaction after
 	// it closed its key's open batch to make room: tests only, standing
 	// in for concurrent starts that fill the batch opened next.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 var errCrashed = errors.New("crashed at a crash point")
@@ -123,7 +124,7 @@ func waitOutcome(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
 }
 
 // crashScenarios maps each crash point to a run that passes it.
-func crashScenarios(pool *pgxpool.Pool) map[crashPoint]crashScenario {
+func crashScenarios(pool *pgxpool.Pool) map[loop.CrashPoint]crashScenario {
 	signalled := crashScenario{
 		req: StartRequest{WorkflowName: "crash_select", Input: []byte(`3600000`)},
 		act: func(e *Engine, id uuid.UUID, stop <-chan struct{}) {
@@ -135,7 +136,7 @@ func crashScenarios(pool *pgxpool.Pool) map[crashPoint]crashScenario {
 		state: StateCompleted, output: `"sig"`,
 	}
 	runTimeout := 300 * time.Millisecond
-	return map[crashPoint]crashScenario{
+	return map[loop.CrashPoint]crashScenario{
 		crashLoaded: signalled, crashRan: signalled, crashBeforeCommit: signalled, crashCommitted: signalled,
 		crashSignal: signalled,
 		crashTimerFire: {
@@ -168,9 +169,9 @@ func crashScenarios(pool *pgxpool.Pool) map[crashPoint]crashScenario {
 // crashOnce is a hook that stops the engine the first time it reaches
 // target: from then on every crash point blocks until the engine's loops
 // end or frozen is closed, and fails.
-func crashOnce(target crashPoint, hit, frozen chan struct{}) crashHook {
+func crashOnce(target loop.CrashPoint, hit, frozen chan struct{}) loop.Crash {
 	var crashed atomic.Bool
-	return func(ctx context.Context, p crashPoint) error {
+	return func(ctx context.Context, p loop.CrashPoint) error {
 		if p != target && !crashed.Load() {
 			return nil
 		}
@@ -225,7 +226,7 @@ func TestCrashPoints(t *testing.T) {
 		})
 	}
 	// The outbox's commands also cross every workflow task boundary.
-	for _, p := range []crashPoint{crashLoaded, crashRan, crashBeforeCommit, crashCommitted} {
+	for _, p := range []loop.CrashPoint{crashLoaded, crashRan, crashBeforeCommit, crashCommitted} {
 		t.Run("outbox/"+string(p), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
@@ -237,7 +238,7 @@ func TestCrashPoints(t *testing.T) {
 
 // runCrash crashes an engine at p while sc runs, resumes on a new engine
 // and checks the run ends as without the crash.
-func runCrash(t *testing.T, b *testBundle, p crashPoint, sc crashScenario) {
+func runCrash(t *testing.T, b *testBundle, p loop.CrashPoint, sc crashScenario) {
 	hit, frozen := make(chan struct{}), make(chan struct{})
 	e1 := b.engine(t, func(c *Config) { c.crashHook = crashOnce(p, hit, frozen) })
 	run := start(t, e1, sc.req)

@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+
+	"github.com/harvestd/harvest/engine/internal/loop"
+)
 
 // Crash points: the named step boundaries where a test can stop the
 // engine as a crash would (crash_test.go). A point is a call of
@@ -59,34 +63,32 @@ import "context"
 //   - crashDeferredBeforeCommit: due items are closed and their outbox
 //     rows written, before the commit.
 //   - crashDeferredCommitted: they are committed, the outbox not woken.
-type crashPoint string
-
 const (
-	crashLoaded          crashPoint = "workflow_task.loaded"
-	crashRan             crashPoint = "workflow_task.ran"
-	crashBeforeCommit    crashPoint = "workflow_task.before_commit"
-	crashCommitted       crashPoint = "workflow_task.committed"
-	crashSignal          crashPoint = "signal.before_commit"
-	crashCancel          crashPoint = "cancel.before_commit"
-	crashTimerFire       crashPoint = "timer_fire.before_commit"
-	crashTimeoutFire     crashPoint = "timeout_fire.before_commit"
-	crashActivityOutcome crashPoint = "activity_outcome.before_commit"
+	crashLoaded          loop.CrashPoint = "workflow_task.loaded"
+	crashRan             loop.CrashPoint = "workflow_task.ran"
+	crashBeforeCommit    loop.CrashPoint = "workflow_task.before_commit"
+	crashCommitted       loop.CrashPoint = "workflow_task.committed"
+	crashSignal          loop.CrashPoint = "signal.before_commit"
+	crashCancel          loop.CrashPoint = "cancel.before_commit"
+	crashTimerFire       loop.CrashPoint = "timer_fire.before_commit"
+	crashTimeoutFire     loop.CrashPoint = "timeout_fire.before_commit"
+	crashActivityOutcome loop.CrashPoint = "activity_outcome.before_commit"
 
-	crashOutboxClaimed   crashPoint = "outbox.claimed"
-	crashOutboxResolved  crashPoint = "outbox.resolved"
-	crashOutboxPerformed crashPoint = "outbox.performed"
-	crashOutboxRecord    crashPoint = "outbox.record_before_commit"
-	crashChildClose      crashPoint = "child_close.before_commit"
+	crashOutboxClaimed   loop.CrashPoint = "outbox.claimed"
+	crashOutboxResolved  loop.CrashPoint = "outbox.resolved"
+	crashOutboxPerformed loop.CrashPoint = "outbox.performed"
+	crashOutboxRecord    loop.CrashPoint = "outbox.record_before_commit"
+	crashChildClose      loop.CrashPoint = "child_close.before_commit"
 
-	crashScheduleBeforeCommit crashPoint = "schedule.before_commit"
-	crashScheduleCommitted    crashPoint = "schedule.committed"
+	crashScheduleBeforeCommit loop.CrashPoint = "schedule.before_commit"
+	crashScheduleCommitted    loop.CrashPoint = "schedule.committed"
 
-	crashDeferredBeforeCommit crashPoint = "deferred.before_commit"
-	crashDeferredCommitted    crashPoint = "deferred.committed"
+	crashDeferredBeforeCommit loop.CrashPoint = "deferred.before_commit"
+	crashDeferredCommitted    loop.CrashPoint = "deferred.committed"
 )
 
 // crashPoints lists every crash point; crash tests iterate over it.
-var crashPoints = []crashPoint{
+var crashPoints = []loop.CrashPoint{
 	crashLoaded, crashRan, crashBeforeCommit, crashCommitted,
 	crashSignal, crashCancel, crashTimerFire, crashTimeoutFire, crashActivityOutcome,
 	crashOutboxClaimed, crashOutboxResolved, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
@@ -94,13 +96,7 @@ var crashPoints = []crashPoint{
 	crashDeferredBeforeCommit, crashDeferredCommitted,
 }
 
-// crashHook is called at each crash point (tests only, see above).
-type crashHook func(ctx context.Context, p crashPoint) error
-
 // crashAt runs the test's hook at p; nil without one.
-func (e *Engine) crashAt(ctx context.Context, p crashPoint) error {
-	if e.cfg.crashHook == nil {
-		return nil
-	}
-	return e.cfg.crashHook(ctx, p)
+func (e *Engine) crashAt(ctx context.Context, p loop.CrashPoint) error {
+	return e.cfg.crashHook.At(ctx, p)
 }

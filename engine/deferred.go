@@ -171,7 +171,7 @@ func debounce(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest,
 	d, err := store.Debounce(ctx, tx, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID,
 		req.Input, now, micros(p.Window), micros(p.MaxWait))
 	if err != nil {
-		return d, fmt.Errorf("debounce %q: %w", p.Key, translate(err))
+		return d, fmt.Errorf("debounce %q: %w", p.Key, store.Translate(err))
 	}
 	return d, nil
 }
@@ -207,7 +207,7 @@ func batch(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest, no
 		}
 	}
 	if err != nil {
-		return d, closed, fmt.Errorf("batch %q: %w", p.Key, translate(err))
+		return d, closed, fmt.Errorf("batch %q: %w", p.Key, store.Translate(err))
 	}
 	return d, closed, nil
 }
@@ -218,11 +218,11 @@ func throttle(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest,
 	p := req.Throttle
 	next, err := store.LockThrottle(ctx, tx, req.WorkflowName, p.Key, now)
 	if err != nil {
-		return Deferred{}, fmt.Errorf("lock throttle %q: %w", p.Key, translate(err))
+		return Deferred{}, fmt.Errorf("lock throttle %q: %w", p.Key, store.Translate(err))
 	}
 	backlog, earliest, err := store.ThrottleBacklog(ctx, tx, req.WorkflowName, p.Key)
 	if err != nil {
-		return Deferred{}, fmt.Errorf("count throttle %q: %w", p.Key, translate(err))
+		return Deferred{}, fmt.Errorf("count throttle %q: %w", p.Key, store.Translate(err))
 	}
 	if backlog >= p.MaxBacklog {
 		return Deferred{}, &ThrottledError{Key: p.Key, Backlog: backlog, RetryAfter: retryAfter(earliest, now)}
@@ -233,10 +233,10 @@ func throttle(ctx context.Context, tx *fence.Tx, shard uint16, req DeferRequest,
 	}
 	d, err := store.InsertThrottled(ctx, tx, NewExecutionID(shard), req.WorkflowName, p.Key, req.WorkflowID, req.Input, now, slot)
 	if err != nil {
-		return d, fmt.Errorf("throttle %q: %w", p.Key, translate(err))
+		return d, fmt.Errorf("throttle %q: %w", p.Key, store.Translate(err))
 	}
 	if err := store.PaceThrottle(ctx, tx, req.WorkflowName, p.Key, slot.Add(p.Per/time.Duration(p.Rate))); err != nil {
-		return d, fmt.Errorf("pace throttle %q: %w", p.Key, translate(err))
+		return d, fmt.Errorf("pace throttle %q: %w", p.Key, store.Translate(err))
 	}
 	return d, nil
 }
@@ -258,7 +258,7 @@ func (e *Engine) GetDeferred(ctx context.Context, id uuid.UUID) (Deferred, error
 		return d, &NotFoundError{What: "deferred item", ID: id.String()}
 	}
 	if err != nil {
-		return d, fmt.Errorf("read deferred %s: %w", id, translate(err))
+		return d, fmt.Errorf("read deferred %s: %w", id, store.Translate(err))
 	}
 	return d, nil
 }
@@ -268,7 +268,7 @@ func (e *Engine) GetDeferred(ctx context.Context, id uuid.UUID) (Deferred, error
 func (e *Engine) ListDeferred(ctx context.Context) ([]Deferred, error) {
 	out, err := store.ListDeferred(ctx, e.pool, listDeferredLimit)
 	if err != nil {
-		return nil, fmt.Errorf("list deferred: %w", translate(err))
+		return nil, fmt.Errorf("list deferred: %w", store.Translate(err))
 	}
 	return out, nil
 }

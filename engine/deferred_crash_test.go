@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/stretchr/testify/require"
 )
 
 // deferredCrashPoints are the crash points of a deferred fire's own
 // steps; TestDeferredCrashPoints also stops a fire at the outbox's.
-var deferredCrashPoints = []crashPoint{crashDeferredBeforeCommit, crashDeferredCommitted}
+var deferredCrashPoints = []loop.CrashPoint{crashDeferredBeforeCommit, crashDeferredCommitted}
 
 // TestDeferredCrashPoints stops the engine at each boundary of a fire
 // (the item closed and its outbox row written or committed, its keyed

@@ -58,7 +58,7 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 		if err := e.crashAt(ctx, crashDeferredBeforeCommit); err != nil {
 			return err
 		}
-		return sendBatch(ctx, tx, b)
+		return tx.Send(ctx, b)
 	})
 	if err != nil {
 		return false, err

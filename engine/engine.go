@@ -111,7 +111,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
 	}
 	e.fence = fence.New(fence.Config{Pool: pool, ShardID: cfg.ShardID, NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
-		TakeOver: cfg.TakeOver, Ahead: e.ahead, Clock: &e.clock, Lost: e.lostLease, Translate: translate, Log: e.log})
+		TakeOver: cfg.TakeOver, Ahead: e.ahead, Clock: &e.clock, Lost: e.lostLease, Log: e.log})
 	e.epoch, e.owning = &e.fence.Epoch, &e.fence.Owning
 	e.retryWake = loop.NewWakeup(e.wakeActivities)
 	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
@@ -253,12 +253,7 @@ func (e *Engine) spawn(ctx context.Context, loop func(context.Context)) {
 }
 
 // nudge wakes a loop without blocking.
-func (e *Engine) nudge(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
+func (e *Engine) nudge(ch chan struct{}) { loop.Nudge(ch) }
 
 func (e *Engine) checkOwning() error { return e.fence.CheckOwning() }
 

@@ -121,7 +121,7 @@ func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []start
 			e.batchTrips[0].Add(1)
 			metrics.StartBatches.WithLabelValues("one_trip").Inc()
 			return out
-		case !errors.Is(err, errAssumption):
+		case !errors.Is(err, store.ErrExpectation):
 			e.batchTrips[3].Add(1)
 			metrics.StartBatches.WithLabelValues("one_trip_failed").Inc()
 			return out
@@ -142,7 +142,7 @@ type batchSender func(ctx context.Context, p *batchPlan, first firstTaskRunner, 
 type firstTaskRunner func(*runColumns) (func(*pgx.Batch), error)
 
 // commitBatch runs p's transaction with send and answers its starts. err
-// is send's: errAssumption means nothing was written and out is nil.
+// is send's: store.ErrExpectation means nothing was written and out is nil.
 func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send batchSender) (out []startReply, err error) {
 	var (
 		first *firstTasks
@@ -170,7 +170,7 @@ func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send bat
 	}
 	e.settle(runCtx, first.effects(), err)
 	switch {
-	case errors.Is(err, errAssumption):
+	case errors.Is(err, store.ErrExpectation):
 		return nil, err
 	case err != nil:
 		e.log.Debug().Err(err).Int("starts", len(p.reqs)).Msg("start batch failed, its starts run alone")
@@ -445,7 +445,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 			p.res[i].State = runs.states[j]
 		}
 		if p.oneTrip && slices.Contains(runs.holdsSlot, false) {
-			return &assumptionError{what: expectHolding}
+			return &store.ExpectError{What: expectHolding}
 		}
 	}
 	if len(dropIDs) > 0 {
@@ -479,7 +479,7 @@ func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context
 	after(b)
 	beforeCommit()
 	if err := commit(ctx, b); err != nil {
-		return fmt.Errorf("start batch: %w", translate(err))
+		return fmt.Errorf("start batch: %w", store.Translate(err))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // downstream is a test service an HTTP activity calls: it answers from a
@@ -194,7 +195,7 @@ func TestHTTPActivityCrashBetweenPostAndRecord(t *testing.T) {
 	var crashed atomic.Bool
 	e1 := b.engine(t, func(c *Config) {
 		c.CallbackPolicy = loopbackOnly
-		c.crashHook = func(ctx context.Context, p crashPoint) error {
+		c.crashHook = func(ctx context.Context, p loop.CrashPoint) error {
 			if !crashed.Load() && (p != crashLoaded || len(d.seen()) == 0) {
 				return nil
 			}

@@ -57,10 +57,6 @@ import (
 // oneTripPause batches take two trips straight away: a load of replays
 // would otherwise pay for both.
 
-// errAssumption: an assumption of a one-trip batch did not hold (SQLSTATE
-// HR001, see assumptionError); its transaction wrote nothing.
-var errAssumption = errors.New("one-trip batch assumption")
-
 // The assumptions a one-trip batch checks, as harvest_expect names them.
 const (
 	expectFence   = "the lease epoch"
@@ -81,21 +77,15 @@ const slotIndex = "harvest_executions_slot"
 func heldSlot(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == slotIndex {
-		return &assumptionError{what: expectNoSlots}
+		return &store.ExpectError{What: expectNoSlots}
 	}
 	return err
 }
 
-// assumptionError is SQLSTATE HR001 (harvest_expect): what did not hold.
-type assumptionError struct{ what string }
-
-func (a *assumptionError) Error() string        { return "one-trip batch: expected " + a.what }
-func (a *assumptionError) Is(target error) bool { return target == errAssumption }
-
 // taken says a key, a slot or a routing key was taken: what replays and
 // reused workflow ids make fail, unlike a lost lease or a clock off.
-func (a *assumptionError) taken() bool {
-	return a.what == expectFresh || a.what == expectNoSlots || a.what == expectPlaced
+func taken(a *store.ExpectError) bool {
+	return a.What == expectFresh || a.What == expectNoSlots || a.What == expectPlaced
 }
 
 const (
@@ -138,8 +128,8 @@ func (e *Engine) oneTripFits(p *batchPlan) bool {
 func (e *Engine) oneTripMissed(err error) {
 	metrics.StartBatches.WithLabelValues("one_trip_missed").Inc()
 	e.batchTrips[2].Add(1)
-	var a *assumptionError
-	if errors.As(err, &a) && a.taken() {
+	var a *store.ExpectError
+	if errors.As(err, &a) && taken(a) {
 		e.oneTripPaused.Store(oneTripPause)
 	}
 	e.log.Debug().Err(err).Msg("one-trip start batch missed, retried in two")
@@ -157,7 +147,7 @@ func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskR
 	// Taken once the connection is ours: waiting for it uses no margin.
 	at, ok := e.clock.At(clockLead)
 	if !ok {
-		return &assumptionError{what: "a measured database clock"}
+		return &store.ExpectError{What: "a measured database clock"}
 	}
 	p.ahead, p.dbNow = tx.Ahead(), at.Add(tx.Ahead()) // workflow time
 	store.QueueExpectEpoch(b, e.epoch.Load(), expectFence)

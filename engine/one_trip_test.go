@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // trips is how the engine's start batches ended so far: committed in one
@@ -202,10 +203,10 @@ func TestOneTripStartBatch(t *testing.T) {
 			runs.holdsSlot[0] = false
 			return func(*pgx.Batch) {}, nil
 		}, func() {})
-		var a *assumptionError
+		var a *store.ExpectError
 		require.ErrorAs(t, err, &a)
-		require.Equal(t, expectHolding, a.what)
-		require.False(t, a.taken(), "no replay: the one-trip path goes on")
+		require.Equal(t, expectHolding, a.What)
+		require.False(t, taken(a), "no replay: the one-trip path goes on")
 		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency`), "nothing written")
 	})
 

@@ -229,7 +229,7 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 		if err := e.crashAt(ctx, crashOutboxRecord); err != nil {
 			return err
 		}
-		return sendBatch(ctx, tx, b)
+		return tx.Send(ctx, b)
 	})
 	if err == nil {
 		e.settle(ctx, ch.Effects(), nil)

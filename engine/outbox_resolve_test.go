@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 type sendByIDInput struct {
@@ -155,8 +156,8 @@ func (c *countingOutbound) Resolve(ctx context.Context, name, workflowID string)
 }
 
 // holdOutbox holds every outbox claim until gate is closed.
-func holdOutbox(gate <-chan struct{}) crashHook {
-	return func(ctx context.Context, p crashPoint) error {
+func holdOutbox(gate <-chan struct{}) loop.Crash {
+	return func(ctx context.Context, p loop.CrashPoint) error {
 		if p != crashOutboxClaimed {
 			return nil
 		}

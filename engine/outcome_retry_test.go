@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +19,7 @@ func TestOutcomeSurvivesDatabaseBlip(t *testing.T) {
 	b := setup(t)
 	var failed atomic.Int32
 	e := b.engine(t, func(c *Config) {
-		c.crashHook = func(_ context.Context, p crashPoint) error {
+		c.crashHook = func(_ context.Context, p loop.CrashPoint) error {
 			if p == crashActivityOutcome && failed.Add(1) <= 3 {
 				return errors.New("connection reset by peer")
 			}

@@ -83,12 +83,12 @@ func upsertRedirect(ctx context.Context, tx *fence.Tx, name, routing string, epo
 		// A newer epoch holds the key: read where it went.
 		gotEpoch, gotShard, err := store.ReadRedirect(ctx, tx, name, routing)
 		if err != nil {
-			return nil, fmt.Errorf("read placement redirect: %w", translate(err))
+			return nil, fmt.Errorf("read placement redirect: %w", store.Translate(err))
 		}
 		return &MovedError{Shard: uint16(gotShard), Epoch: uint64(gotEpoch)}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("record placement redirect: %w", translate(err))
+		return nil, fmt.Errorf("record placement redirect: %w", store.Translate(err))
 	}
 	return nil, nil
 }

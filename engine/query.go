@@ -19,7 +19,7 @@ import (
 func (e *Engine) GetExecution(ctx context.Context, id uuid.UUID) (Execution, error) {
 	x, err := store.GetExecution(ctx, e.pool, id)
 	if err != nil {
-		return Execution{}, fmt.Errorf("execution %s: %w", id, translate(err))
+		return Execution{}, fmt.Errorf("execution %s: %w", id, store.Translate(err))
 	}
 	return x, nil
 }
@@ -140,7 +140,7 @@ func (e *Engine) runResult(ctx context.Context, id uuid.UUID, wait time.Duration
 func (e *Engine) outcome(ctx context.Context, id uuid.UUID) (Outcome, error) {
 	o, err := store.Outcome(ctx, e.pool, id)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("execution %s: %w", id, translate(err))
+		return Outcome{}, fmt.Errorf("execution %s: %w", id, store.Translate(err))
 	}
 	return o, nil
 }

@@ -4,12 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/stretchr/testify/require"
 )
 
 // scheduleCrashPoints are the crash points of a schedule's own steps;
 // TestScheduleCrashPoints also stops a fire at the outbox's.
-var scheduleCrashPoints = []crashPoint{crashScheduleBeforeCommit, crashScheduleCommitted}
+var scheduleCrashPoints = []loop.CrashPoint{crashScheduleBeforeCommit, crashScheduleCommitted}
 
 // TestScheduleCrashPoints stops the engine at each boundary of a fire
 // (its cursor and intent written or committed, its keyed start claimed or
@@ -49,4 +50,4 @@ func TestScheduleCrashPoints(t *testing.T) {
 	}
 }
 
-func slicesClone(p []crashPoint) []crashPoint { return append([]crashPoint(nil), p...) }
+func slicesClone(p []loop.CrashPoint) []loop.CrashPoint { return append([]loop.CrashPoint(nil), p...) }

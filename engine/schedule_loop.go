@@ -219,7 +219,7 @@ func (e *Engine) recordPlan(ctx context.Context, tx *fence.Tx, s Schedule, p fir
 	if err := e.crashAt(ctx, crashScheduleBeforeCommit); err != nil {
 		return err
 	}
-	return sendBatch(ctx, tx, b)
+	return tx.Send(ctx, b)
 }
 
 // fireRows are the fires rows, and the outbox rows of the fires to
@@ -333,7 +333,7 @@ func (e *Engine) recordTrigger(ctx context.Context, tx *fence.Tx, s Schedule, no
 	fr.queue(b)
 	fire := ScheduleFire{Key: row.Key, NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
 		WorkflowID: row.WorkflowID}
-	return fire, sendBatch(ctx, tx, b)
+	return fire, tx.Send(ctx, b)
 }
 
 // triggeredFire finds the fire a keyed trigger of the live schedule id

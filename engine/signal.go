@@ -117,7 +117,7 @@ func deliverSignal(ctx context.Context, tx *fence.Tx, b *pgx.Batch, ch *runs.Cha
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: name, Payload: runs.InputOrNull(payload), IdempotencyKey: key})
 	ch.AppendEvents(ex, []harvest.Command{cmd}, true)
-	err := sendChanges(ctx, tx, b, ch)
+	err := ch.Send(ctx, tx, b)
 	return ch.Effects(), err
 }
 
@@ -210,7 +210,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 		}
 		newID := NewExecutionID(e.cfg.ShardID)
 		if d == decideTerminateAndStart {
-			if closed, err = closeNow(ctx, tx, prior, StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
+			if closed, err = runs.CloseNow(ctx, tx, prior, StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
 				return err
 			}
 		}

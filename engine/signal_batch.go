@@ -124,7 +124,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 			return err
 		}
 		if err := tx.CommitWith(ctx, b); err != nil {
-			return fmt.Errorf("write: %w", translate(err))
+			return fmt.Errorf("write: %w", store.Translate(err))
 		}
 		return nil
 	})

@@ -109,7 +109,7 @@ func lookupClaim(ctx context.Context, q store.Querier, name, key string, windowM
 func lookupClaimLeft(ctx context.Context, q store.Querier, name, key string, windowMS int64) (StartResult, time.Duration, error) {
 	c, err := store.LookupClaim(ctx, q, name, key, windowMS)
 	if err != nil {
-		return StartResult{}, 0, translate(err)
+		return StartResult{}, 0, store.Translate(err)
 	}
 	return claimResult(name, c), secondsLeft(c.LeftS), nil
 }
@@ -289,7 +289,7 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 				return ErrTerminateNotAllowed
 			}
 			var err error
-			if closed, err = closeNow(ctx, tx, prior, StateTerminated, "replaced by a new start", newID.String()); err != nil {
+			if closed, err = runs.CloseNow(ctx, tx, prior, StateTerminated, "replaced by a new start", newID.String()); err != nil {
 				return err
 			}
 		}
@@ -332,7 +332,7 @@ func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest
 		store.QueueInsertCallback(b, id, i, cb.URL, string(headers))
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("create run: %w", translate(err))
+		return fmt.Errorf("create run: %w", store.Translate(err))
 	}
 	return nil
 }
@@ -358,7 +358,7 @@ func lockSlotHolder(ctx context.Context, tx *fence.Tx, name, workflowID string) 
 	if !found {
 		return nil, nil
 	}
-	return lockExecution(ctx, tx, id)
+	return store.LockExec(ctx, tx, id)
 }
 
 func releaseSlot(ctx context.Context, tx *fence.Tx, prior *store.Exec) error {
@@ -379,7 +379,7 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, ChainID: id}
 	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
 	if err != nil {
-		return nil, fmt.Errorf("insert execution: %w", translate(err))
+		return nil, fmt.Errorf("insert execution: %w", store.Translate(err))
 	}
 	ex.CreatedAt = at
 	return ex, nil

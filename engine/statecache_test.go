@@ -17,6 +17,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/testworkflows"
 )
@@ -175,7 +176,7 @@ func TestStateCache(t *testing.T) {
 		var failed atomic.Bool
 		var e *Engine
 		e = b.engine(t, func(c *Config) {
-			c.crashHook = func(_ context.Context, p crashPoint) error {
+			c.crashHook = func(_ context.Context, p loop.CrashPoint) error {
 				// The first commit of a task that ran on cached state fails.
 				if p == crashBeforeCommit && e != nil && e.live.hits.Load() > 0 && failed.CompareAndSwap(false, true) {
 					return errors.New("commit lost")

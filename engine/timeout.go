@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
@@ -91,9 +89,14 @@ func fireTimeout(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string,
 	}
 	started, err := store.ChainStart(ctx, tx, ex.ID, from)
 	if err != nil {
-		return runs.Effects{}, fmt.Errorf("read start of %s: %w", ex.ID, translate(err))
+		return runs.Effects{}, fmt.Errorf("read start of %s: %w", ex.ID, store.Translate(err))
 	}
-	return timeOut(ctx, tx, ex, kind, fireAt.Sub(started))
+	ch := runs.New()
+	if err := runs.TimeOut(ch, ex, kind, fireAt.Sub(started)); err != nil {
+		return runs.Effects{}, err
+	}
+	err = ch.Send(ctx, tx, &pgx.Batch{})
+	return ch.Effects(), err
 }
 
 // timeoutKind is the kind of a workflow timeout's timer id ("" for a
@@ -104,21 +107,4 @@ func timeoutKind(timerID string) string {
 		return ""
 	}
 	return kind
-}
-
-// timeOut closes the locked run TIMED_OUT: WorkflowTimedOut, then the
-// close, in tx; it returns what the close asks of the engine once tx
-// commits.
-func timeOut(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, d time.Duration) (runs.Effects, error) {
-	info := harvest.ErrorInfo{Type: "timeout", Message: fmt.Sprintf("workflow %s timeout %s", kind, d)}
-	raw, err := json.Marshal(info)
-	if err != nil {
-		return runs.Effects{}, fmt.Errorf("encode timeout error: %w", err)
-	}
-	cmd := harvest.NewCommand(harvest.EventWorkflowTimedOut, harvest.WorkflowTimedOutData{TimeoutType: kind, Error: info})
-	ch := runs.New()
-	ch.AppendEvents(ex, []harvest.Command{cmd}, false)
-	ch.Close(ex, StateTimedOut, nil, raw)
-	err = sendChanges(ctx, tx, &pgx.Batch{}, ch)
-	return ch.Effects(), err
 }

@@ -49,7 +49,7 @@ func (e *Engine) fireTimer(ctx context.Context, d store.DueTimer) (fired, closed
 	var fx runs.Effects
 	err = e.withTx(ctx, func(tx *fence.Tx) error {
 		fx, fired, closed = runs.Effects{}, false, false
-		ex, err := lockExecution(ctx, tx, d.ExecutionID)
+		ex, err := store.LockExec(ctx, tx, d.ExecutionID)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -73,7 +73,7 @@ func (e *Engine) fireTimer(ctx context.Context, d store.DueTimer) (fired, closed
 		fired = true
 		ch := runs.New()
 		ch.AppendEvents(ex, []harvest.Command{harvest.NewCommand(harvest.EventTimerFired, harvest.TimerFiredData{TimerID: d.TimerID})}, true)
-		if err := sendChanges(ctx, tx, &pgx.Batch{}, ch); err != nil {
+		if err := ch.Send(ctx, tx, &pgx.Batch{}); err != nil {
 			return err
 		}
 		fx = ch.Effects()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -32,31 +33,10 @@ func (e *Engine) workflowLoop(ctx context.Context) {
 	})
 }
 
-// drainLoop calls step while it finds more work, then waits for a nudge or
-// the poll tick. More work nudges the channel again so an idle peer joins
-// in.
+// drainLoop runs step on wake as loop.Drain does, on the engine's poll
+// tick and log.
 func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(context.Context) (bool, error)) {
-	t := time.NewTicker(e.cfg.PollInterval)
-	defer t.Stop()
-	for {
-		found, err := step(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			e.log.Warn().Err(err).Msg("shard loop step failed")
-		}
-		if found && err == nil {
-			e.nudge(wake)
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-t.C:
-		}
-	}
+	loop.Drain(ctx, wake, e.cfg.PollInterval, e.log, step)
 }
 
 // runWorkflowTasks claims up to limit due workflow tasks and runs them
@@ -121,7 +101,7 @@ func (e *Engine) runAndWrite(ctx context.Context, tx *fence.Tx, b *pgx.Batch, w 
 		return err
 	}
 	if err := tx.CommitWith(ctx, b); err != nil {
-		return fmt.Errorf("write: %w", translate(err))
+		return fmt.Errorf("write: %w", store.Translate(err))
 	}
 	return nil
 }

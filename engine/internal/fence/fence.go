@@ -33,8 +33,6 @@ type Config struct {
 	Clock *Clock
 	// Lost is called once a fence or a renewal finds the lease lost.
 	Lost func(*shardapi.OwnershipLostError)
-	// Translate maps a database error to the engine's errors.
-	Translate func(error) error
 	// Log receives the renewal failures.
 	Log zerolog.Logger
 }
@@ -91,7 +89,7 @@ func (f *Fence) DoBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(t
 		queue(batch)
 	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("shard %d: %w", f.cfg.ShardID, f.cfg.Translate(err))
+		return fmt.Errorf("shard %d: %w", f.cfg.ShardID, store.Translate(err))
 	}
 	if epoch != f.Epoch.Load() {
 		return f.lost(epoch, owner)
@@ -100,7 +98,7 @@ func (f *Fence) DoBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(t
 		return err
 	}
 	if err := tx.Finish(ctx); err != nil {
-		return fmt.Errorf("commit: %w", f.cfg.Translate(err))
+		return fmt.Errorf("commit: %w", store.Translate(err))
 	}
 	return nil
 }
@@ -114,7 +112,7 @@ func (f *Fence) Begin(ctx context.Context) (*Tx, *pgx.Batch, error) {
 	}
 	conn, err := f.cfg.Pool.Acquire(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("begin: %w", f.cfg.Translate(err))
+		return nil, nil, fmt.Errorf("begin: %w", store.Translate(err))
 	}
 	b := &pgx.Batch{}
 	store.QueueBeginFenced(b, LockKey)

@@ -3,8 +3,10 @@ package fence
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -148,3 +150,16 @@ func (r errBatchResults) Query() (pgx.Rows, error)         { return nil, r.err }
 func (r errBatchResults) QueryRow() pgx.Row                { return errRow(r) }
 func (r errBatchResults) Close() error                     { return r.err }
 func (r errBatchResults) Tx() pgx.Tx                       { return nil }
+
+// Send sends the statements queued on b in one round trip (none when b
+// is empty), reading every result; driver errors come back translated
+// (store.Translate).
+func (t *Tx) Send(ctx context.Context, b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := t.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write: %w", store.Translate(err))
+	}
+	return nil
+}

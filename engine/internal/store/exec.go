@@ -35,12 +35,12 @@ func (r *Exec) Targets() []any {
 	return []any{&r.WorkflowName, &r.WorkflowID, &r.State, &r.NextEventID, &r.CreatedAt, &r.ChainID, &r.ContinuedTo}
 }
 
-// LockExec takes run id's row lock and reads it (pgx.ErrNoRows when the
-// run does not exist).
+// LockExec takes run id's row lock and reads it (shardapi.ErrNotFound
+// when the run does not exist; errors translated).
 func LockExec(ctx context.Context, q Querier, id uuid.UUID) (*Exec, error) {
 	r := &Exec{ID: id}
 	if err := LockRun(ctx, q, id, r.Targets()...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock execution %s: %w", id, Translate(err))
 	}
 	return r, nil
 }
