@@ -92,7 +92,7 @@ func TestAnalyzeYoungTables(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		e := b.engine(t)
-		require.NoError(t, e.analyzeYoungTables(context.Background()))
+		require.NoError(t, e.analyzer.YoungTables(context.Background()))
 		var analysed bool
 		require.NoError(t, b.pool.QueryRow(context.Background(), `
 			SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'harvest_executions'`).Scan(&analysed))
@@ -116,7 +116,7 @@ func waitAnalysed(t *testing.T, b *testBundle, e *Engine) {
 			return
 		}
 		require.True(t, time.Now().Before(deadline), "harvest_executions was not analysed")
-		require.NoError(t, e.analyzeYoungTables(context.Background()))
+		require.NoError(t, e.analyzer.YoungTables(context.Background()))
 		time.Sleep(100 * time.Millisecond)
 	}
 }

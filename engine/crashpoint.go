@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/maint"
 )
 
 // Crash points: the named step boundaries where a test can stop the
@@ -70,8 +71,8 @@ const (
 	crashCommitted       loop.CrashPoint = "workflow_task.committed"
 	crashSignal          loop.CrashPoint = "signal.before_commit"
 	crashCancel          loop.CrashPoint = "cancel.before_commit"
-	crashTimerFire       loop.CrashPoint = "timer_fire.before_commit"
-	crashTimeoutFire     loop.CrashPoint = "timeout_fire.before_commit"
+	crashTimerFire                       = maint.CrashTimerFire
+	crashTimeoutFire                     = maint.CrashTimeoutFire
 	crashActivityOutcome loop.CrashPoint = "activity_outcome.before_commit"
 
 	crashOutboxClaimed   loop.CrashPoint = "outbox.claimed"

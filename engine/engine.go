@@ -15,6 +15,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/maint"
 )
 
 // Engine runs one shard. Create it with New, then Start it; the request
@@ -30,6 +31,12 @@ type Engine struct {
 	fence  *fence.Fence
 	epoch  *atomic.Int64
 	owning *atomic.Bool
+
+	// timers, sweeper and analyzer are the maintenance services
+	// (internal/maint).
+	timers   *maint.Timers
+	sweeper  *maint.Sweeper
+	analyzer *maint.Analyzer
 
 	wfWake  chan struct{}
 	actWake chan struct{}
@@ -114,6 +121,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		TakeOver: cfg.TakeOver, Ahead: e.ahead, Clock: &e.clock, Lost: e.lostLease, Log: e.log})
 	e.epoch, e.owning = &e.fence.Epoch, &e.fence.Owning
 	e.retryWake = loop.NewWakeup(e.wakeActivities)
+	e.newMaint()
 	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
 	e.closed.onClose = e.live.drop
 	if e.cfg.Outbound == nil {
@@ -162,13 +170,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.spawn(loopCtx, e.workflowLoop)
 	}
 	e.spawn(loopCtx, e.activityLoop)
-	e.spawn(loopCtx, e.timerLoop)
-	e.spawn(loopCtx, e.sweepLoop)
+	e.spawn(loopCtx, e.timers.Run)
+	e.spawn(loopCtx, e.sweeper.Run)
 	e.spawn(loopCtx, e.callbackLoop)
 	e.spawn(loopCtx, e.outboxLoop)
 	e.spawn(loopCtx, e.scheduleLoop)
 	e.spawn(loopCtx, e.deferredLoop)
-	e.spawn(loopCtx, e.analyzeLoop)
+	e.spawn(loopCtx, e.analyzer.Run)
 	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)
 	e.runProbeBatcher(loopCtx)

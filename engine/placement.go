@@ -92,14 +92,3 @@ func upsertRedirect(ctx context.Context, tx *fence.Tx, name, routing string, epo
 	}
 	return nil, nil
 }
-
-// SweepRedirects deletes up to SweepBatch placement redirects older than
-// the idempotency window (catalog epochs older than the window are pruned
-// too) and returns how many it deleted.
-func (e *Engine) SweepRedirects(ctx context.Context) (int64, error) {
-	n, err := e.sweepBatch(ctx, store.PlacementRedirects)
-	if err != nil {
-		return 0, fmt.Errorf("sweep placement redirects: %w", err)
-	}
-	return n, nil
-}

@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -76,35 +74,4 @@ func queueTimeoutTimersNow(b *pgx.Batch, tx *fence.Tx, id uuid.UUID, timeouts []
 	for _, t := range timeouts {
 		store.QueueTimerIn(b, id, t.timerID(), micros(tx.Ahead()+t.d))
 	}
-}
-
-// fireTimeout closes the locked run TIMED_OUT for its timeout timer that
-// was due at fireAt. An execution timeout is measured from the start of
-// the run's continue-as-new chain (its first run, while its history is
-// kept), a run timeout from the run's own.
-func fireTimeout(ctx context.Context, tx *fence.Tx, ex *store.Exec, kind string, fireAt time.Time) (runs.Effects, error) {
-	from := ex.ID
-	if kind == runs.TimeoutExecution && ex.ChainID != uuid.Nil {
-		from = ex.ChainID
-	}
-	started, err := store.ChainStart(ctx, tx, ex.ID, from)
-	if err != nil {
-		return runs.Effects{}, fmt.Errorf("read start of %s: %w", ex.ID, store.Translate(err))
-	}
-	ch := runs.New()
-	if err := runs.TimeOut(ch, ex, kind, fireAt.Sub(started)); err != nil {
-		return runs.Effects{}, err
-	}
-	err = ch.Send(ctx, tx, &pgx.Batch{})
-	return ch.Effects(), err
-}
-
-// timeoutKind is the kind of a workflow timeout's timer id ("" for a
-// timer of workflow code).
-func timeoutKind(timerID string) string {
-	kind, ok := strings.CutPrefix(timerID, runs.TimeoutTimerPrefix)
-	if !ok {
-		return ""
-	}
-	return kind
 }

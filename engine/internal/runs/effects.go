@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"context"
+
 	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine/internal/loop"
@@ -23,6 +25,11 @@ type Effects struct {
 	Tasks  int
 	Direct *Direct
 }
+
+// Settle acts on the effects of changes whose transaction ended (err
+// nil: committed): the engine's one after-commit path, which services
+// are handed in their Deps.
+type Settle func(ctx context.Context, fx Effects, err error)
 
 // Effects is what the changes ask of the engine once committed (complete
 // after their statements ran).

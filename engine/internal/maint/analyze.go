@@ -1,4 +1,4 @@
-package engine
+package maint
 
 import (
 	"context"
@@ -41,9 +41,15 @@ var analyzedTables = []string{
 	"harvest_executions", "harvest_events", "harvest_start_idempotency", "harvest_signals",
 }
 
-// analyzeLoop analyses young tables that have doubled, until ctx ends. A
-// failed pass is logged and the next tick tries again.
-func (e *Engine) analyzeLoop(ctx context.Context) {
+// Analyzer analyses the shard's young tables (see above).
+type Analyzer struct{ d Deps }
+
+// NewAnalyzer makes the analyzer.
+func NewAnalyzer(d Deps) *Analyzer { return &Analyzer{d: d} }
+
+// Run analyses young tables that have doubled, until ctx ends. A failed
+// pass is logged and the next tick tries again.
+func (a *Analyzer) Run(ctx context.Context) {
 	t := time.NewTicker(analyzeInterval)
 	defer t.Stop()
 	for {
@@ -52,25 +58,25 @@ func (e *Engine) analyzeLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := e.analyzeYoungTables(ctx); err != nil && ctx.Err() == nil {
-			e.log.Debug().Err(err).Msg("young table analysis failed")
+		if err := a.YoungTables(ctx); err != nil && ctx.Err() == nil {
+			a.d.Log.Debug().Err(err).Msg("young table analysis failed")
 		}
 	}
 }
 
-// analyzeYoungTables runs ANALYZE on the hot tables that are young and
-// have changed by more rows than they had when last analysed.
-func (e *Engine) analyzeYoungTables(ctx context.Context) error {
-	due, err := store.YoungTables(ctx, e.pool, analyzedTables, analyzeYoungRows, analyzeMinChanges)
+// YoungTables runs ANALYZE on the hot tables that are young and have
+// changed by more rows than they had when last analysed.
+func (a *Analyzer) YoungTables(ctx context.Context) error {
+	due, err := store.YoungTables(ctx, a.d.Pool, analyzedTables, analyzeYoungRows, analyzeMinChanges)
 	if err != nil || len(due) == 0 {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, a.d.Pool, func(tx pgx.Tx) error {
 		return store.Analyze(ctx, tx, due, analyzeStatisticsTarget)
 	})
 	if err != nil {
 		return err
 	}
-	e.log.Debug().Strs("tables", due).Msg("young tables analysed")
+	a.d.Log.Debug().Strs("tables", due).Msg("young tables analysed")
 	return nil
 }

@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/harvestd/harvest/engine/internal/maint"
+)
+
+// newMaint makes the maintenance services (internal/maint), each with
+// the Deps it declares and a logger of its own.
+func (e *Engine) newMaint() {
+	deps := func(component string) maint.Deps {
+		return maint.Deps{Pool: e.pool, Fence: e.fence, Settle: e.settle, Crash: e.cfg.crashHook,
+			Log: e.log.With().Str("service", component).Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval}
+	}
+	e.timers = maint.NewTimers(deps("timers"), e.tmWake)
+	e.sweeper = maint.NewSweeper(deps("sweeper"), e.cfg.SweepInterval, e.cfg.SweepBatch, e.cfg.IdempotencyWindow)
+	e.analyzer = maint.NewAnalyzer(deps("analyzer"))
+}
+
+// SweepStartClaims deletes start claims older than the idempotency window
+// in batches of SweepBatch and returns how many it deleted.
+func (e *Engine) SweepStartClaims(ctx context.Context) (int64, error) {
+	return e.sweeper.StartClaims(ctx)
+}
+
+// SweepRedirects deletes up to SweepBatch placement redirects older than
+// the idempotency window (catalog epochs older than the window are pruned
+// too) and returns how many it deleted.
+func (e *Engine) SweepRedirects(ctx context.Context) (int64, error) { return e.sweeper.Redirects(ctx) }
+
+// SweepDeferred deletes, up to SweepBatch of each, the deferred items
+// started or failed before the idempotency window and the pace rows of
+// throttle keys idle as long, and returns how many items it deleted.
+func (e *Engine) SweepDeferred(ctx context.Context) (int64, error) { return e.sweeper.Deferred(ctx) }
