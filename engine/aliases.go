@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/google/uuid"
 
+	"github.com/harvestd/harvest/engine/internal/ssrf"
 	"github.com/harvestd/harvest/engine/shardapi"
 )
 
@@ -224,3 +225,7 @@ const (
 	GateWorkflowName = shardapi.GateWorkflowName
 	GateShard        = shardapi.GateShard
 )
+
+// CallbackPolicy decides which addresses completion callbacks and HTTP
+// activities may reach (internal/ssrf).
+type CallbackPolicy = ssrf.Policy

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +40,7 @@ func TestCallbackDelivery(t *testing.T) {
 			require.Equal(t, res.ExecutionID.String(), v["execution_id"])
 			require.Equal(t, StateCompleted, v["state"])
 			require.Equal(t, "hi", v["output"])
-			require.Equal(t, CallbackKey(res.ExecutionID, 0), v["idempotency_key"])
+			require.Equal(t, maint.CallbackKey(res.ExecutionID, 0), v["idempotency_key"])
 		case <-ctxT(t).Done():
 			t.Fatal("no callback delivered")
 		}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,11 +31,12 @@ type Engine struct {
 	epoch  *atomic.Int64
 	owning *atomic.Bool
 
-	// timers, sweeper and analyzer are the maintenance services
+	// timers, callbacks, sweeper and analyzer are the maintenance services
 	// (internal/maint).
-	timers   *maint.Timers
-	sweeper  *maint.Sweeper
-	analyzer *maint.Analyzer
+	timers    *maint.Timers
+	callbacks *maint.Callbacks
+	sweeper   *maint.Sweeper
+	analyzer  *maint.Analyzer
 
 	wfWake  chan struct{}
 	actWake chan struct{}
@@ -61,7 +61,6 @@ type Engine struct {
 	schWake chan struct{}
 	// dfWake wakes the deferred fire loop (deferred_loop.go).
 	dfWake chan struct{}
-	cbHTTP *http.Client
 	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
 	actHTTP *activityOutbound
 	starts  atomic.Pointer[loop.Batcher[*startCall]] // nil: group commit off
@@ -114,7 +113,6 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		obWake:   make(chan struct{}, 1),
 		schWake:  make(chan struct{}, 1),
 		dfWake:   make(chan struct{}, 1),
-		cbHTTP:   callbackClient(cfg.CallbackPolicy),
 		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
 	}
 	e.fence = fence.New(fence.Config{Pool: pool, ShardID: cfg.ShardID, NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
@@ -172,7 +170,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.activityLoop)
 	e.spawn(loopCtx, e.timers.Run)
 	e.spawn(loopCtx, e.sweeper.Run)
-	e.spawn(loopCtx, e.callbackLoop)
+	e.spawn(loopCtx, e.callbacks.Run)
 	e.spawn(loopCtx, e.outboxLoop)
 	e.spawn(loopCtx, e.scheduleLoop)
 	e.spawn(loopCtx, e.deferredLoop)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/ssrf"
 )
 
 // downstream is a test service an HTTP activity calls: it answers from a
@@ -177,7 +178,7 @@ func TestHTTPActivityDialRefusal(t *testing.T) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://127.0.0.2:9/", nil)
 	require.NoError(t, err)
 	_, err = o.Do(req)
-	require.ErrorIs(t, err, errAddressRefused)
+	require.ErrorIs(t, err, ssrf.ErrAddressRefused)
 	require.NoError(t, o.CheckURL(context.Background(), "http://127.0.0.1:9/"))
 	require.ErrorContains(t, o.CheckURL(context.Background(), "http://127.0.0.2:9/"), "refused")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/ssrf"
 )
 
 // activityOutbound is the outbound HTTP of HTTP activities
@@ -24,9 +25,9 @@ type activityOutbound struct {
 var _ harvest.OutboundHTTP = (*activityOutbound)(nil)
 
 func newActivityOutbound(p CallbackPolicy) *activityOutbound {
-	dialer := &net.Dialer{Timeout: callbackTimeout, Control: p.dialControl}
+	dialer := &net.Dialer{Timeout: ssrf.Timeout, Control: p.DialControl}
 	t := &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
-		TLSHandshakeTimeout: callbackTimeout}
+		TLSHandshakeTimeout: ssrf.Timeout}
 	return &activityOutbound{policy: p, client: &http.Client{Transport: t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }

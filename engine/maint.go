@@ -14,6 +14,7 @@ func (e *Engine) newMaint() {
 			Log: e.log.With().Str("service", component).Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval}
 	}
 	e.timers = maint.NewTimers(deps("timers"), e.tmWake)
+	e.callbacks = maint.NewCallbacks(deps("callbacks"), e.cbWake, e.cfg.CallbackPolicy, e.GetExecution)
 	e.sweeper = maint.NewSweeper(deps("sweeper"), e.cfg.SweepInterval, e.cfg.SweepBatch, e.cfg.IdempotencyWindow)
 	e.analyzer = maint.NewAnalyzer(deps("analyzer"))
 }

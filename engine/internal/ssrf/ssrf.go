@@ -1,4 +1,9 @@
-package engine
+// Package ssrf is the policy on the addresses the shard's outbound HTTP
+// may reach (completion callbacks, HTTP activities): loopback, private,
+// link-local, metadata and special-purpose addresses are refused unless
+// allow-listed, checked on the URL at start time and again on the address
+// actually dialled. It knows nothing of runs.
+package ssrf
 
 import (
 	"context"
@@ -8,7 +13,14 @@ import (
 	"net/netip"
 	"net/url"
 	"syscall"
+	"time"
+
+	"github.com/harvestd/harvest/engine/shardapi"
 )
+
+// Timeout bounds an outbound HTTP call of the shard: a completion
+// callback's delivery, an HTTP activity's dial and TLS handshake.
+const Timeout = 10 * time.Second
 
 // blockedPrefixes are the address ranges a callback may not reach unless an
 // operator allow-lists them: loopback, private, link-local (cloud metadata
@@ -54,8 +66,9 @@ var (
 	sixToFour      = netip.MustParsePrefix("2002::/16") // 2002:AABB:CCDD::/48 embeds A.B.C.D
 )
 
-// CallbackPolicy decides which addresses completion callbacks may reach.
-type CallbackPolicy struct {
+// Policy decides which addresses completion callbacks and HTTP
+// activities may reach.
+type Policy struct {
 	// Allow lists ranges exempt from the block list (--callback-allow-cidr).
 	Allow []netip.Prefix
 }
@@ -64,7 +77,7 @@ type CallbackPolicy struct {
 // a zone (fe80::1%eth0, ::1%lo) is refused outright: prefixes never
 // contain zoned addresses. An IPv4 address embedded in an IPv6 one is
 // checked as the IPv4 address it reaches.
-func (p CallbackPolicy) Permits(addr netip.Addr) bool {
+func (p Policy) Permits(addr netip.Addr) bool {
 	if addr.Zone() != "" {
 		return false
 	}
@@ -79,7 +92,7 @@ func (p CallbackPolicy) Permits(addr netip.Addr) bool {
 	return !ok || p.allowed(v4) || !blocked(v4)
 }
 
-func (p CallbackPolicy) allowed(addr netip.Addr) bool {
+func (p Policy) allowed(addr netip.Addr) bool {
 	for _, a := range p.Allow {
 		if a.Contains(addr) {
 			return true
@@ -115,16 +128,16 @@ func embeddedIPv4(addr netip.Addr) (netip.Addr, bool) {
 
 // CheckURL validates a callback URL at start time: http or https, and every
 // address its host resolves to is permitted.
-func (p CallbackPolicy) CheckURL(ctx context.Context, raw string) error {
+func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return &CallbackError{URL: raw, Reason: "not an absolute URL"}
+		return &shardapi.CallbackError{URL: raw, Reason: "not an absolute URL"}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return &CallbackError{URL: raw, Reason: "only http and https are allowed"}
+		return &shardapi.CallbackError{URL: raw, Reason: "only http and https are allowed"}
 	}
 	if u.User != nil {
-		return &CallbackError{URL: raw, Reason: "credentials in the URL are not allowed (use headers)"}
+		return &shardapi.CallbackError{URL: raw, Reason: "credentials in the URL are not allowed (use headers)"}
 	}
 	host := u.Hostname()
 	var addrs []netip.Addr
@@ -133,29 +146,30 @@ func (p CallbackPolicy) CheckURL(ctx context.Context, raw string) error {
 	} else {
 		addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		if err != nil || len(addrs) == 0 {
-			return &CallbackError{URL: raw, Reason: fmt.Sprintf("host %q does not resolve", host)}
+			return &shardapi.CallbackError{URL: raw, Reason: fmt.Sprintf("host %q does not resolve", host)}
 		}
 	}
 	for _, a := range addrs {
 		if !p.Permits(a) {
-			return &CallbackError{URL: raw, Reason: fmt.Sprintf("host %q resolves to %s, a loopback, private, link-local, metadata or special-purpose address", host, a.Unmap())}
+			return &shardapi.CallbackError{URL: raw, Reason: fmt.Sprintf("host %q resolves to %s, a loopback, private, link-local, metadata or special-purpose address", host, a.Unmap())}
 		}
 	}
 	return nil
 }
 
-var errAddressRefused = errors.New("callback address refused by policy")
+// ErrAddressRefused: a dialled address the policy refuses.
+var ErrAddressRefused = errors.New("callback address refused by policy")
 
-// dialControl re-checks the address actually dialled, so a host that
+// DialControl re-checks the address actually dialled, so a host that
 // resolved to a public address at start time cannot rebind to a private
 // one at delivery time.
-func (p CallbackPolicy) dialControl(_, address string, _ syscall.RawConn) error {
+func (p Policy) DialControl(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: %s", errAddressRefused, address)
+		return fmt.Errorf("%w: %s", ErrAddressRefused, address)
 	}
 	if !p.Permits(ap.Addr()) {
-		return fmt.Errorf("%w: %s", errAddressRefused, ap.Addr())
+		return fmt.Errorf("%w: %s", ErrAddressRefused, ap.Addr())
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package engine
+package maint
 
 import (
 	"bytes"
@@ -13,14 +13,16 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/ssrf"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Completion callback delivery: at least once, retried with backoff, every
 // attempt of one callback carrying the same Idempotency-Key header.
 const (
 	callbackBatch       = 16
-	callbackTimeout     = 10 * time.Second
 	callbackClaim       = time.Minute // an attempt's lock; a crash retries after it
 	callbackMaxAttempts = 12
 )
@@ -31,61 +33,69 @@ func CallbackKey(executionID uuid.UUID, idx int) string {
 	return fmt.Sprintf("hvcb_%s_%d", executionID, idx)
 }
 
+// Callbacks delivers due completion callbacks: it claims a few for one
+// attempt each, POSTs the run's result to each URL (through an HTTP
+// client that dials only what the policy permits and never follows
+// redirects) and records the delivery, or the retry, or gives up after
+// callbackMaxAttempts.
+type Callbacks struct {
+	d    Deps
+	wake chan struct{}
+	http *http.Client
+	// describe reads a closed run's result (the engine's read path).
+	describe func(ctx context.Context, id uuid.UUID) (shardapi.Execution, error)
+}
+
+// NewCallbacks makes the callback loop, woken by wake; describe reads the
+// result a callback carries.
+func NewCallbacks(d Deps, wake chan struct{}, policy ssrf.Policy, describe func(context.Context, uuid.UUID) (shardapi.Execution, error)) *Callbacks {
+	return &Callbacks{d: d, wake: wake, http: callbackClient(policy), describe: describe}
+}
+
 // callbackClient dials only addresses the policy permits (checked on the
 // connected address: DNS rebinding cannot slip through) and never follows
 // redirects.
-func callbackClient(p CallbackPolicy) *http.Client {
-	dialer := &net.Dialer{Timeout: callbackTimeout, Control: p.dialControl}
+func callbackClient(p ssrf.Policy) *http.Client {
+	dialer := &net.Dialer{Timeout: ssrf.Timeout, Control: p.DialControl}
 	t := &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second,
-		TLSHandshakeTimeout: callbackTimeout, ResponseHeaderTimeout: callbackTimeout}
-	return &http.Client{Transport: t, Timeout: callbackTimeout,
+		TLSHandshakeTimeout: ssrf.Timeout, ResponseHeaderTimeout: ssrf.Timeout}
+	return &http.Client{Transport: t, Timeout: ssrf.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// callbackLoop delivers due callbacks until ctx ends.
-func (e *Engine) callbackLoop(ctx context.Context) {
-	t := time.NewTicker(e.cfg.PollInterval)
-	defer t.Stop()
-	for {
-		for {
-			n, err := e.deliverCallbacks(ctx)
-			if err != nil && ctx.Err() == nil {
-				e.log.Warn().Err(err).Msg("callback delivery failed")
-			}
-			if err != nil || n < callbackBatch {
-				break
-			}
+// Run delivers due callbacks until ctx ends.
+func (c *Callbacks) Run(ctx context.Context) {
+	loop.Drain(ctx, c.wake, c.d.Poll, c.d.Log, func(ctx context.Context) (bool, error) {
+		n, err := c.deliverDue(ctx)
+		if err != nil {
+			err = fmt.Errorf("callback delivery: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.cbWake:
-		case <-t.C:
-		}
-	}
+		return n == callbackBatch, err
+	})
 }
 
-func (e *Engine) deliverCallbacks(ctx context.Context) (int, error) {
-	due, err := e.claimCallbacks(ctx)
+// deliverDue delivers one batch of due callbacks and returns its size.
+func (c *Callbacks) deliverDue(ctx context.Context) (int, error) {
+	due, err := c.claim(ctx)
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
 	for _, cb := range due {
-		deliveryErr := e.deliver(ctx, cb)
+		deliveryErr := c.deliver(ctx, cb)
 		if ctx.Err() != nil {
 			return len(due), nil
 		}
-		if err := e.recordDelivery(ctx, cb, deliveryErr); err != nil {
+		if err := c.record(ctx, cb, deliveryErr); err != nil {
 			return len(due), err
 		}
 	}
 	return len(due), nil
 }
 
-// claimCallbacks takes due callbacks for one attempt each.
-func (e *Engine) claimCallbacks(ctx context.Context) ([]store.DueCallback, error) {
+// claim takes due callbacks for one attempt each.
+func (c *Callbacks) claim(ctx context.Context) ([]store.DueCallback, error) {
 	var out []store.DueCallback
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
+	err := c.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		var err error
 		if out, err = store.ClaimCallbacks(ctx, tx, callbackBatch, callbackClaim); err != nil {
 			return fmt.Errorf("claim callbacks: %w", err)
@@ -96,8 +106,8 @@ func (e *Engine) claimCallbacks(ctx context.Context) ([]store.DueCallback, error
 }
 
 // deliver POSTs the run's result to the callback URL once.
-func (e *Engine) deliver(ctx context.Context, cb store.DueCallback) error {
-	x, err := e.GetExecution(ctx, cb.ExecutionID)
+func (c *Callbacks) deliver(ctx context.Context, cb store.DueCallback) error {
+	x, err := c.describe(ctx, cb.ExecutionID)
 	if err != nil {
 		return err
 	}
@@ -118,7 +128,7 @@ func (e *Engine) deliver(ctx context.Context, cb store.DueCallback) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", CallbackKey(cb.ExecutionID, cb.Idx))
 	req.Header.Set("X-Harvest-Execution-Id", cb.ExecutionID.String())
-	res, err := e.cbHTTP.Do(req)
+	res, err := c.http.Do(req)
 	if err != nil {
 		return err
 	}
@@ -129,17 +139,17 @@ func (e *Engine) deliver(ctx context.Context, cb store.DueCallback) error {
 	return nil
 }
 
-// recordDelivery marks a callback delivered, or schedules its retry, or
-// gives up after callbackMaxAttempts.
-func (e *Engine) recordDelivery(ctx context.Context, cb store.DueCallback, deliveryErr error) error {
-	return e.withTx(ctx, func(tx *fence.Tx) error {
+// record marks a callback delivered, or schedules its retry, or gives up
+// after callbackMaxAttempts.
+func (c *Callbacks) record(ctx context.Context, cb store.DueCallback, deliveryErr error) error {
+	return c.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		if deliveryErr == nil {
 			return store.CallbackDelivered(ctx, tx, cb.ExecutionID, cb.Idx)
 		}
 		status := "due"
 		if cb.Attempt >= callbackMaxAttempts {
 			status = "failed"
-			e.log.Warn().Str("execution_id", cb.ExecutionID.String()).Int("attempt", cb.Attempt).Err(deliveryErr).Msg("callback given up")
+			c.d.Log.Warn().Str("execution_id", cb.ExecutionID.String()).Int("attempt", cb.Attempt).Err(deliveryErr).Msg("callback given up")
 		}
 		delay := harvest.RetryPolicy{InitialInterval: time.Second, MaxInterval: 5 * time.Minute}.Backoff(cb.Attempt)
 		return store.CallbackFailed(ctx, tx, cb.ExecutionID, cb.Idx, status, deliveryErr.Error(), delay)

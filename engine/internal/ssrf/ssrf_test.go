@@ -1,4 +1,4 @@
-package engine
+package ssrf
 
 import (
 	"errors"
@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCallbackPolicyPermits covers the address forms that reach a blocked
+// TestPolicyPermits covers the address forms that reach a blocked
 // IPv4 or IPv6 address: zones, IPv4 embedded in IPv6, special ranges.
-func TestCallbackPolicyPermits(t *testing.T) {
+func TestPolicyPermits(t *testing.T) {
 	t.Parallel()
-	allowLoopback := CallbackPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+	allowLoopback := Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 	for _, c := range []struct {
 		name   string
 		addr   string
-		policy CallbackPolicy
+		policy Policy
 		want   bool
 	}{
 		{name: "PublicIPv4", addr: "93.184.216.34", want: true},
@@ -51,17 +51,17 @@ func TestCallbackPolicyPermits(t *testing.T) {
 		{name: "AllowListExemptsLoopback", addr: "127.0.0.1", policy: allowLoopback, want: true},
 		{name: "AllowListExemptsEmbedded", addr: "64:ff9b::127.0.0.1", policy: allowLoopback, want: true},
 		{name: "AllowListExemptsIPv6", addr: "::1", policy: allowLoopback, want: true},
-		{name: "AllowListOfPrefix", addr: "2001:db8::5", policy: CallbackPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}}, want: true},
+		{name: "AllowListOfPrefix", addr: "2001:db8::5", policy: Policy{Allow: []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}}, want: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			addr := netip.MustParseAddr(c.addr)
 			require.Equal(t, c.want, c.policy.Permits(addr), "Permits(%s)", addr)
-			err := c.policy.dialControl("tcp6", netip.AddrPortFrom(addr, 80).String(), nil)
+			err := c.policy.DialControl("tcp6", netip.AddrPortFrom(addr, 80).String(), nil)
 			if c.want {
 				require.NoError(t, err, "dial %s", addr)
 			} else {
-				require.True(t, errors.Is(err, errAddressRefused), "dial %s: %v", addr, err)
+				require.True(t, errors.Is(err, ErrAddressRefused), "dial %s: %v", addr, err)
 			}
 		})
 	}
