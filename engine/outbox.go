@@ -107,8 +107,7 @@ type outboxAnswer struct {
 	outcome *harvest.Command
 	answer  error
 	retry   error
-	// fire is a schedule fire's or a deferred item's answer
-	// (outboxScheduleStart and outboxDeferredStart only).
+	// fire is a keyed start's answer (keyedStart kinds only).
 	fire *fireAnswer
 }
 
@@ -155,9 +154,9 @@ func (e *Engine) performOutbox(ctx context.Context, r store.OutboxRow) outboxAns
 	defer cancel()
 	switch r.Kind {
 	case outboxScheduleStart:
-		return e.performScheduleStart(callCtx, r)
+		return scheduleStartKind.perform(callCtx, e, r)
 	case outboxDeferredStart:
-		return e.performDeferredStart(callCtx, r)
+		return deferredStartKind.perform(callCtx, e, r)
 	}
 	outcome, err := e.performKind(callCtx, r)
 	if err != nil && !IsDefinite(err) {
@@ -243,9 +242,9 @@ func queueOutboxRecord(b *pgx.Batch, ex *store.Exec, a outboxAnswer) error {
 	case outboxStartChild:
 		return queueChildStart(b, ex, a.row, a.outcome, a.answer)
 	case outboxScheduleStart:
-		queueFireRecord(b, a)
+		return scheduleStartKind.record(b, ex, a)
 	case outboxDeferredStart:
-		queueDeferredRecord(b, a)
+		return deferredStartKind.record(b, ex, a)
 	}
 	return nil
 }
