@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"strings"
 
@@ -21,40 +20,40 @@ import (
 // Its request is a store.DeferredFire.
 const outboxDeferredStart = "deferred_start"
 
-// performDeferredStart performs an item's keyed start.
-func (e *Engine) performDeferredStart(ctx context.Context, r store.OutboxRow) outboxAnswer {
-	d, err := decodeRequest[store.DeferredFire](r)
-	if err != nil {
-		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: DeferredFailed, reason: err.Error()}}
-	}
+// deferredStartKind fires a deferred item and records its answer in the
+// item.
+var deferredStartKind = keyedStart[store.DeferredFire]{start: deferredStart, refused: refusedDeferred,
+	queue: queueDeferredOutcome, started: DeferredStarted, failed: DeferredFailed}
+
+// deferredStart is the start an item fires (a JSON null input is none).
+func deferredStart(d store.DeferredFire) StartRequest {
 	input := d.Input
 	if string(input) == "null" {
 		input = nil
 	}
-	res, err := e.cfg.Outbound.Start(ctx, StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID,
-		Input: input, IdempotencyKey: r.CommandID})
-	if err == nil {
-		return outboxAnswer{row: r, fire: &fireAnswer{outcome: DeferredStarted, executionID: res.ExecutionID.String()}}
-	}
+	return StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID, Input: input}
+}
+
+// refusedDeferred is the final answer of an item's refused start, nil
+// when it is to be retried: a schema's refusal, or any definite refusal
+// but a gate's, fails the item.
+func refusedDeferred(_ store.DeferredFire, err error) *fireAnswer {
 	var (
 		gate   *GateError
 		schema *harvest.InputError
 	)
 	if errors.As(err, &schema) || !errors.As(err, &gate) && IsDefinite(err) {
-		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: DeferredFailed, reason: err.Error()}}
+		return &fireAnswer{outcome: DeferredFailed, reason: err.Error()}
 	}
-	return outboxAnswer{row: r, retry: err}
+	return nil
 }
 
-// queueDeferredRecord records a fire's answer in its item.
-func queueDeferredRecord(b *pgx.Batch, a outboxAnswer) {
-	f := a.fire
-	if f == nil {
-		return
-	}
-	id, err := uuid.Parse(strings.TrimPrefix(a.row.CommandID, DeferredKeyPrefix))
+// queueDeferredOutcome records a fire's answer in its item, named by the
+// fire's key (nothing for a key that names none).
+func queueDeferredOutcome(b *pgx.Batch, key, outcome, reason, executionID string) {
+	id, err := uuid.Parse(strings.TrimPrefix(key, DeferredKeyPrefix))
 	if err != nil {
 		return
 	}
-	store.QueueDeferredOutcome(b, id, f.outcome, f.reason, f.executionID)
+	store.QueueDeferredOutcome(b, id, outcome, reason, executionID)
 }

@@ -38,12 +38,16 @@ import (
 //   - outboxDeferredStart: a deferred item's fire, inserted with its close
 //     (deferred_outbox.go); a keyed start, answered in the item.
 //
+// Each kind is one entry of outboxKinds (outbox_table.go): how its rows
+// are performed and what their answers record.
+//
 // The loop claims due rows (their due_at moves ahead by outboxLease: a
 // crash retries after it, or at once when the lease changed hands: a claim
-// stamps the epoch), performs each through Config.Outbound, and on a
-// definite answer records it in one fenced transaction that locks the
-// source run, appends the outcome event (waking the run's workflow task)
-// and deletes the row; only a row that still exists is recorded, so one
+// stamps the epoch), performs each as its kind does through
+// Config.Outbound, and on a definite answer records it in one fenced
+// transaction that locks the source run, appends the outcome event
+// (waking the run's workflow task), queues what the kind records beside
+// it and deletes the row; only a row that still exists is recorded, so one
 // command gets one outcome event however many attempts ran. Other errors
 // are retried with backoff. The keyed operation makes every retry land
 // once on the target.
@@ -107,8 +111,7 @@ type outboxAnswer struct {
 	outcome *harvest.Command
 	answer  error
 	retry   error
-	// fire is a schedule fire's or a deferred item's answer
-	// (outboxScheduleStart and outboxDeferredStart only).
+	// fire is a keyed start's answer (keyedStart kinds only).
 	fire *fireAnswer
 }
 
@@ -149,39 +152,11 @@ func (e *Engine) claimOutbox(ctx context.Context) ([]store.OutboxRow, error) {
 	return out, err
 }
 
-// performOutbox performs one row's keyed operation.
+// performOutbox performs one row's keyed operation, as its kind does.
 func (e *Engine) performOutbox(ctx context.Context, r store.OutboxRow) outboxAnswer {
 	callCtx, cancel := context.WithTimeout(ctx, outboxCallTimeout)
 	defer cancel()
-	switch r.Kind {
-	case outboxScheduleStart:
-		return e.performScheduleStart(callCtx, r)
-	case outboxDeferredStart:
-		return e.performDeferredStart(callCtx, r)
-	}
-	outcome, err := e.performKind(callCtx, r)
-	if err != nil && !IsDefinite(err) {
-		e.log.Debug().Err(err).Str("execution_id", r.ExecutionID.String()).Str("kind", r.Kind).
-			Int("attempt", r.Attempts).Msg("outbox attempt failed")
-		return outboxAnswer{row: r, retry: err}
-	}
-	return outboxAnswer{row: r, outcome: outcome, answer: err}
-}
-
-// performKind performs the row's keyed operation: the outcome event to
-// append to the source run (none for kinds that record nothing).
-func (e *Engine) performKind(ctx context.Context, r store.OutboxRow) (*harvest.Command, error) {
-	switch r.Kind {
-	case outboxSignal:
-		return e.performSignal(ctx, r)
-	case outboxStartChild:
-		return e.performStartChild(ctx, r)
-	case outboxChildDone:
-		return nil, e.performChildDone(ctx, r)
-	case outboxCloseChild:
-		return nil, e.performCloseChild(ctx, r)
-	}
-	return nil, fmt.Errorf("outbox row %d: unknown kind %q: %w", r.ID, r.Kind, ErrInvalidArgument)
+	return outboxKindOf(r.Kind).perform(callCtx, e, r)
 }
 
 // retryOutbox schedules the row's next attempt with backoff.
@@ -218,7 +193,7 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 				continue
 			}
 			ex := exs[a.row.ExecutionID]
-			if err := queueOutboxRecord(b, ex, a); err != nil {
+			if err := outboxKindOf(a.row.Kind).record(b, ex, a); err != nil {
 				return err
 			}
 			if ex != nil && !IsTerminal(ex.State) && a.outcome != nil {
@@ -235,19 +210,6 @@ func (e *Engine) recordOutbox(ctx context.Context, answers []outboxAnswer) error
 		e.settle(ctx, ch.Effects(), nil)
 	}
 	return err
-}
-
-// queueOutboxRecord queues what a kind records beside its outcome event.
-func queueOutboxRecord(b *pgx.Batch, ex *store.Exec, a outboxAnswer) error {
-	switch a.row.Kind {
-	case outboxStartChild:
-		return queueChildStart(b, ex, a.row, a.outcome, a.answer)
-	case outboxScheduleStart:
-		queueFireRecord(b, a)
-	case outboxDeferredStart:
-		queueDeferredRecord(b, a)
-	}
-	return nil
 }
 
 // failedOutcome is the failure event of a command refused for good.

@@ -180,12 +180,13 @@ func (e *Engine) performCloseChild(ctx context.Context, r store.OutboxRow) error
 // queueChildStart notes the child's start (or its refusal) in the
 // parent's children row; a parent that closed before the start was
 // answered gets its close policy applied now.
-func queueChildStart(b *pgx.Batch, parent *store.Exec, r store.OutboxRow, outcome *harvest.Command, answer error) error {
-	if answer != nil {
-		store.QueueChildStartError(b, r.ExecutionID, r.CommandID, answer.Error())
+func queueChildStart(b *pgx.Batch, parent *store.Exec, a outboxAnswer) error {
+	r := a.row
+	if a.answer != nil {
+		store.QueueChildStartError(b, r.ExecutionID, r.CommandID, a.answer.Error())
 		return nil
 	}
-	d, err := runs.Payload[harvest.ChildWorkflowStartedData](*outcome)
+	d, err := runs.Payload[harvest.ChildWorkflowStartedData](*a.outcome)
 	if err != nil {
 		return fmt.Errorf("decode ChildWorkflowStarted: %w", err)
 	}

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/store"
 )
@@ -32,38 +29,27 @@ type scheduleStartRequest struct {
 	Overlap      string          `json:"overlap"`
 }
 
-// fireAnswer is how a fire's start ended.
-type fireAnswer struct {
-	outcome     string // fireStarted, fireSkipped or fireFailed
-	reason      string
-	executionID string
+// scheduleStartKind fires a schedule's fire and records its answer in
+// the fire's harvest_schedule_fires row (gone if the schedule was deleted
+// meanwhile: then nothing is recorded).
+var scheduleStartKind = keyedStart[scheduleStartRequest]{start: scheduleStart, refused: refusedFire,
+	queue: store.QueueFireOutcome, started: fireStarted, failed: fireFailed}
+
+// scheduleStart is the start a fire fires. A closed run of the workflow
+// id gives way to a fresh one (this reuse policy starts fresh after any
+// close); a running one refuses the start under the fail conflict
+// policy, it is never terminated.
+func scheduleStart(d scheduleStartRequest) StartRequest {
+	return StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID, Input: d.Input,
+		ReusePolicy: ReuseTerminateIfRunning, ConflictPolicy: ConflictFail}
 }
 
-// performScheduleStart performs a fire's keyed start.
-func (e *Engine) performScheduleStart(ctx context.Context, r store.OutboxRow) outboxAnswer {
-	d, err := decodeRequest[scheduleStartRequest](r)
-	if err != nil {
-		return outboxAnswer{row: r, answer: err, fire: &fireAnswer{outcome: fireFailed, reason: err.Error()}}
-	}
-	// A closed run of the workflow id gives way to a fresh one (this
-	// reuse policy starts fresh after any close); a running one refuses
-	// the start under the fail conflict policy, it is never terminated.
-	res, err := e.cfg.Outbound.Start(ctx, StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID,
-		Input: d.Input, IdempotencyKey: r.CommandID, ReusePolicy: ReuseTerminateIfRunning, ConflictPolicy: ConflictFail})
-	if err == nil {
-		return outboxAnswer{row: r, fire: &fireAnswer{outcome: fireStarted, executionID: res.ExecutionID.String()}}
-	}
-	if f := refusedFire(d.Overlap, err); f != nil {
-		return outboxAnswer{row: r, answer: err, fire: f}
-	}
-	return outboxAnswer{row: r, retry: err}
-}
-
-// refusedFire is the final answer of a refused start, nil when it is to
-// be retried: a gate or a held workflow id end a fire only under skip
+// refusedFire is the final answer of a fire's refused start under its
+// overlap policy, nil when it is to be retried: a gate or a held workflow id end a fire only under skip
 // (under allow_all the id is the fire's own, so another run holding it
 // fails the fire); any other definite refusal fails it.
-func refusedFire(policy string, err error) *fireAnswer {
+func refusedFire(d scheduleStartRequest, err error) *fireAnswer {
+	policy := d.Overlap
 	var (
 		gate     *GateError
 		conflict *ConflictError
@@ -82,14 +68,4 @@ func refusedFire(policy string, err error) *fireAnswer {
 		return &fireAnswer{outcome: fireFailed, reason: err.Error()}
 	}
 	return nil
-}
-
-// queueFireRecord records a fire's answer in its fires row (gone if the
-// schedule was deleted meanwhile: then nothing is recorded).
-func queueFireRecord(b *pgx.Batch, a outboxAnswer) {
-	f := a.fire
-	if f == nil {
-		return
-	}
-	store.QueueFireOutcome(b, a.row.CommandID, f.outcome, f.reason, f.executionID)
 }
