@@ -21,7 +21,7 @@ import (
 //     answered from the cache.
 //   - A RUNNING state is answered only while the run is in the close
 //     watch's known-open set, which every close of an owned run leaves
-//     (closeWatch.fireWith) and which is cleared whenever the lease changes
+//     (runs.Watch.FireWith) and which is cleared whenever the lease changes
 //     hands, and for at most runningFor after it was seen (the engine's
 //     poll interval): a close whose commit this engine could not confirm,
 //     or made by a successor it has not noticed yet, is seen by then, as a

@@ -181,7 +181,7 @@ func TestReplayFromMemory(t *testing.T) {
 		b := setup(t)
 		e := b.engine(t, longPoll)
 		start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "wait")})
-		e.closed.forget() // as when the lease changes hands: closes may commit elsewhere
+		e.closed.Forget() // as when the lease changes hands: closes may commit elsewhere
 		dropClaim(t, b, "k")
 		_, ok := lookup(t, e, "k")
 		require.False(t, ok, "a run not known open is read")

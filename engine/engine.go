@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
@@ -15,6 +14,8 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
+	"github.com/harvestd/harvest/engine/internal/read"
+	"github.com/harvestd/harvest/engine/internal/runs"
 )
 
 // Engine runs one shard. Create it with New, then Start it; the request
@@ -48,7 +49,9 @@ type Engine struct {
 	// retryWake wakes the activity loop when a retry comes due.
 	retryWake *loop.Wakeup
 	tmWake    chan struct{}
-	closed    *closeWatch
+	closed    *runs.Watch
+	// read answers the reads of runs (internal/read).
+	read *read.Reader
 	// live caches the state of recently active runs (statecache.go).
 	live   *stateCache
 	keys   *seenKeys
@@ -106,7 +109,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		actWake:  make(chan struct{}, 1),
 		actSlots: newActivitySlots(cfg.ActivityWorkers),
 		tmWake:   make(chan struct{}, 1),
-		closed:   newCloseWatch(),
+		closed:   runs.NewWatch(),
 		keys:     newSeenKeys(),
 		claims:   newClaimCache(claimGeneration, cfg.PollInterval),
 		cbWake:   make(chan struct{}, 1),
@@ -120,8 +123,9 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	e.epoch, e.owning = &e.fence.Epoch, &e.fence.Owning
 	e.retryWake = loop.NewWakeup(e.wakeActivities)
 	e.newMaint()
+	e.read = e.newReader()
 	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
-	e.closed.onClose = e.live.drop
+	e.closed.OnClose = e.live.drop
 	if e.cfg.Outbound == nil {
 		e.cfg.Outbound = selfOutbound{e}
 	}
@@ -154,7 +158,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.closed.forget()
+	e.closed.Forget()
 	e.claims.forget()
 	e.live.purge()
 	e.sampleClock(ctx)
@@ -223,7 +227,7 @@ func (e *Engine) halt(cause error) bool {
 	}
 	e.running = false
 	e.owning.Store(false)
-	e.closed.forget()
+	e.closed.Forget()
 	e.claims.forget()
 	e.cancel(cause)
 	e.mu.Unlock()
@@ -238,7 +242,7 @@ func (e *Engine) lostLease(current *OwnershipLostError) {
 	if !e.owning.CompareAndSwap(true, false) {
 		return
 	}
-	e.closed.forget()
+	e.closed.Forget()
 	e.claims.forget()
 	e.live.purge()
 	e.log.Warn().Int64("epoch", e.epoch.Load()).Int64("new_epoch", current.Epoch).
@@ -262,143 +266,6 @@ func (e *Engine) spawn(ctx context.Context, loop func(context.Context)) {
 func (e *Engine) nudge(ch chan struct{}) { loop.Nudge(ch) }
 
 func (e *Engine) checkOwning() error { return e.fence.CheckOwning() }
-
-// closeWatch wakes waiters when executions close: the waiters of one
-// execution (Result long-polls). A close wakes only its own execution's waiters, so N polls of
-// N runs cost N reads, not N per close; a closer that knows the run's
-// outcome (the batches' UPDATE returns it) hands it to the waiters, who
-// then need no read at all.
-//
-// It also remembers the runs this engine created open and has not seen
-// close (open), so that a result poll of such a run can wait without
-// reading it first: every close of an owned run fires here. The memory is
-// bounded (two generations of openGeneration runs; a forgotten run is
-// read as before) and cleared whenever the lease is taken or let go.
-type closeWatch struct {
-	mu   sync.Mutex
-	runs map[uuid.UUID]*runWaiters
-	// open are the runs known open.
-	open loop.Generations[uuid.UUID, struct{}]
-	// onClose, when set, is told of every close fired (the state cache
-	// drops the runs).
-	onClose func(ids ...uuid.UUID)
-}
-
-// openGeneration is the size at which the open runs start a new
-// generation, dropping the oldest.
-const openGeneration = 1 << 15
-
-type runWaiters struct {
-	ch  chan struct{}
-	n   int
-	out *Outcome // set before ch closes, when the closer handed it over
-}
-
-func newCloseWatch() *closeWatch {
-	return &closeWatch{runs: map[uuid.UUID]*runWaiters{}, open: loop.NewGenerations[uuid.UUID, struct{}](openGeneration)}
-}
-
-// opened records runs created open by a transaction about to commit.
-// Call it before the COMMIT: once the runs are committed, any other
-// transaction may close them, and its close must find them here.
-func (w *closeWatch) opened(ids ...uuid.UUID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, id := range ids {
-		w.open.Add(id, struct{}{})
-	}
-}
-
-// unopened drops runs opened recorded for a transaction that then failed
-// (or whose COMMIT's answer was lost): a poll of them reads them first.
-func (w *closeWatch) unopened(ids ...uuid.UUID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, id := range ids {
-		w.open.Remove(id)
-	}
-}
-
-// forget drops every run known open: the lease changed hands, and closes
-// may now commit elsewhere.
-func (w *closeWatch) forget() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.open = loop.NewGenerations[uuid.UUID, struct{}](openGeneration)
-}
-
-// isOpen reports whether the run is known open.
-func (w *closeWatch) isOpen(id uuid.UUID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.open.Has(id)
-}
-
-// closeWait is one waiter's registration for one execution's close.
-type closeWait struct {
-	w  *closeWatch
-	id uuid.UUID
-	r  *runWaiters
-	// knownOpen: the run was open when the waiter registered, and its
-	// close will fire this waiter.
-	knownOpen bool
-}
-
-// waitFor registers a waiter for execution id's close; the waiter must
-// call release when it stops waiting.
-func (w *closeWatch) waitFor(id uuid.UUID) *closeWait {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	r, ok := w.runs[id]
-	if !ok {
-		r = &runWaiters{ch: make(chan struct{})}
-		w.runs[id] = r
-	}
-	r.n++
-	return &closeWait{w: w, id: id, r: r, knownOpen: w.open.Has(id)}
-}
-
-// closed is closed when the execution closes.
-func (c *closeWait) closed() <-chan struct{} { return c.r.ch }
-
-// outcome is the outcome the closer handed over; only after closed.
-func (c *closeWait) outcome() (Outcome, bool) {
-	if c.r.out == nil {
-		return Outcome{}, false
-	}
-	return *c.r.out, true
-}
-
-func (c *closeWait) release() {
-	c.w.mu.Lock()
-	defer c.w.mu.Unlock()
-	if c.r.n--; c.r.n == 0 && c.w.runs[c.id] == c.r {
-		delete(c.w.runs, c.id)
-	}
-}
-
-// fire wakes the waiters of the closed ids.
-func (w *closeWatch) fire(ids ...uuid.UUID) { w.fireWith(nil, ids...) }
-
-// fireWith is fire with the outcomes of (some of) the closed ids, handed
-// to their waiters. Call it only after the closes committed.
-func (w *closeWatch) fireWith(outs map[uuid.UUID]Outcome, ids ...uuid.UUID) {
-	if w.onClose != nil {
-		w.onClose(ids...)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, id := range ids {
-		w.open.Remove(id)
-		if r, ok := w.runs[id]; ok {
-			if o, ok := outs[id]; ok {
-				r.out = &o
-			}
-			close(r.ch)
-			delete(w.runs, id)
-		}
-	}
-}
 
 // IdempotencyWindow is how long this engine's start keys deduplicate.
 func (e *Engine) IdempotencyWindow() time.Duration { return e.cfg.IdempotencyWindow }

@@ -163,10 +163,10 @@ func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send bat
 		// Before the COMMIT: from then on any transaction (a dispatched
 		// activity's, a terminate's) may close them.
 		open = p.openRuns()
-		e.closed.opened(open...)
+		e.closed.Opened(open...)
 	})
 	if err != nil {
-		e.closed.unopened(open...)
+		e.closed.Unopened(open...)
 	}
 	e.settle(runCtx, first.effects(), err)
 	switch {

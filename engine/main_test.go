@@ -182,7 +182,7 @@ func waitClosed(t *testing.T, e *Engine, id uuid.UUID) Execution {
 	require.True(t, IsTerminal(o.State), "execution %s still %s (last error %q)", id, o.State, o.LastError)
 	x, err := e.GetExecution(ctxT(t), id)
 	require.NoError(t, err)
-	// A handed-over outcome (closeWatch) is exactly what a read returns.
+	// A handed-over outcome (runs.Watch) is exactly what a read returns.
 	require.Equal(t, Outcome{ExecutionID: x.ExecutionID, State: x.State, Output: x.Output, Error: x.Error,
 		CompletedAt: x.CompletedAt, ContinuedTo: x.ContinuedTo}, o)
 	return x

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/runs"
 )
 
 // A close committed by a batch hands its outcome, as stored, to the
@@ -35,14 +36,14 @@ func TestResultHandOver(t *testing.T) {
 		require.NoError(t, err)
 		return Outcome{ExecutionID: id, State: x.State, Output: x.Output, Error: x.Error, CompletedAt: x.CompletedAt}
 	}
-	handedOver := func(t *testing.T, w *closeWait) Outcome {
+	handedOver := func(t *testing.T, w *runs.Wait) Outcome {
 		t.Helper()
 		select {
-		case <-w.closed():
+		case <-w.Closed():
 		case <-time.After(20 * time.Second):
 			t.Fatal("the run did not close")
 		}
-		o, ok := w.outcome()
+		o, ok := w.Outcome()
 		require.True(t, ok, "the close handed its outcome over")
 		return o
 	}
@@ -52,8 +53,8 @@ func TestResultHandOver(t *testing.T) {
 		_, g, e := setupPair(t)
 		res := start(t, e, StartRequest{WorkflowName: "gated_pair", Input: raw(t, "x")})
 		g.waitEntered(t)
-		w := e.closed.waitFor(res.ExecutionID)
-		defer w.release()
+		w := e.closed.WaitFor(res.ExecutionID)
+		defer w.Release()
 		g.pass <- struct{}{}
 		o := handedOver(t, w)
 		require.Equal(t, StateCompleted, o.State)
@@ -67,8 +68,8 @@ func TestResultHandOver(t *testing.T) {
 		b := setup(t)
 		e := b.engine(t)
 		res := start(t, e, StartRequest{WorkflowName: "collect"})
-		w := e.closed.waitFor(res.ExecutionID)
-		defer w.release()
+		w := e.closed.WaitFor(res.ExecutionID)
+		defer w.Release()
 		for _, v := range []string{"a", "stop"} {
 			_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: res.ExecutionID, SignalName: "item", Payload: raw(t, v)})
 			require.NoError(t, err)
@@ -84,8 +85,8 @@ func TestResultHandOver(t *testing.T) {
 		e := b.engine(t)
 		delay := 500 * time.Millisecond // left to the workflow loop, not run by the start
 		res := start(t, e, StartRequest{WorkflowName: "block", Delay: &delay, Input: raw(t, "fail")})
-		w := e.closed.waitFor(res.ExecutionID)
-		defer w.release()
+		w := e.closed.WaitFor(res.ExecutionID)
+		defer w.Release()
 		o := handedOver(t, w)
 		require.Equal(t, StateFailed, o.State)
 		require.NotEmpty(t, o.Error)
@@ -107,9 +108,7 @@ func TestResultHandOver(t *testing.T) {
 			got <- answer{o, err}
 		}()
 		require.Eventually(t, func() bool {
-			e.closed.mu.Lock()
-			defer e.closed.mu.Unlock()
-			return e.closed.runs[res.ExecutionID] != nil
+			return e.closed.Waiters(res.ExecutionID) > 0
 		}, 20*time.Second, 5*time.Millisecond, "Result waits for the close")
 		g.pass <- struct{}{}
 		a := <-got
@@ -134,21 +133,21 @@ func TestResultHandOver(t *testing.T) {
 		t.Parallel()
 		_, g, e := setupPair(t)
 		res := start(t, e, StartRequest{WorkflowName: "gated_pair", Input: raw(t, "z")})
-		w := e.closed.waitFor(res.ExecutionID)
-		defer w.release()
-		require.True(t, w.knownOpen, "the start batch recorded its open run")
+		w := e.closed.WaitFor(res.ExecutionID)
+		defer w.Release()
+		require.True(t, w.KnownOpen, "the start batch recorded its open run")
 		g.waitEntered(t)
 		g.pass <- struct{}{}
 		handedOver(t, w)
-		after := e.closed.waitFor(res.ExecutionID)
-		defer after.release()
-		require.False(t, after.knownOpen, "the close dropped it")
+		after := e.closed.WaitFor(res.ExecutionID)
+		defer after.Release()
+		require.False(t, after.KnownOpen, "the close dropped it")
 
 		done := start(t, e, StartRequest{WorkflowName: "noop"})
 		require.Equal(t, StateCompleted, done.State)
-		wd := e.closed.waitFor(done.ExecutionID)
-		defer wd.release()
-		require.False(t, wd.knownOpen, "a run closed by its start is not open")
+		wd := e.closed.WaitFor(done.ExecutionID)
+		defer wd.Release()
+		require.False(t, wd.KnownOpen, "a run closed by its start is not open")
 	})
 
 	t.Run("StoppedEngineForgetsItsOpenRuns", func(t *testing.T) {
@@ -157,9 +156,9 @@ func TestResultHandOver(t *testing.T) {
 		e := b.engine(t)
 		res := start(t, e, StartRequest{WorkflowName: "block"})
 		e.Stop()
-		w := e.closed.waitFor(res.ExecutionID)
-		defer w.release()
-		require.False(t, w.knownOpen, "closes may commit on the next owner")
+		w := e.closed.WaitFor(res.ExecutionID)
+		defer w.Release()
+		require.False(t, w.KnownOpen, "closes may commit on the next owner")
 		o, err := e.Result(ctxT(t), res.ExecutionID, 0)
 		require.NoError(t, err)
 		require.Equal(t, StateRunning, o.State)

@@ -19,7 +19,7 @@ func (e *Engine) settle(ctx context.Context, fx runs.Effects, err error) {
 		return
 	}
 	if len(fx.Closed) > 0 {
-		e.closed.fireWith(fx.Outcomes, fx.Closed...)
+		e.closed.FireWith(fx.Outcomes, fx.Closed...)
 	}
 	e.wake(fx.Wake)
 }

@@ -96,7 +96,7 @@ func (e *Engine) cachedReplay(name, key string) (StartResult, bool) {
 	if !e.owning.Load() {
 		return StartResult{}, false
 	}
-	return e.claims.get(name, key, time.Now(), func(r StartResult) bool { return e.closed.isOpen(r.ExecutionID) })
+	return e.claims.get(name, key, time.Now(), func(r StartResult) bool { return e.closed.IsOpen(r.ExecutionID) })
 }
 
 func lookupClaim(ctx context.Context, q store.Querier, name, key string, windowMS int64) (StartResult, error) {

@@ -24,7 +24,7 @@ import (
 // tasks: a task takes it out (take) and it goes back only once the task's
 // transaction committed (settleLive); a task that failed, ran into a
 // failed transaction, or closed its run leaves it out and stops it. Every
-// close drops it (closeWatch), and so does any change of the lease (Start,
+// close drops it (runs.Watch), and so does any change of the lease (Start,
 // halt, lostLease purge the cache): another owner may have written since.
 // On top of that, a run checks that the events it is given start with the
 // commands of its last step (harvest.ErrStaleRun); any failure of a cached

@@ -90,7 +90,7 @@ type Description struct {
 	// CancelRequestedAt is when a cancel was requested (its
 	// WorkflowCancelRequested event); nil when none was.
 	CancelRequestedAt *time.Time `json:"cancel_requested_at,omitempty"`
-	// Children are the child workflows the run started (engine/children.go).
+	// Children are the child workflows the run started (engine/internal/read/children.go).
 	Children []Child `json:"children"`
 }
 

@@ -1,4 +1,4 @@
-package engine
+package read
 
 import (
 	"context"
@@ -7,23 +7,24 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Children lists the children run id started, in command order
 // (ErrNotFound when the run does not exist).
-func (e *Engine) Children(ctx context.Context, id uuid.UUID) ([]Child, error) {
-	if _, err := e.GetExecution(ctx, id); err != nil {
+func (r *Reader) Children(ctx context.Context, id uuid.UUID) ([]shardapi.Child, error) {
+	if _, err := r.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	return e.childrenOf(ctx, id)
+	return r.childrenOf(ctx, id)
 }
 
-func (e *Engine) childrenOf(ctx context.Context, id uuid.UUID) ([]Child, error) {
-	rows, err := store.Children(ctx, e.pool, id)
+func (r *Reader) childrenOf(ctx context.Context, id uuid.UUID) ([]shardapi.Child, error) {
+	rows, err := store.Children(ctx, r.d.Pool, id)
 	if err != nil {
 		return nil, fmt.Errorf("children of %s: %w", id, err)
 	}
-	out := make([]Child, len(rows))
+	out := make([]shardapi.Child, len(rows))
 	for i, r := range rows {
 		out[i] = childOf(r)
 	}
@@ -31,17 +32,17 @@ func (e *Engine) childrenOf(ctx context.Context, id uuid.UUID) ([]Child, error) 
 }
 
 // childOf is the child of a row, in the state its row says.
-func childOf(r store.ChildRow) Child {
+func childOf(r store.ChildRow) shardapi.Child {
 	c := r.Child
 	switch {
 	case r.Closed != nil:
 		c.State = *r.Closed
 	case c.StartError != "":
-		c.State = ChildStartFailed
+		c.State = shardapi.ChildStartFailed
 	case c.ExecutionID != nil:
-		c.State = StateRunning
+		c.State = shardapi.StateRunning
 	default:
-		c.State = ChildInitiated
+		c.State = shardapi.ChildInitiated
 	}
 	return c
 }
