@@ -14,6 +14,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/internal/wftask"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -113,14 +114,14 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 	}
 	var (
 		completed int
-		w         = newTaskWrites()
+		w         = wftask.NewBatch()
 	)
 	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
 		dbNow = dbNow.Add(tx.Ahead()) // workflow time
 		completed = 0
 		var (
 			done   []int64
-			tasks  []claimedWorkflowTask
+			tasks  []wftask.Claimed
 			events = make(map[uuid.UUID][]harvest.Command)
 		)
 		for _, c := range batch {
@@ -136,14 +137,14 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 				continue
 			}
 			if _, ok := events[ex.ID]; !ok {
-				tasks = append(tasks, claimedWorkflowTask{ex: ex, dbNow: dbNow})
+				tasks = append(tasks, wftask.Claimed{Ex: ex, DBNow: dbNow})
 			}
 			events[ex.ID] = append(events[ex.ID], harvest.NewCommand(harvest.EventActivityCompleted,
 				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: runs.InputOrNull(c.out), Attempt: c.t.Attempt}))
 			completed++
 		}
-		e.takeLive(w, tasks)
-		if err := loadHistories(ctx, tx, tasks); err != nil {
+		e.wf.TakeLive(w, tasks)
+		if err := wftask.LoadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
 		// The completions' events come first: the tasks see them, and
@@ -153,13 +154,13 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 			store.QueueDeleteTasks(b, done)
 		}
 		for i, t := range tasks {
-			tasks[i].history = appendToHistory(t.history, t.ex.NextEventID, events[t.ex.ID], dbNow)
-			w.AppendEvents(t.ex, events[t.ex.ID], false)
+			tasks[i].History = appendToHistory(t.History, t.Ex.NextEventID, events[t.Ex.ID], dbNow)
+			w.AppendEvents(t.Ex, events[t.Ex.ID], false)
 		}
-		return e.runAndWrite(ctx, tx, b, w, tasks)
+		return e.wf.RunAndWrite(ctx, tx, b, w, tasks)
 	})
 	e.settle(runCtx, w.Effects(), err)
-	e.settleLive(w, err)
+	e.wf.SettleLive(w, err)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Debug().Err(err).Int("completions", len(batch)).Msg("completion batch failed, its completions run alone")

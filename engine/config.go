@@ -116,7 +116,7 @@ type Config struct {
 	// so that a task applies only the events recorded since instead of
 	// replaying the whole history (default StateCacheEntriesDefault;
 	// negative: no cache, every task replays). Least recently used runs
-	// are evicted first (see statecache.go).
+	// are evicted first (see internal/wftask/statecache.go).
 	StateCacheEntries int
 	// StateCacheBytes bounds the cache by the bytes of event data its runs
 	// applied, an approximation of their memory (default

@@ -5,6 +5,7 @@ import (
 
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
+	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
 // Crash points: the named step boundaries where a test can stop the
@@ -19,7 +20,7 @@ import (
 // The points, in the order a workflow task meets them:
 //
 //   - crashLoaded: the task's history is loaded, its code not run yet
-//     (runAndWrite, the workflow loop and the completion batch).
+//     (wftask.Runner.RunAndWrite: the workflow loop and the completion batch).
 //   - crashRan: the code ran, its commands are queued, nothing is sent.
 //   - crashBeforeCommit: the writes are about to go out with the COMMIT.
 //   - crashCommitted: the commit succeeded, the direct activity dispatch,
@@ -65,10 +66,10 @@ import (
 //     rows written, before the commit.
 //   - crashDeferredCommitted: they are committed, the outbox not woken.
 const (
-	crashLoaded          loop.CrashPoint = "workflow_task.loaded"
-	crashRan             loop.CrashPoint = "workflow_task.ran"
-	crashBeforeCommit    loop.CrashPoint = "workflow_task.before_commit"
-	crashCommitted       loop.CrashPoint = "workflow_task.committed"
+	crashLoaded                          = wftask.CrashLoaded
+	crashRan                             = wftask.CrashRan
+	crashBeforeCommit                    = wftask.CrashBeforeCommit
+	crashCommitted                       = wftask.CrashCommitted
 	crashSignal          loop.CrashPoint = "signal.before_commit"
 	crashCancel          loop.CrashPoint = "cancel.before_commit"
 	crashTimerFire                       = maint.CrashTimerFire
@@ -79,7 +80,7 @@ const (
 	crashOutboxResolved  loop.CrashPoint = "outbox.resolved"
 	crashOutboxPerformed loop.CrashPoint = "outbox.performed"
 	crashOutboxRecord    loop.CrashPoint = "outbox.record_before_commit"
-	crashChildClose      loop.CrashPoint = "child_close.before_commit"
+	crashChildClose                      = wftask.CrashChildClose
 
 	crashScheduleBeforeCommit loop.CrashPoint = "schedule.before_commit"
 	crashScheduleCommitted    loop.CrashPoint = "schedule.committed"

@@ -16,6 +16,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/harvestd/harvest/engine/internal/read"
 	"github.com/harvestd/harvest/engine/internal/runs"
+	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
 // Engine runs one shard. Create it with New, then Start it; the request
@@ -52,8 +53,9 @@ type Engine struct {
 	closed    *runs.Watch
 	// read answers the reads of runs (internal/read).
 	read *read.Reader
-	// live caches the state of recently active runs (statecache.go).
-	live   *stateCache
+	// wf runs workflow tasks and caches the state of recently active
+	// runs (internal/wftask).
+	wf     *wftask.Runner
 	keys   *seenKeys
 	claims *claimCache
 	gates  gateCache
@@ -124,8 +126,8 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	e.retryWake = loop.NewWakeup(e.wakeActivities)
 	e.newMaint()
 	e.read = e.newReader()
-	e.live = newStateCache(cfg.StateCacheEntries, cfg.StateCacheBytes)
-	e.closed.OnClose = e.live.drop
+	e.wf = e.newRunner()
+	e.closed.OnClose = e.wf.Drop
 	if e.cfg.Outbound == nil {
 		e.cfg.Outbound = selfOutbound{e}
 	}
@@ -160,7 +162,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.closed.Forget()
 	e.claims.forget()
-	e.live.purge()
+	e.wf.Purge()
 	e.sampleClock(ctx)
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
@@ -169,7 +171,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.running = true
 	e.spawn(loopCtx, e.renewLoop)
 	for range e.cfg.WorkflowWorkers {
-		e.spawn(loopCtx, e.workflowLoop)
+		e.spawn(loopCtx, e.wf.Run)
 	}
 	e.spawn(loopCtx, e.activityLoop)
 	e.spawn(loopCtx, e.timers.Run)
@@ -232,7 +234,7 @@ func (e *Engine) halt(cause error) bool {
 	e.cancel(cause)
 	e.mu.Unlock()
 	e.loops.Wait()
-	e.live.purge()
+	e.wf.Purge()
 	e.retryWake.Stop()
 	return true
 }
@@ -244,7 +246,7 @@ func (e *Engine) lostLease(current *OwnershipLostError) {
 	}
 	e.closed.Forget()
 	e.claims.forget()
-	e.live.purge()
+	e.wf.Purge()
 	e.log.Warn().Int64("epoch", e.epoch.Load()).Int64("new_epoch", current.Epoch).
 		Str("owner", current.Owner).Msg("shard lease lost, stopping shard loops")
 	e.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
 // First workflow tasks of new runs (eager start).
@@ -79,7 +80,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 		} else {
 			started := harvest.Event{EventID: 0, Type: harvest.EventType(cols.eventType[i]),
 				Data: json.RawMessage(cols.eventData[i]), Timestamp: dbNow}
-			res, runErr = e.runTask(budget, claimedWorkflowTask{ex: ex, dbNow: dbNow, history: []harvest.Event{started}})
+			res, runErr = e.wf.RunTask(budget, wftask.Claimed{Ex: ex, DBNow: dbNow, History: []harvest.Event{started}})
 		}
 		f.ch.Stamps[id] = cols.at[i]
 		switch {
@@ -87,7 +88,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 			f.left++ // cut short by the budget: the workflow loop runs it
 			continue
 		case runErr != nil:
-			e.queueFailWorkflowTask(f.fails, ex, 0, runErr)
+			e.wf.QueueFail(f.fails, ex, 0, runErr)
 			f.left++
 			continue
 		case runs.ContinuesAsNew(res):

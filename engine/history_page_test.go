@@ -8,6 +8,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
 // TestHistoryPagesBoundedByBytes: pages of large signal payloads stop
@@ -26,7 +27,7 @@ func TestHistoryPagesBoundedByBytes(t *testing.T) {
 		require.NoError(t, err)
 	}
 	waitClosed(t, e, res.ExecutionID)
-	all, err := loadHistory(ctxT(t), e.pool, &store.Exec{ID: res.ExecutionID}, 0, -1)
+	all, err := wftask.LoadHistory(ctxT(t), e.pool, &store.Exec{ID: res.ExecutionID}, 0, -1)
 	require.NoError(t, err)
 
 	t.Run("CursorsYieldEveryEventOnceInOrder", func(t *testing.T) {

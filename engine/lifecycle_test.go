@@ -122,11 +122,11 @@ func TestNonDeterminismIsVisible(t *testing.T) {
 		e := b.engine(t)
 		run := start(t, e, StartRequest{WorkflowName: "evolving"})
 		eventually(t, "the run cached past its activity", func() bool {
-			next, ok := e.live.nextOf(run.ExecutionID)
+			next, ok := e.wf.CachedNext(run.ExecutionID)
 			return ok && next == 3
 		})
 		deployed.Store(1)
-		e.live.purge()
+		e.wf.Purge()
 		requireNonDeterminism(t, b, e, run.ExecutionID)
 	})
 }

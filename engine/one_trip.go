@@ -11,6 +11,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/internal/wftask"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -244,7 +245,7 @@ func (e *Engine) prepareEarly(ctx context.Context, req *StartRequest) {
 	started := harvest.Event{EventID: 0, Type: s.started.Type, Data: s.started.Data, Timestamp: at}
 	ctx, cancel := context.WithTimeout(ctx, firstTaskBudget)
 	defer cancel()
-	res, err := e.runTask(ctx, claimedWorkflowTask{ex: ex, dbNow: at, history: []harvest.Event{started}})
+	res, err := e.wf.RunTask(ctx, wftask.Claimed{Ex: ex, DBNow: at, History: []harvest.Event{started}})
 	if err == nil {
 		s.res, s.ran = res, true
 	}

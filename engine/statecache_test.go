@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/demo"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/internal/wftask"
 	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
@@ -65,7 +65,7 @@ var chainWF = harvest.NewWorkflow("chain", func(ctx harvest.Context, _ string) (
 // execution must agree on.
 func normalEvents(t *testing.T, b *testBundle, id uuid.UUID) []string {
 	t.Helper()
-	events, err := loadHistory(ctxT(t), b.pool, &store.Exec{ID: id}, 0, -1)
+	events, err := wftask.LoadHistory(ctxT(t), b.pool, &store.Exec{ID: id}, 0, -1)
 	require.NoError(t, err)
 	varying := regexp.MustCompile(`"fire_at": ?"[^"]*"|hvk_[0-9a-f]+`)
 	out := make([]string, len(events))
@@ -131,14 +131,14 @@ func TestStateCache(t *testing.T) {
 		require.Positive(t, st.Hits, "tasks ran on cached state")
 		require.Zero(t, st.Rebuilds)
 		require.Zero(t, st.Entries, "the closed run is not cached")
-		history, err := loadHistory(ctxT(t), on.pool, &store.Exec{ID: id}, 0, -1)
+		history, err := wftask.LoadHistory(ctxT(t), on.pool, &store.Exec{ID: id}, 0, -1)
 		require.NoError(t, err)
 		info := harvest.WorkflowInfo{ExecutionID: id.String(), WorkflowName: "chain", WorkflowID: "chain-1"}
 		require.NoError(t, testworkflows.ReplayAgrees(ctxT(t), on.reg, info, history), "every task's commands are what a replay issues")
 
 		evicted := chainSetup(t)
 		eEv := evicted.engine(t)
-		id = runChain(t, evicted, eEv, func(int) { eEv.live.purge() })
+		id = runChain(t, evicted, eEv, func(int) { eEv.wf.Purge() })
 		require.Equal(t, want, normalEvents(t, evicted, id), "evicted mid-run, rebuilt by replay")
 	})
 
@@ -146,7 +146,7 @@ func TestStateCache(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		e := b.engine(t)
-		cached := func(id uuid.UUID) bool { _, ok := e.live.nextOf(id); return ok }
+		cached := func(id uuid.UUID) bool { _, ok := e.wf.CachedNext(id); return ok }
 		startCached := func() uuid.UUID {
 			id := start(t, e, StartRequest{WorkflowName: "collect"}).ExecutionID
 			_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "item", Payload: raw(t, "a")})
@@ -178,7 +178,7 @@ func TestStateCache(t *testing.T) {
 		e = b.engine(t, func(c *Config) {
 			c.crashHook = func(_ context.Context, p loop.CrashPoint) error {
 				// The first commit of a task that ran on cached state fails.
-				if p == crashBeforeCommit && e != nil && e.live.hits.Load() > 0 && failed.CompareAndSwap(false, true) {
+				if p == crashBeforeCommit && e != nil && e.wf.CacheStats().Hits > 0 && failed.CompareAndSwap(false, true) {
 					return errors.New("commit lost")
 				}
 				return nil
@@ -210,7 +210,7 @@ func TestStateCache(t *testing.T) {
 			require.NoError(t, err)
 		}
 		signal("a")
-		eventually(t, "the run cached", func() bool { _, ok := e.live.nextOf(id); return ok })
+		eventually(t, "the run cached", func() bool { _, ok := e.wf.CachedNext(id); return ok })
 		signal("boom")
 		eventually(t, "the task's retry failed too", func() bool {
 			x, err := e.GetExecution(ctxT(t), id)
@@ -220,66 +220,6 @@ func TestStateCache(t *testing.T) {
 		// The failing step on cached state is rebuilt (and fails) once; the
 		// retry finds no cached state, so it rebuilds nothing.
 		require.Equal(t, int64(1), e.StateCacheStats().Rebuilds)
-	})
-}
-
-// TestStateCacheBounds checks the LRU on live runs of a blocked workflow.
-func TestStateCacheBounds(t *testing.T) {
-	t.Parallel()
-	reg := harvest.NewRegistry()
-	require.NoError(t, reg.Register(collectWF))
-	live := func(t *testing.T, n int) *liveRun {
-		started, err := json.Marshal(harvest.WorkflowStartedData{WorkflowName: "collect", Input: json.RawMessage(`""`)})
-		require.NoError(t, err)
-		task := harvest.WorkflowTask{Info: harvest.WorkflowInfo{WorkflowName: "collect"},
-			History: []harvest.Event{{Type: harvest.EventWorkflowStarted, Data: started}}}
-		run, _, err := reg.StartRun(context.Background(), task, zerolog.Nop())
-		require.NoError(t, err)
-		t.Cleanup(run.Stop)
-		return &liveRun{id: uuid.New(), run: run, next: int64(n), keep: true}
-	}
-	size := live(t, 0).run.Size()
-	for _, tc := range []struct {
-		name       string
-		entries    int
-		bytes      int64
-		wantCached []bool // of runs a, b, c put in that order, a used again after b
-	}{
-		{"ByEntries", 2, 1 << 20, []bool{true, false, true}},
-		{"ByBytes", 10, 2 * size, []bool{true, false, true}},
-		{"Off", 0, 1 << 20, []bool{false, false, false}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := newStateCache(tc.entries, tc.bytes)
-			runs := []*liveRun{live(t, 1), live(t, 1), live(t, 1)}
-			c.put(runs[0])
-			c.put(runs[1])
-			if got := c.take(runs[0].id); got != nil {
-				c.put(got) // a is now the most recently used
-			}
-			c.put(runs[2])
-			for i, lr := range runs {
-				_, ok := c.nextOf(lr.id)
-				require.Equal(t, tc.wantCached[i], ok, "run %d cached", i)
-				_, err := lr.run.Advance(context.Background(), nil)
-				if !ok {
-					require.ErrorIs(t, err, harvest.ErrStaleRun, "an evicted run is stopped")
-				}
-			}
-		})
-	}
-
-	t.Run("NewerRunWins", func(t *testing.T) {
-		t.Parallel()
-		c := newStateCache(10, 1<<20)
-		older, newer := live(t, 3), live(t, 5)
-		older.id = newer.id
-		c.put(newer)
-		c.put(older)
-		next, ok := c.nextOf(newer.id)
-		require.True(t, ok)
-		require.Equal(t, int64(5), next)
 	})
 }
 
@@ -318,7 +258,7 @@ func TestStateCacheAcrossContinueAsNew(t *testing.T) {
 	require.Len(t, runs, 3)
 	require.Positive(t, e.StateCacheStats().Hits)
 	for _, id := range runs {
-		history, err := loadHistory(ctxT(t), b.pool, &store.Exec{ID: id}, 0, -1)
+		history, err := wftask.LoadHistory(ctxT(t), b.pool, &store.Exec{ID: id}, 0, -1)
 		require.NoError(t, err)
 		info := harvest.WorkflowInfo{ExecutionID: id.String(), WorkflowName: demo.CounterName, WorkflowID: "counter-1"}
 		require.NoError(t, testworkflows.ReplayAgrees(ctxT(t), b.reg, info, history), "run %s", id)

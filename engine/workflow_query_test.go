@@ -55,7 +55,7 @@ func testQuery(t *testing.T, b *testBundle, e *Engine, cached bool) {
 	ping("x")
 	if cached {
 		eventually(t, "the run cached past the pings", func() bool {
-			next, ok := e.live.nextOf(id)
+			next, ok := e.wf.CachedNext(id)
 			return ok && next == 3
 		})
 	}
@@ -76,7 +76,7 @@ func testQuery(t *testing.T, b *testBundle, e *Engine, cached bool) {
 	require.ErrorIs(t, err, harvest.ErrQueryArgs)
 	_, err = query("sleepy", "")
 	require.ErrorIs(t, err, harvest.ErrQueryCommand)
-	_, ok := e.live.nextOf(id)
+	_, ok := e.wf.CachedNext(id)
 	require.False(t, ok, "a query that issued a command leaves no cached state")
 	require.Len(t, eventTypes(t, b.pool, id), before, "queries append nothing")
 	if cached {

@@ -36,7 +36,7 @@ type DrainStatus struct {
 }
 
 // StateCacheStats is what the shard's state cache holds and how its
-// lookups went (engine/statecache.go).
+// lookups went (engine/internal/wftask/statecache.go).
 type StateCacheStats struct {
 	// Entries and Bytes are the cached runs and the event bytes they
 	// applied.

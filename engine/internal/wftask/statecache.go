@@ -1,4 +1,4 @@
-package engine
+package wftask
 
 import (
 	"container/list"
@@ -22,7 +22,7 @@ import (
 // Invariant: a cached run is exactly what replaying the committed history
 // up to its next event id gives. So a run is in the cache only between
 // tasks: a task takes it out (take) and it goes back only once the task's
-// transaction committed (settleLive); a task that failed, ran into a
+// transaction committed (SettleLive); a task that failed, ran into a
 // failed transaction, or closed its run leaves it out and stops it. Every
 // close drops it (runs.Watch), and so does any change of the lease (Start,
 // halt, lostLease purge the cache): another owner may have written since.
@@ -142,13 +142,6 @@ func stopAll(runs []*liveRun) {
 	for _, lr := range runs {
 		lr.run.Stop()
 	}
-}
-
-// StateCacheStats reports the state cache's contents and counters.
-func (e *Engine) StateCacheStats() StateCacheStats {
-	n, b := e.live.len()
-	return StateCacheStats{Entries: n, Bytes: b, Hits: e.live.hits.Load(), Misses: e.live.misses.Load(),
-		Rebuilds: e.live.stale.Load(), QueryHits: e.live.queryHits.Load()}
 }
 
 // nextOf is the next event id the cached run of id is at; false when the
