@@ -459,3 +459,53 @@ func TestRedirectedSignalLooksItsKeyUpAgain(t *testing.T) {
 	require.False(t, res.Delivered, "the key landed while it waited")
 	require.Equal(t, 1, keyRows(t, b, "kb"))
 }
+
+// TestChainSignalRaceOnTheLedger: a batched signal to a continued run
+// looks its key up by chain, then waits for the current run's lock; a
+// signal of the same key that commits there meanwhile makes the batch's
+// ledger row collide with the chain's unique key (migration 012), and the
+// signal is answered as a duplicate: one delivery, one ledger row.
+func TestChainSignalRaceOnTheLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.engine(t)
+	run := startCounter(t, e, 1, 3)
+	require.True(t, signal(t, e, add(run.ExecutionID, "a", "ka")).Delivered)
+	next := waitLinks(t, e, run.ExecutionID, 2)[1].ExecutionID
+
+	// Hold the current run's row lock, as a concurrent signal's
+	// transaction does.
+	tx, err := b.pool.Begin(ctxT(t))
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(ctxT(t), `SELECT 1 FROM harvest_executions WHERE execution_id = $1 FOR UPDATE`, next)
+	require.NoError(t, err)
+	type answer struct {
+		res SignalResult
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, err := e.Signal(ctxT(t), add(run.ExecutionID, "b", "kb"))
+		got <- answer{res, err}
+	}()
+	eventually(t, "the batch waits for the current run's lock", func() bool {
+		var waiting int
+		err := b.pool.QueryRow(ctxT(t), `SELECT count(*) FROM pg_stat_activity
+			 WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting > 0
+	})
+	// The other signal of the same key lands and commits.
+	_, err = tx.Exec(ctxT(t), `INSERT INTO harvest_signals (execution_id, chain_id, signal_name, idempotency_key, event_id)
+		VALUES ($1, $2, $3, 'kb', 1000)`, next, run.ExecutionID, demo.CounterAddSignal)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctxT(t)))
+
+	a := <-got
+	require.NoError(t, a.err)
+	require.False(t, a.res.Delivered, "the key landed while the batch waited: a duplicate")
+	var rows int
+	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT count(*) FROM harvest_signals WHERE idempotency_key = 'kb'`).Scan(&rows))
+	require.Equal(t, 1, rows, "one ledger row of the key")
+	require.Positive(t, e.signalRetries.Load(), "the batch failed on the ledger's unique key and the single path answered")
+}
