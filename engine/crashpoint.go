@@ -5,6 +5,7 @@ import (
 
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
+	"github.com/harvestd/harvest/engine/internal/outbox"
 )
 
 // Crash points: the named step boundaries where a test can stop the
@@ -40,7 +41,7 @@ import (
 //     written; a hook that fails here without stopping the engine is a
 //     database blip, which the record survives (outcome_retry.go).
 //
-// And the outbox's (outbox.go):
+// And the outbox's (internal/outbox):
 //
 //   - crashOutboxClaimed: rows are claimed (committed), nothing performed.
 //   - crashOutboxResolved: a signal to a workflow id resolved it to a run
@@ -75,10 +76,10 @@ const (
 	crashTimeoutFire                     = maint.CrashTimeoutFire
 	crashActivityOutcome loop.CrashPoint = "activity_outcome.before_commit"
 
-	crashOutboxClaimed   loop.CrashPoint = "outbox.claimed"
-	crashOutboxResolved  loop.CrashPoint = "outbox.resolved"
-	crashOutboxPerformed loop.CrashPoint = "outbox.performed"
-	crashOutboxRecord    loop.CrashPoint = "outbox.record_before_commit"
+	crashOutboxClaimed                   = outbox.CrashClaimed
+	crashOutboxResolved                  = outbox.CrashResolved
+	crashOutboxPerformed                 = outbox.CrashPerformed
+	crashOutboxRecord                    = outbox.CrashRecord
 	crashChildClose      loop.CrashPoint = "child_close.before_commit"
 
 	crashScheduleBeforeCommit loop.CrashPoint = "schedule.before_commit"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // outboxDeferredStart is a deferred item's fire (deferred_loop.go): a
@@ -20,32 +21,27 @@ import (
 // Its request is a store.DeferredFire.
 const outboxDeferredStart = "deferred_start"
 
-// deferredStartKind fires a deferred item and records its answer in the
-// item.
-var deferredStartKind = keyedStart[store.DeferredFire]{start: deferredStart, refused: refusedDeferred,
-	queue: queueDeferredOutcome, started: DeferredStarted, failed: DeferredFailed}
-
 // deferredStart is the start an item fires (a JSON null input is none).
-func deferredStart(d store.DeferredFire) StartRequest {
+func deferredStart(d store.DeferredFire) shardapi.OutboundStart {
 	input := d.Input
 	if string(input) == "null" {
 		input = nil
 	}
-	return StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID, Input: input}
+	return shardapi.OutboundStart{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID, Input: input}
 }
 
-// refusedDeferred is the final answer of an item's refused start, nil
-// when it is to be retried: a schema's refusal, or any definite refusal
-// but a gate's, fails the item.
-func refusedDeferred(_ store.DeferredFire, err error) *fireAnswer {
+// refusedDeferred is the final outcome of an item's refused start (final
+// false when it is to be retried): a schema's refusal, or any definite
+// refusal but a gate's, fails the item.
+func refusedDeferred(_ store.DeferredFire, err error) (outcome, reason string, final bool) {
 	var (
 		gate   *GateError
 		schema *harvest.InputError
 	)
 	if errors.As(err, &schema) || !errors.As(err, &gate) && IsDefinite(err) {
-		return &fireAnswer{outcome: DeferredFailed, reason: err.Error()}
+		return DeferredFailed, err.Error(), true
 	}
-	return nil
+	return "", "", false
 }
 
 // queueDeferredOutcome records a fire's answer in its item, named by the

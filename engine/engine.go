@@ -15,6 +15,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
+	"github.com/harvestd/harvest/engine/internal/outbox"
 )
 
 // Engine runs one shard. Create it with New, then Start it; the request
@@ -37,6 +38,9 @@ type Engine struct {
 	callbacks *maint.Callbacks
 	sweeper   *maint.Sweeper
 	analyzer  *maint.Analyzer
+	// outbox performs the commands that act on other runs
+	// (internal/outbox).
+	outbox *outbox.Outbox
 
 	wfWake  chan struct{}
 	actWake chan struct{}
@@ -55,7 +59,7 @@ type Engine struct {
 	claims *claimCache
 	gates  gateCache
 	cbWake chan struct{}
-	// obWake wakes the outbox loop (outbox.go).
+	// obWake wakes the outbox loop.
 	obWake chan struct{}
 	// schWake wakes the schedule fire loop (schedule_loop.go).
 	schWake chan struct{}
@@ -125,6 +129,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	if e.cfg.Outbound == nil {
 		e.cfg.Outbound = selfOutbound{e}
 	}
+	e.newOutbox()
 	return e, nil
 }
 
@@ -171,7 +176,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.timers.Run)
 	e.spawn(loopCtx, e.sweeper.Run)
 	e.spawn(loopCtx, e.callbacks.Run)
-	e.spawn(loopCtx, e.outboxLoop)
+	e.spawn(loopCtx, e.outbox.Run)
 	e.spawn(loopCtx, e.scheduleLoop)
 	e.spawn(loopCtx, e.deferredLoop)
 	e.spawn(loopCtx, e.analyzer.Run)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -10,121 +9,70 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // TestOutboxKindsTable checks that every kind the engine inserts has an
-// entry, and that an unknown kind is refused for good, recording nothing.
+// entry in the table it builds.
 func TestOutboxKindsTable(t *testing.T) {
-	for _, name := range []string{outboxSignal, outboxStartChild, outboxChildDone, outboxCloseChild,
+	kinds := outboxKinds()
+	for _, name := range []string{outbox.Signal, outbox.StartChild, outbox.ChildDone, outbox.CloseChild,
 		outboxScheduleStart, outboxDeferredStart} {
-		require.Contains(t, outboxKinds, name)
+		require.Contains(t, kinds, name)
 	}
-	require.Len(t, outboxKinds, 6)
-
-	r := store.OutboxRow{ID: 7, Kind: "nope"}
-	a := outboxKindOf(r.Kind).perform(context.Background(), &Engine{}, r)
-	require.ErrorIs(t, a.answer, ErrInvalidArgument)
-	require.NoError(t, a.retry)
-	require.Nil(t, a.outcome)
-	b := &pgx.Batch{}
-	require.NoError(t, outboxKindOf(r.Kind).record(b, nil, a))
-	require.Zero(t, b.Len())
-}
-
-// startOutbound is an Outbound whose keyed starts answer err and note
-// their requests; it performs nothing else.
-type startOutbound struct {
-	Outbound
-	err  error
-	reqs []StartRequest
-}
-
-func (o *startOutbound) Start(_ context.Context, req StartRequest) (StartResult, error) {
-	o.reqs = append(o.reqs, req)
-	return StartResult{ExecutionID: uuid.New()}, o.err
+	require.Len(t, kinds, 6)
 }
 
 // TestOutboxKeyedStartRefusals checks each keyed-start kind's policy: which
-// refusals end a fire (and how) and which are retried, and the start it
-// fires.
+// refusals end a fire (and how) and which are retried.
 func TestOutboxKeyedStartRefusals(t *testing.T) {
 	gate, conflict := &GateError{GateID: "g"}, &ConflictError{ExistingExecutionID: "x"}
 	schema, transient := &harvest.InputError{Workflow: "w"}, errors.New("unreachable")
+	fire := func(overlap string, err error) (string, string, bool) {
+		return refusedFire(scheduleStartRequest{Overlap: overlap}, err)
+	}
+	item := func(_ string, err error) (string, string, bool) { return refusedDeferred(store.DeferredFire{}, err) }
 	cases := []struct {
-		kind    string
-		request string
+		refused func(string, error) (string, string, bool)
+		overlap string
 		err     error
 		outcome string // "" for a retry
 	}{
-		{outboxScheduleStart, `{"overlap":"skip"}`, nil, fireStarted},
-		{outboxScheduleStart, `{"overlap":"skip"}`, gate, fireSkipped},
-		{outboxScheduleStart, `{"overlap":"skip"}`, conflict, fireSkipped},
-		{outboxScheduleStart, `{"overlap":"buffer_one"}`, gate, ""},
-		{outboxScheduleStart, `{"overlap":"buffer_one"}`, conflict, ""},
-		{outboxScheduleStart, `{"overlap":"allow_all"}`, conflict, fireFailed},
-		{outboxScheduleStart, `{"overlap":"skip"}`, schema, ""},
-		{outboxScheduleStart, `{"overlap":"skip"}`, transient, ""},
-		{outboxScheduleStart, `not json`, nil, fireFailed},
-		{outboxDeferredStart, `{"input":null}`, nil, DeferredStarted},
-		{outboxDeferredStart, `{}`, gate, ""},
-		{outboxDeferredStart, `{}`, conflict, DeferredFailed},
-		{outboxDeferredStart, `{}`, schema, DeferredFailed},
-		{outboxDeferredStart, `{}`, transient, ""},
-		{outboxDeferredStart, `not json`, nil, DeferredFailed},
+		{fire, OverlapSkip, gate, fireSkipped},
+		{fire, OverlapSkip, conflict, fireSkipped},
+		{fire, OverlapBufferOne, gate, ""},
+		{fire, OverlapBufferOne, conflict, ""},
+		{fire, OverlapAllowAll, conflict, fireFailed},
+		{fire, OverlapSkip, schema, ""},
+		{fire, OverlapSkip, transient, ""},
+		{item, "", gate, ""},
+		{item, "", conflict, DeferredFailed},
+		{item, "", schema, DeferredFailed},
+		{item, "", transient, ""},
 	}
 	for _, c := range cases {
-		o := &startOutbound{err: c.err}
-		r := store.OutboxRow{ID: 1, Kind: c.kind, CommandID: "key", Request: []byte(c.request)}
-		a := outboxKindOf(c.kind).perform(context.Background(), &Engine{cfg: Config{Outbound: o}}, r)
-		if c.outcome == "" {
-			require.Equal(t, c.err, a.retry, "%s %s %v", c.kind, c.request, c.err)
-			require.Nil(t, a.fire)
-			continue
-		}
-		require.NoError(t, a.retry, "%s %s %v", c.kind, c.request, c.err)
-		require.Equal(t, c.outcome, a.fire.outcome, "%s %s %v", c.kind, c.request, c.err)
-		for _, req := range o.reqs {
-			require.Equal(t, "key", req.IdempotencyKey)
-			require.Nil(t, req.Input)
-		}
+		outcome, _, final := c.refused(c.overlap, c.err)
+		require.Equal(t, c.outcome != "", final, "%s %v", c.overlap, c.err)
+		require.Equal(t, c.outcome, outcome, "%s %v", c.overlap, c.err)
 	}
 }
 
 // TestOutboxKeyedStartRequests checks the start each keyed-start kind fires.
 func TestOutboxKeyedStartRequests(t *testing.T) {
-	o := &startOutbound{}
-	e := &Engine{cfg: Config{Outbound: o}}
-	r := store.OutboxRow{Kind: outboxScheduleStart, CommandID: "fire", Request: []byte(`{"workflow_name":"w","workflow_id":"id"}`)}
-	outboxKindOf(r.Kind).perform(context.Background(), e, r)
-	r = store.OutboxRow{Kind: outboxDeferredStart, CommandID: "item", Request: []byte(`{"workflow_name":"w","workflow_id":"id"}`)}
-	outboxKindOf(r.Kind).perform(context.Background(), e, r)
-	require.Equal(t, []StartRequest{
-		{WorkflowName: "w", WorkflowID: "id", IdempotencyKey: "fire", ReusePolicy: ReuseTerminateIfRunning, ConflictPolicy: ConflictFail},
-		{WorkflowName: "w", WorkflowID: "id", IdempotencyKey: "item"},
-	}, o.reqs)
+	require.Equal(t, shardapi.OutboundStart{WorkflowName: "w", WorkflowID: "id", ReusePolicy: ReuseTerminateIfRunning,
+		ConflictPolicy: ConflictFail}, scheduleStart(scheduleStartRequest{WorkflowName: "w", WorkflowID: "id"}))
+	require.Equal(t, shardapi.OutboundStart{WorkflowName: "w", WorkflowID: "id"},
+		deferredStart(store.DeferredFire{WorkflowName: "w", WorkflowID: "id", Input: []byte("null")}))
 }
 
-// TestOutboxKeyedStartRecords checks that a fire's answer is one UPDATE of its
-// kind's table, and that no answer (or a deferred key naming no item)
-// records nothing.
-func TestOutboxKeyedStartRecords(t *testing.T) {
-	fire := &fireAnswer{outcome: fireStarted, executionID: uuid.NewString()}
-	cases := []struct {
-		kind, key string
-		fire      *fireAnswer
-		want      int
-	}{
-		{outboxScheduleStart, "fire", fire, 1},
-		{outboxScheduleStart, "fire", nil, 0},
-		{outboxDeferredStart, DeferredKey(uuid.New()), fire, 1},
-		{outboxDeferredStart, DeferredKey(uuid.New()), nil, 0},
-		{outboxDeferredStart, "hv:deferred:not-a-uuid", fire, 0},
-	}
-	for _, c := range cases {
+// TestOutboxDeferredRecords checks that an item's answer is one UPDATE of
+// its item, and that a key naming no item records nothing.
+func TestOutboxDeferredRecords(t *testing.T) {
+	for key, want := range map[string]int{DeferredKey(uuid.New()): 1, "hv:deferred:not-a-uuid": 0} {
 		b := &pgx.Batch{}
-		a := outboxAnswer{row: store.OutboxRow{Kind: c.kind, CommandID: c.key}, fire: c.fire}
-		require.NoError(t, outboxKindOf(c.kind).record(b, nil, a))
-		require.Equal(t, c.want, b.Len(), "%s %s", c.kind, c.key)
+		queueDeferredOutcome(b, key, DeferredStarted, "", uuid.NewString())
+		require.Equal(t, want, b.Len(), key)
 	}
 }

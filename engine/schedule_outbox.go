@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // outboxScheduleStart is a schedule's fire (schedule_loop.go): a keyed
@@ -29,26 +29,21 @@ type scheduleStartRequest struct {
 	Overlap      string          `json:"overlap"`
 }
 
-// scheduleStartKind fires a schedule's fire and records its answer in
-// the fire's harvest_schedule_fires row (gone if the schedule was deleted
-// meanwhile: then nothing is recorded).
-var scheduleStartKind = keyedStart[scheduleStartRequest]{start: scheduleStart, refused: refusedFire,
-	queue: store.QueueFireOutcome, started: fireStarted, failed: fireFailed}
-
 // scheduleStart is the start a fire fires. A closed run of the workflow
 // id gives way to a fresh one (this reuse policy starts fresh after any
 // close); a running one refuses the start under the fail conflict
 // policy, it is never terminated.
-func scheduleStart(d scheduleStartRequest) StartRequest {
-	return StartRequest{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID, Input: d.Input,
+func scheduleStart(d scheduleStartRequest) shardapi.OutboundStart {
+	return shardapi.OutboundStart{WorkflowName: d.WorkflowName, WorkflowID: d.WorkflowID, Input: d.Input,
 		ReusePolicy: ReuseTerminateIfRunning, ConflictPolicy: ConflictFail}
 }
 
-// refusedFire is the final answer of a fire's refused start under its
-// overlap policy, nil when it is to be retried: a gate or a held workflow id end a fire only under skip
-// (under allow_all the id is the fire's own, so another run holding it
-// fails the fire); any other definite refusal fails it.
-func refusedFire(d scheduleStartRequest, err error) *fireAnswer {
+// refusedFire is the final outcome of a fire's refused start under its
+// overlap policy (final false when it is to be retried): a gate or a held
+// workflow id end a fire only under skip (under allow_all the id is the
+// fire's own, so another run holding it fails the fire); any other
+// definite refusal fails it.
+func refusedFire(d scheduleStartRequest, err error) (outcome, reason string, final bool) {
 	policy := d.Overlap
 	var (
 		gate     *GateError
@@ -57,15 +52,15 @@ func refusedFire(d scheduleStartRequest, err error) *fireAnswer {
 	switch {
 	case errors.As(err, &gate):
 		if policy == OverlapSkip {
-			return &fireAnswer{outcome: fireSkipped, reason: "gated: admission gate " + gate.GateID + ": " + gate.Reason}
+			return fireSkipped, "gated: admission gate " + gate.GateID + ": " + gate.Reason, true
 		}
-		return nil
+		return "", "", false
 	case errors.As(err, &conflict) && policy == OverlapBufferOne:
-		return nil
+		return "", "", false
 	case errors.As(err, &conflict) && policy == OverlapSkip:
-		return &fireAnswer{outcome: fireSkipped, reason: "overlap (skip): run " + conflict.ExistingExecutionID + " is still running"}
+		return fireSkipped, "overlap (skip): run " + conflict.ExistingExecutionID + " is still running", true
 	case IsDefinite(err):
-		return &fireAnswer{outcome: fireFailed, reason: err.Error()}
+		return fireFailed, err.Error(), true
 	}
-	return nil
+	return "", "", false
 }

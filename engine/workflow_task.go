@@ -10,6 +10,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/internal/metrics"
 )
@@ -135,7 +136,7 @@ func (e *Engine) runClaimedTask(ctx context.Context, tx *fence.Tx, b *pgx.Batch,
 		return harvest.TaskResult{}, false, nil
 	}
 	pos := t.ex.NextEventID
-	err = w.ApplyTask(t.ex, res, t.dbNow, queueOutboxCommand)
+	err = w.ApplyTask(t.ex, res, t.dbNow, outbox.Route)
 	e.keepLive(w, t, run, pos, res.Closed || err != nil)
 	return res, true, err
 }
