@@ -6,6 +6,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/harvestd/harvest/engine/internal/outbox"
+	"github.com/harvestd/harvest/engine/internal/schedule"
 )
 
 // Crash points: the named step boundaries where a test can stop the
@@ -52,7 +53,7 @@ import (
 //   - crashChildClose: a workflow task closes a child run (its report to
 //     the parent is queued with the close), nothing is sent yet.
 //
-// And the schedules' (schedule_loop.go; a fire's start then meets the
+// And the schedules' (internal/schedule; a fire's start then meets the
 // outbox's points):
 //
 //   - crashScheduleBeforeCommit: a schedule's fires and its new cursor
@@ -82,8 +83,8 @@ const (
 	crashOutboxRecord                    = outbox.CrashRecord
 	crashChildClose      loop.CrashPoint = "child_close.before_commit"
 
-	crashScheduleBeforeCommit loop.CrashPoint = "schedule.before_commit"
-	crashScheduleCommitted    loop.CrashPoint = "schedule.committed"
+	crashScheduleBeforeCommit = schedule.CrashBeforeCommit
+	crashScheduleCommitted    = schedule.CrashCommitted
 
 	crashDeferredBeforeCommit loop.CrashPoint = "deferred.before_commit"
 	crashDeferredCommitted    loop.CrashPoint = "deferred.committed"

@@ -16,6 +16,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/harvestd/harvest/engine/internal/outbox"
+	"github.com/harvestd/harvest/engine/internal/schedule"
 )
 
 // Engine runs one shard. Create it with New, then Start it; the request
@@ -41,6 +42,8 @@ type Engine struct {
 	// outbox performs the commands that act on other runs
 	// (internal/outbox).
 	outbox *outbox.Outbox
+	// schedules are the shard's schedules (internal/schedule).
+	schedules *schedule.Schedules
 
 	wfWake  chan struct{}
 	actWake chan struct{}
@@ -61,7 +64,7 @@ type Engine struct {
 	cbWake chan struct{}
 	// obWake wakes the outbox loop.
 	obWake chan struct{}
-	// schWake wakes the schedule fire loop (schedule_loop.go).
+	// schWake wakes the schedule fire loop.
 	schWake chan struct{}
 	// dfWake wakes the deferred fire loop (deferred_loop.go).
 	dfWake chan struct{}
@@ -130,6 +133,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		e.cfg.Outbound = selfOutbound{e}
 	}
 	e.newOutbox()
+	e.newSchedules()
 	return e, nil
 }
 
@@ -177,7 +181,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.sweeper.Run)
 	e.spawn(loopCtx, e.callbacks.Run)
 	e.spawn(loopCtx, e.outbox.Run)
-	e.spawn(loopCtx, e.scheduleLoop)
+	e.spawn(loopCtx, e.schedules.Run)
 	e.spawn(loopCtx, e.deferredLoop)
 	e.spawn(loopCtx, e.analyzer.Run)
 	e.spawn(loopCtx, e.clockLoop)

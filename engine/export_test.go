@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine/internal/outbox"
+	"github.com/harvestd/harvest/engine/internal/schedule"
 )
 
 // Handles the engine's tests keep on what moved into its services.
@@ -18,3 +19,12 @@ func (e *Engine) recordResolved(ctx context.Context, rowID int64, id uuid.UUID) 
 
 // errOutboxGone is outbox.ErrGone.
 var errOutboxGone = outbox.ErrGone
+
+// A schedule fire's outcomes, and the format of a nominal time in its
+// keys and workflow ids (internal/schedule).
+const (
+	firePending   = schedule.FirePending
+	fireStarted   = schedule.FireStarted
+	fireSkipped   = schedule.FireSkipped
+	nominalFormat = schedule.NominalFormat
+)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/harvestd/harvest/engine/internal/outbox"
+	"github.com/harvestd/harvest/engine/internal/schedule"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/shardapi"
 )
@@ -21,8 +22,8 @@ func (e *Engine) newOutbox() {
 // and the keyed starts of schedule fires and deferred items.
 func outboxKinds() outbox.Table {
 	t := outbox.Commands()
-	t[outboxScheduleStart] = outbox.KeyedStart[scheduleStartRequest]{Start: scheduleStart, Refused: refusedFire,
-		Queue: store.QueueFireOutcome, Started: fireStarted, Failed: fireFailed}
+	t[schedule.OutboxKind] = outbox.KeyedStart[schedule.FireRequest]{Start: schedule.FireStart, Refused: schedule.Refused,
+		Queue: schedule.QueueOutcome, Started: schedule.FireStarted, Failed: schedule.FireFailed}
 	t[outboxDeferredStart] = outbox.KeyedStart[store.DeferredFire]{Start: deferredStart, Refused: refusedDeferred,
 		Queue: queueDeferredOutcome, Started: DeferredStarted, Failed: DeferredFailed}
 	return t
