@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/harvestd/harvest/engine/internal/outbox"
@@ -60,7 +61,7 @@ import (
 //     are written, before the commit.
 //   - crashScheduleCommitted: they are committed, the outbox not woken.
 //
-// And the deferred starts' (deferred_loop.go; a fire's start then meets
+// And the deferred starts' (internal/deferred; a fire's start then meets
 // the outbox's points):
 //
 //   - crashDeferredBeforeCommit: due items are closed and their outbox
@@ -86,8 +87,8 @@ const (
 	crashScheduleBeforeCommit = schedule.CrashBeforeCommit
 	crashScheduleCommitted    = schedule.CrashCommitted
 
-	crashDeferredBeforeCommit loop.CrashPoint = "deferred.before_commit"
-	crashDeferredCommitted    loop.CrashPoint = "deferred.committed"
+	crashDeferredBeforeCommit = deferred.CrashBeforeCommit
+	crashDeferredCommitted    = deferred.CrashCommitted
 )
 
 // crashPoints lists every crash point; crash tests iterate over it.

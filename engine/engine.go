@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
@@ -44,6 +45,8 @@ type Engine struct {
 	outbox *outbox.Outbox
 	// schedules are the shard's schedules (internal/schedule).
 	schedules *schedule.Schedules
+	// deferred are the shard's deferred starts (internal/deferred).
+	deferred *deferred.Starts
 
 	wfWake  chan struct{}
 	actWake chan struct{}
@@ -66,7 +69,7 @@ type Engine struct {
 	obWake chan struct{}
 	// schWake wakes the schedule fire loop.
 	schWake chan struct{}
-	// dfWake wakes the deferred fire loop (deferred_loop.go).
+	// dfWake wakes the deferred fire loop.
 	dfWake chan struct{}
 	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
 	actHTTP *activityOutbound
@@ -134,6 +137,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	}
 	e.newOutbox()
 	e.newSchedules()
+	e.newDeferred()
 	return e, nil
 }
 
@@ -182,7 +186,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.callbacks.Run)
 	e.spawn(loopCtx, e.outbox.Run)
 	e.spawn(loopCtx, e.schedules.Run)
-	e.spawn(loopCtx, e.deferredLoop)
+	e.spawn(loopCtx, e.deferred.Run)
 	e.spawn(loopCtx, e.analyzer.Run)
 	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/schedule"
 )
@@ -28,3 +29,7 @@ const (
 	fireSkipped   = schedule.FireSkipped
 	nominalFormat = schedule.NominalFormat
 )
+
+// batchCloseTries bounds the batches one deferred start closes to make
+// room (internal/deferred).
+const batchCloseTries = deferred.BatchCloseTries

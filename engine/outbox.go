@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/schedule"
 	"github.com/harvestd/harvest/engine/internal/store"
@@ -24,8 +25,8 @@ func outboxKinds() outbox.Table {
 	t := outbox.Commands()
 	t[schedule.OutboxKind] = outbox.KeyedStart[schedule.FireRequest]{Start: schedule.FireStart, Refused: schedule.Refused,
 		Queue: schedule.QueueOutcome, Started: schedule.FireStarted, Failed: schedule.FireFailed}
-	t[outboxDeferredStart] = outbox.KeyedStart[store.DeferredFire]{Start: deferredStart, Refused: refusedDeferred,
-		Queue: queueDeferredOutcome, Started: DeferredStarted, Failed: DeferredFailed}
+	t[deferred.OutboxKind] = outbox.KeyedStart[store.DeferredFire]{Start: deferred.FireStart, Refused: deferred.Refused,
+		Queue: deferred.QueueOutcome, Started: DeferredStarted, Failed: DeferredFailed}
 	return t
 }
 

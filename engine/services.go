@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/schedule"
 )
 
@@ -12,6 +15,15 @@ func (e *Engine) newSchedules() {
 	e.schedules = schedule.New(schedule.Deps{Pool: e.pool, Fence: e.fence, Settle: e.settle, Crash: e.cfg.crashHook,
 		Log: e.log.With().Str("service", "schedules").Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval,
 		HasWorkflow: e.reg.HasWorkflow}, e.schWake)
+}
+
+// newDeferred makes the deferred starts (internal/deferred) with their
+// Deps.
+func (e *Engine) newDeferred() {
+	e.deferred = deferred.New(deferred.Deps{Pool: e.pool, Fence: e.fence, Settle: e.settle, Crash: e.cfg.crashHook,
+		Log: e.log.With().Str("service", "deferred").Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval,
+		HasWorkflow: e.reg.HasWorkflow, ShardID: e.cfg.ShardID, BatchInputBytes: e.cfg.BatchInputBytes,
+		AfterClose: e.cfg.batchClosedHook}, e.dfWake)
 }
 
 // ScheduleFireKey is the idempotency key of a schedule's fire at nominal:
@@ -77,3 +89,18 @@ func (e *Engine) NormalizeSchedule(id string, spec ScheduleSpec) (ScheduleSpec, 
 func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) {
 	return e.schedules.Sync(ctx, d)
 }
+
+// Defer records a deferred start and answers its item: the key's open
+// debounce or batch item it joined, or a new one.
+func (e *Engine) Defer(ctx context.Context, req DeferRequest) (Deferred, error) {
+	return e.deferred.Defer(ctx, req)
+}
+
+// GetDeferred reads one deferred item; ErrNotFound when there is none.
+func (e *Engine) GetDeferred(ctx context.Context, id uuid.UUID) (Deferred, error) {
+	return e.deferred.Get(ctx, id)
+}
+
+// ListDeferred lists the items not fired or not started yet (pending or
+// firing), the soonest first.
+func (e *Engine) ListDeferred(ctx context.Context) ([]Deferred, error) { return e.deferred.List(ctx) }

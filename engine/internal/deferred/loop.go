@@ -1,4 +1,4 @@
-package engine
+package deferred
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // The deferred fire loop: the shard's owner fires its due deferred items
 // (deferred.go). One fenced transaction closes up to deferredBatch due
 // items (state firing, no longer open to starts) and inserts each one's
-// outbox row, whose keyed start (DeferredKey) the outbox performs. A
+// outbox row, whose keyed start (shardapi.DeferredKey) the outbox performs. A
 // crash before the commit leaves the items pending, to be fired again;
 // after it, the outbox rows are durable and no item is closed twice. The
 // key dedups a start the outbox performs twice.
@@ -23,25 +25,36 @@ import (
 // deferredBatch is how many due items one transaction fires.
 const deferredBatch = 32
 
-// deferredLoop fires due deferred items until ctx ends.
-func (e *Engine) deferredLoop(ctx context.Context) {
-	e.drainLoop(ctx, e.dfWake, e.fireDueDeferred)
+// The fire loop's crash points (the engine's crashpoint.go lists every
+// point in order; a fire's start then meets the outbox's).
+const (
+	// CrashBeforeCommit: due items are closed and their outbox rows
+	// written, before the commit.
+	CrashBeforeCommit loop.CrashPoint = "deferred.before_commit"
+	// CrashCommitted: they are committed, the outbox not woken.
+	CrashCommitted loop.CrashPoint = "deferred.committed"
+)
+
+// Run fires due deferred items until ctx ends.
+func (x *Starts) Run(ctx context.Context) {
+	defer x.next.Stop()
+	loop.Drain(ctx, x.wake, x.d.Poll, x.d.Log, x.fireDue)
 }
 
-// fireDueDeferred fires up to deferredBatch due items; true if more may
+// fireDue fires up to deferredBatch due items; true if more may
 // be due.
-func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
-	now := e.now()
-	due, err := store.DeferredDue(ctx, e.pool, now)
+func (x *Starts) fireDue(ctx context.Context) (bool, error) {
+	now := x.d.now()
+	due, err := store.DeferredDue(ctx, x.d.Pool, now)
 	if err != nil {
 		return false, fmt.Errorf("find due deferred: %w", err)
 	}
 	if !due {
-		e.armNextDeferred(ctx)
+		x.armNextDeferred(ctx)
 		return false, nil
 	}
 	n := 0
-	err = e.withTx(ctx, func(tx *fence.Tx) error {
+	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		fires, err := closeDueDeferred(ctx, tx, now)
 		if err != nil {
 			return err
@@ -49,13 +62,13 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 		n = len(fires)
 		var ob store.OutboxRows
 		for _, f := range fires {
-			if err := ob.Add(uuid.Nil, DeferredKey(f.DeferredID), outboxDeferredStart, f); err != nil {
+			if err := ob.Add(uuid.Nil, shardapi.DeferredKey(f.DeferredID), OutboxKind, f); err != nil {
 				return err
 			}
 		}
 		b := &pgx.Batch{}
 		ob.Queue(b)
-		if err := e.crashAt(ctx, crashDeferredBeforeCommit); err != nil {
+		if err := x.d.Crash.At(ctx, CrashBeforeCommit); err != nil {
 			return err
 		}
 		return tx.Send(ctx, b)
@@ -63,11 +76,11 @@ func (e *Engine) fireDueDeferred(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := e.crashAt(ctx, crashDeferredCommitted); err != nil {
+	if err := x.d.Crash.At(ctx, CrashCommitted); err != nil {
 		return false, err
 	}
 	if n > 0 {
-		e.nudge(e.obWake)
+		x.wakeOutbox(ctx)
 	}
 	return n == deferredBatch, nil
 }
@@ -85,23 +98,23 @@ func closeDueDeferred(ctx context.Context, tx *fence.Tx, now time.Time) ([]store
 
 // armNextDeferred nudges the loop when the earliest pending item is due
 // sooner than the next poll tick.
-func (e *Engine) armNextDeferred(ctx context.Context) {
-	next, err := store.NextDeferred(ctx, e.pool)
+func (x *Starts) armNextDeferred(ctx context.Context) {
+	next, err := store.NextDeferred(ctx, x.d.Pool)
 	if err != nil || next == nil {
 		return
 	}
-	e.armDeferred(*next)
+	x.armDeferred(*next)
 }
 
 // armDeferred nudges the loop at fireAt when that is sooner than the
 // next poll tick.
-func (e *Engine) armDeferred(fireAt time.Time) {
-	wait := fireAt.Sub(e.now())
+func (x *Starts) armDeferred(fireAt time.Time) {
+	wait := fireAt.Sub(x.d.now())
 	if wait <= 0 {
-		e.nudge(e.dfWake)
+		loop.Nudge(x.wake)
 		return
 	}
-	if wait < e.cfg.PollInterval {
-		time.AfterFunc(wait, func() { e.nudge(e.dfWake) })
+	if wait < x.d.Poll {
+		x.next.After(wait)
 	}
 }
