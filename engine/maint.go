@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/harvestd/harvest/engine/internal/maint"
 )
 
@@ -34,3 +36,7 @@ func (e *Engine) SweepRedirects(ctx context.Context) (int64, error) { return e.s
 // started or failed before the idempotency window and the pace rows of
 // throttle keys idle as long, and returns how many items it deleted.
 func (e *Engine) SweepDeferred(ctx context.Context) (int64, error) { return e.sweeper.Deferred(ctx) }
+
+// CallbackKey is the Idempotency-Key header of every delivery attempt of
+// completion callback idx of a run (maint.CallbackKey).
+func CallbackKey(executionID uuid.UUID, idx int) string { return maint.CallbackKey(executionID, idx) }
