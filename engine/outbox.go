@@ -13,9 +13,7 @@ import (
 // newOutbox makes the outbox loop (internal/outbox) with its Deps and
 // the table of its kinds.
 func (e *Engine) newOutbox() {
-	d := outbox.Deps{Pool: e.pool, Fence: e.fence, Settle: e.settle, Outbound: outboxOutbound{e.cfg.Outbound},
-		Crash: e.cfg.crashHook, Log: e.log.With().Str("service", "outbox").Logger(),
-		Poll: e.cfg.PollInterval, RetryMax: e.cfg.TaskRetryMax}
+	d := outbox.Deps{Service: e.service("outbox"), Outbound: outboxOutbound{e.cfg.Outbound}, RetryMax: e.cfg.TaskRetryMax}
 	e.outbox = outbox.New(d, e.obWake, outboxKinds())
 }
 

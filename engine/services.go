@@ -7,23 +7,27 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine/internal/deferred"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/schedule"
 )
 
+// service is what every background service is handed (runs.Service),
+// with a logger of its own named name.
+func (e *Engine) service(name string) runs.Service {
+	return runs.Service{Pool: e.pool, Fence: e.fence, Settle: e.settle, Crash: e.cfg.crashHook,
+		Log: e.log.With().Str("service", name).Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval}
+}
+
 // newSchedules makes the schedules (internal/schedule) with their Deps.
 func (e *Engine) newSchedules() {
-	e.schedules = schedule.New(schedule.Deps{Pool: e.pool, Fence: e.fence, Settle: e.settle, Crash: e.cfg.crashHook,
-		Log: e.log.With().Str("service", "schedules").Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval,
-		HasWorkflow: e.reg.HasWorkflow}, e.schWake)
+	e.schedules = schedule.New(schedule.Deps{Service: e.service("schedules"), HasWorkflow: e.reg.HasWorkflow}, e.schWake)
 }
 
 // newDeferred makes the deferred starts (internal/deferred) with their
 // Deps.
 func (e *Engine) newDeferred() {
-	e.deferred = deferred.New(deferred.Deps{Pool: e.pool, Fence: e.fence, Settle: e.settle, Crash: e.cfg.crashHook,
-		Log: e.log.With().Str("service", "deferred").Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval,
-		HasWorkflow: e.reg.HasWorkflow, ShardID: e.cfg.ShardID, BatchInputBytes: e.cfg.BatchInputBytes,
-		AfterClose: e.cfg.batchClosedHook}, e.dfWake)
+	e.deferred = deferred.New(deferred.Deps{Service: e.service("deferred"), HasWorkflow: e.reg.HasWorkflow,
+		ShardID: e.cfg.ShardID, BatchInputBytes: e.cfg.BatchInputBytes, AfterClose: e.cfg.batchClosedHook}, e.dfWake)
 }
 
 // ScheduleFireKey is the idempotency key of a schedule's fire at nominal:

@@ -15,10 +15,11 @@ import (
 )
 
 // The deferred fire loop: the shard's owner fires its due deferred items
-// (deferred.go). One fenced transaction closes up to deferredBatch due
+// (starts.go). One fenced transaction closes up to deferredBatch due
 // items (state firing, no longer open to starts) and inserts each one's
-// outbox row, whose keyed start (shardapi.DeferredKey) the outbox performs. A
-// crash before the commit leaves the items pending, to be fired again;
+// outbox row, whose keyed start (shardapi.DeferredKey) the outbox
+// performs. A crash before the commit leaves the items pending, to be
+// fired again;
 // after it, the outbox rows are durable and no item is closed twice. The
 // key dedups a start the outbox performs twice.
 
@@ -35,16 +36,10 @@ const (
 	CrashCommitted loop.CrashPoint = "deferred.committed"
 )
 
-// Run fires due deferred items until ctx ends.
-func (x *Starts) Run(ctx context.Context) {
-	defer x.next.Stop()
-	loop.Drain(ctx, x.wake, x.d.Poll, x.d.Log, x.fireDue)
-}
-
 // fireDue fires up to deferredBatch due items; true if more may
 // be due.
 func (x *Starts) fireDue(ctx context.Context) (bool, error) {
-	now := x.d.now()
+	now := x.d.Now()
 	due, err := store.DeferredDue(ctx, x.d.Pool, now)
 	if err != nil {
 		return false, fmt.Errorf("find due deferred: %w", err)
@@ -54,24 +49,9 @@ func (x *Starts) fireDue(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	n := 0
-	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) error {
-		fires, err := closeDueDeferred(ctx, tx, now)
-		if err != nil {
-			return err
-		}
-		n = len(fires)
-		var ob store.OutboxRows
-		for _, f := range fires {
-			if err := ob.Add(uuid.Nil, shardapi.DeferredKey(f.DeferredID), OutboxKind, f); err != nil {
-				return err
-			}
-		}
-		b := &pgx.Batch{}
-		ob.Queue(b)
-		if err := x.d.Crash.At(ctx, CrashBeforeCommit); err != nil {
-			return err
-		}
-		return tx.Send(ctx, b)
+	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
+		n, err = x.fireTx(ctx, tx, now)
+		return err
 	})
 	if err != nil {
 		return false, err
@@ -80,9 +60,30 @@ func (x *Starts) fireDue(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if n > 0 {
-		x.wakeOutbox(ctx)
+		x.d.WakeOutbox(ctx)
 	}
 	return n == deferredBatch, nil
+}
+
+// fireTx closes the due items and inserts their outbox rows in the fire
+// loop's transaction; it returns how many it fired.
+func (x *Starts) fireTx(ctx context.Context, tx *fence.Tx, now time.Time) (int, error) {
+	fires, err := closeDueDeferred(ctx, tx, now)
+	if err != nil {
+		return 0, err
+	}
+	var ob store.OutboxRows
+	for _, f := range fires {
+		if err := ob.Add(uuid.Nil, shardapi.DeferredKey(f.DeferredID), OutboxKind, f); err != nil {
+			return 0, err
+		}
+	}
+	b := &pgx.Batch{}
+	ob.Queue(b)
+	if err := x.d.Crash.At(ctx, CrashBeforeCommit); err != nil {
+		return 0, err
+	}
+	return len(fires), tx.Send(ctx, b)
 }
 
 // closeDueDeferred closes the due items a concurrent start is not
@@ -109,12 +110,10 @@ func (x *Starts) armNextDeferred(ctx context.Context) {
 // armDeferred nudges the loop at fireAt when that is sooner than the
 // next poll tick.
 func (x *Starts) armDeferred(fireAt time.Time) {
-	wait := fireAt.Sub(x.d.now())
+	wait := fireAt.Sub(x.d.Now())
 	if wait <= 0 {
-		loop.Nudge(x.wake)
+		x.poll.Nudge()
 		return
 	}
-	if wait < x.d.Poll {
-		x.next.After(wait)
-	}
+	x.poll.ArmIn(wait)
 }

@@ -21,10 +21,10 @@ import (
 // throttle, debounce or batch policy is not started by its request. The
 // request's transaction records it in the shard of its policy key (the
 // caller places it there) and answers its deferred id; the shard's fire
-// loop (loop.go) later closes the item and records its keyed
-// start (shardapi.DeferredKey) as an outbox row in one fenced transaction, and the
-// outbox performs it (outbox.go). A crash anywhere in between
-// fires the item once: the intent is durable before the 202, the close
+// loop (loop.go) later closes the item and records its keyed start
+// (shardapi.DeferredKey) as an outbox row in one fenced transaction, and
+// the outbox performs it (outbox.go). A crash anywhere in between fires
+// the item once: the intent is durable before the 202, the close
 // and the outbox row commit together, and the key dedups a start the
 // outbox performs twice. This file holds the request's side (the
 // policies are shardapi's: shardapi.DeferRequest).
@@ -47,7 +47,7 @@ func (x *Starts) Defer(ctx context.Context, req shardapi.DeferRequest) (shardapi
 	if err != nil {
 		return shardapi.Deferred{}, err
 	}
-	now := x.d.now().UTC()
+	now := x.d.Now().UTC()
 	var (
 		d      shardapi.Deferred
 		closed bool

@@ -6,32 +6,18 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/rs/zerolog"
 
-	"github.com/harvestd/harvest/engine/internal/fence"
-	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/shardapi"
 )
 
-// Deps is what the outbox uses; the engine fills it.
+// Deps is what the outbox uses; the engine fills it. Its Fence's epoch
+// stamps a claim; a retry's first backoff is a quarter of the poll tick,
+// growing up to RetryMax.
 type Deps struct {
-	// Pool serves the unfenced read of whether rows are due; Fence runs
-	// the claims and records (its Epoch stamps a claim).
-	Pool  *pgxpool.Pool
-	Fence *fence.Fence
-	// Settle acts on a recorded batch's changes (the engine's one
-	// after-commit path).
-	Settle runs.Settle
+	runs.Service
 	// Outbound performs the keyed operations, on any shard.
 	Outbound Outbound
-	// Crash is the tests' crash hook (nil in real builds).
-	Crash loop.Crash
-	Log   zerolog.Logger
-	// Poll is the loop's poll tick; a retry's first backoff is a quarter
-	// of it, growing up to RetryMax.
-	Poll     time.Duration
 	RetryMax time.Duration
 }
 

@@ -45,15 +45,9 @@ const (
 	CrashCommitted loop.CrashPoint = "schedule.committed"
 )
 
-// Run fires due schedules until ctx ends.
-func (x *Schedules) Run(ctx context.Context) {
-	defer x.next.Stop()
-	loop.Drain(ctx, x.wake, x.d.Poll, x.d.Log, x.fireDue)
-}
-
 // fireDue fires up to scheduleBatch due schedules.
 func (x *Schedules) fireDue(ctx context.Context) (bool, error) {
-	now := x.d.now()
+	now := x.d.Now()
 	due, err := store.DueSchedules(ctx, x.d.Pool, now, scheduleBatch)
 	if err != nil {
 		return false, fmt.Errorf("find due schedules: %w", err)
@@ -98,7 +92,7 @@ func (x *Schedules) fireSchedule(ctx context.Context, id string, now time.Time) 
 		return false, err
 	}
 	if started {
-		x.wakeOutbox(ctx)
+		x.d.WakeOutbox(ctx)
 	}
 	return more, nil
 }
@@ -283,9 +277,7 @@ func (x *Schedules) armNextSchedule(ctx context.Context) {
 	if err != nil || next == nil {
 		return
 	}
-	if wait := next.Sub(x.d.now()); wait > 0 && wait < x.d.Poll {
-		x.next.After(wait)
-	}
+	x.poll.ArmIn(next.Sub(x.d.Now()))
 }
 
 // Trigger fires a schedule now, beside its nominal times (its
@@ -301,7 +293,7 @@ func (x *Schedules) Trigger(ctx context.Context, id, key string) (fire shardapi.
 			return f, ok, err
 		}
 	}
-	nominal := x.d.now().UTC().Truncate(time.Millisecond)
+	nominal := x.d.Now().UTC().Truncate(time.Millisecond)
 	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		s, ok, err := lockSchedule(ctx, tx, id)
 		if err != nil || !ok {
@@ -319,7 +311,7 @@ func (x *Schedules) Trigger(ctx context.Context, id, key string) (fire shardapi.
 		return err
 	})
 	if err == nil && !deduplicated && fire.Outcome == FirePending {
-		x.wakeOutbox(ctx)
+		x.d.WakeOutbox(ctx)
 	}
 	return fire, deduplicated, err
 }

@@ -10,17 +10,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
-	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Schedules (migration 013, docs/schedules.md): a schedule starts a
 // workflow at each of its nominal times, exactly once. The shard's fire
-// loop (loop.go) advances a schedule's cursor and records each
-// fire's intent as an outbox row in one fenced transaction; the outbox
-// performs the keyed start (outbox.go). This file holds the
-// operator's operations on the definitions (shardapi.ScheduleSpec).
+// loop (loop.go) advances a schedule's cursor and records each fire's
+// intent as an outbox row in one fenced transaction; the outbox performs
+// the keyed start (outbox.go). This file holds the operator's operations
+// on the definitions (shardapi.ScheduleSpec).
 
 // Limits of a schedule spec.
 const (
@@ -88,7 +87,7 @@ func (x *Schedules) Create(ctx context.Context, id string, spec shardapi.Schedul
 	if err != nil {
 		return shardapi.Schedule{}, fmt.Errorf("encode schedule: %w", err)
 	}
-	now := x.d.now()
+	now := x.d.Now()
 	next := x.nextDue(id, 0, spec, clock, now)
 	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		return store.CreateSchedule(ctx, tx, id, raw, paused, now, next)
@@ -99,7 +98,7 @@ func (x *Schedules) Create(ctx context.Context, id string, spec shardapi.Schedul
 	if err != nil {
 		return shardapi.Schedule{}, fmt.Errorf("create schedule %s: %w", id, err)
 	}
-	loop.Nudge(x.wake)
+	x.poll.Nudge()
 	return x.Get(ctx, id)
 }
 
@@ -177,9 +176,9 @@ func (x *Schedules) Pause(ctx context.Context, id string) error {
 // Resume resumes a paused schedule from now: the nominal times
 // that passed while it was paused are not fired.
 func (x *Schedules) Resume(ctx context.Context, id string) error {
-	now := x.d.now()
+	now := x.d.Now()
 	err := x.changeSchedule(ctx, id, func(q store.Querier) (int, error) { return store.ResumeSchedule(ctx, q, id, now) })
-	loop.Nudge(x.wake)
+	x.poll.Nudge()
 	return err
 }
 

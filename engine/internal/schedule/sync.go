@@ -7,15 +7,14 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
-	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Schedules whose definitions live elsewhere (a cluster's raft catalog):
 // the catalog holds each schedule's definition and generation, and the
-// shard's owner copies them into harvest_schedules with Sync
-// before it fires or answers about them. The copy keeps the cursor and the
+// shard's owner copies them into harvest_schedules with Sync before it
+// fires or answers about them. The copy keeps the cursor and the
 // recent fires, which only the shard holds, and it is idempotent: a copy
 // of the same definition changes nothing, a newer generation starts the
 // schedule over (cursor at now), an older one is ignored. The catalog
@@ -49,7 +48,7 @@ func (x *Schedules) Sync(ctx context.Context, d shardapi.ScheduleDef) (bool, err
 	if err != nil {
 		return false, err
 	}
-	now := x.d.now()
+	now := x.d.Now()
 	var n int
 	var changed bool
 	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
@@ -65,7 +64,7 @@ func (x *Schedules) Sync(ctx context.Context, d shardapi.ScheduleDef) (bool, err
 		return false, fmt.Errorf("sync schedule %s: %w", d.ID, err)
 	}
 	if n > 0 || changed && !d.Paused {
-		loop.Nudge(x.wake)
+		x.poll.Nudge()
 	}
 	return n > 0 || changed, nil
 }
