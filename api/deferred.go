@@ -17,7 +17,7 @@ import (
 	"github.com/harvestd/harvest/engine"
 )
 
-// Deferred starts (engine/deferred.go, docs/http-api.md): a start with a
+// Deferred starts (engine/internal/deferred, docs/http-api.md): a start with a
 // throttle, debounce or batch policy is recorded on the shard its policy
 // key places on, as the ring places (workflow_name, key), and answered
 // 202 with its deferred id; the shard's owner fires it later with the

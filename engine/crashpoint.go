@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 
+	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
+	"github.com/harvestd/harvest/engine/internal/outbox"
+	"github.com/harvestd/harvest/engine/internal/schedule"
 	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
@@ -41,7 +44,7 @@ import (
 //     written; a hook that fails here without stopping the engine is a
 //     database blip, which the record survives (outcome_retry.go).
 //
-// And the outbox's (outbox.go):
+// And the outbox's (internal/outbox):
 //
 //   - crashOutboxClaimed: rows are claimed (committed), nothing performed.
 //   - crashOutboxResolved: a signal to a workflow id resolved it to a run
@@ -52,14 +55,14 @@ import (
 //   - crashChildClose: a workflow task closes a child run (its report to
 //     the parent is queued with the close), nothing is sent yet.
 //
-// And the schedules' (schedule_loop.go; a fire's start then meets the
+// And the schedules' (internal/schedule; a fire's start then meets the
 // outbox's points):
 //
 //   - crashScheduleBeforeCommit: a schedule's fires and its new cursor
 //     are written, before the commit.
 //   - crashScheduleCommitted: they are committed, the outbox not woken.
 //
-// And the deferred starts' (deferred_loop.go; a fire's start then meets
+// And the deferred starts' (internal/deferred; a fire's start then meets
 // the outbox's points):
 //
 //   - crashDeferredBeforeCommit: due items are closed and their outbox
@@ -76,17 +79,17 @@ const (
 	crashTimeoutFire                     = maint.CrashTimeoutFire
 	crashActivityOutcome loop.CrashPoint = "activity_outcome.before_commit"
 
-	crashOutboxClaimed   loop.CrashPoint = "outbox.claimed"
-	crashOutboxResolved  loop.CrashPoint = "outbox.resolved"
-	crashOutboxPerformed loop.CrashPoint = "outbox.performed"
-	crashOutboxRecord    loop.CrashPoint = "outbox.record_before_commit"
-	crashChildClose                      = wftask.CrashChildClose
+	crashOutboxClaimed   = outbox.CrashClaimed
+	crashOutboxResolved  = outbox.CrashResolved
+	crashOutboxPerformed = outbox.CrashPerformed
+	crashOutboxRecord    = outbox.CrashRecord
+	crashChildClose      = wftask.CrashChildClose
 
-	crashScheduleBeforeCommit loop.CrashPoint = "schedule.before_commit"
-	crashScheduleCommitted    loop.CrashPoint = "schedule.committed"
+	crashScheduleBeforeCommit = schedule.CrashBeforeCommit
+	crashScheduleCommitted    = schedule.CrashCommitted
 
-	crashDeferredBeforeCommit loop.CrashPoint = "deferred.before_commit"
-	crashDeferredCommitted    loop.CrashPoint = "deferred.committed"
+	crashDeferredBeforeCommit = deferred.CrashBeforeCommit
+	crashDeferredCommitted    = deferred.CrashCommitted
 )
 
 // crashPoints lists every crash point; crash tests iterate over it.

@@ -11,11 +11,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
+	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/read"
 	"github.com/harvestd/harvest/engine/internal/runs"
+	"github.com/harvestd/harvest/engine/internal/schedule"
 	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
@@ -39,6 +42,13 @@ type Engine struct {
 	callbacks *maint.Callbacks
 	sweeper   *maint.Sweeper
 	analyzer  *maint.Analyzer
+	// outbox performs the commands that act on other runs
+	// (internal/outbox).
+	outbox *outbox.Outbox
+	// schedules are the shard's schedules (internal/schedule).
+	schedules *schedule.Schedules
+	// deferred are the shard's deferred starts (internal/deferred).
+	deferred *deferred.Starts
 
 	wfWake  chan struct{}
 	actWake chan struct{}
@@ -60,11 +70,11 @@ type Engine struct {
 	claims *claimCache
 	gates  gateCache
 	cbWake chan struct{}
-	// obWake wakes the outbox loop (outbox.go).
+	// obWake wakes the outbox loop.
 	obWake chan struct{}
-	// schWake wakes the schedule fire loop (schedule_loop.go).
+	// schWake wakes the schedule fire loop.
 	schWake chan struct{}
-	// dfWake wakes the deferred fire loop (deferred_loop.go).
+	// dfWake wakes the deferred fire loop.
 	dfWake chan struct{}
 	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
 	actHTTP *activityOutbound
@@ -131,6 +141,9 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	if e.cfg.Outbound == nil {
 		e.cfg.Outbound = selfOutbound{e}
 	}
+	e.newOutbox()
+	e.newSchedules()
+	e.newDeferred()
 	return e, nil
 }
 
@@ -177,9 +190,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.timers.Run)
 	e.spawn(loopCtx, e.sweeper.Run)
 	e.spawn(loopCtx, e.callbacks.Run)
-	e.spawn(loopCtx, e.outboxLoop)
-	e.spawn(loopCtx, e.scheduleLoop)
-	e.spawn(loopCtx, e.deferredLoop)
+	e.spawn(loopCtx, e.outbox.Run)
+	e.spawn(loopCtx, e.schedules.Run)
+	e.spawn(loopCtx, e.deferred.Run)
 	e.spawn(loopCtx, e.analyzer.Run)
 	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)

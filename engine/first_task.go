@@ -10,6 +10,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/internal/wftask"
@@ -95,7 +96,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 			f.left++ // the hand-over inserts a run of its own: the workflow loop runs it
 			continue
 		}
-		if err := f.ch.ApplyTask(ex, res, cols.at[i], queueOutboxCommand); err != nil {
+		if err := f.ch.ApplyTask(ex, res, cols.at[i], outbox.Route); err != nil {
 			return nil, err
 		}
 		at[id] = i

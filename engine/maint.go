@@ -3,20 +3,18 @@ package engine
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/harvestd/harvest/engine/internal/maint"
 )
 
 // newMaint makes the maintenance services (internal/maint), each with
 // the Deps it declares and a logger of its own.
 func (e *Engine) newMaint() {
-	deps := func(component string) maint.Deps {
-		return maint.Deps{Pool: e.pool, Fence: e.fence, Settle: e.settle, Crash: e.cfg.crashHook,
-			Log: e.log.With().Str("service", component).Logger(), Ahead: e.ahead, Poll: e.cfg.PollInterval}
-	}
-	e.timers = maint.NewTimers(deps("timers"), e.tmWake)
-	e.callbacks = maint.NewCallbacks(deps("callbacks"), e.cbWake, e.cfg.CallbackPolicy, e.GetExecution)
-	e.sweeper = maint.NewSweeper(deps("sweeper"), e.cfg.SweepInterval, e.cfg.SweepBatch, e.cfg.IdempotencyWindow)
-	e.analyzer = maint.NewAnalyzer(deps("analyzer"))
+	e.timers = maint.NewTimers(e.service("timers"), e.tmWake)
+	e.callbacks = maint.NewCallbacks(e.service("callbacks"), e.cbWake, e.cfg.CallbackPolicy, e.GetExecution)
+	e.sweeper = maint.NewSweeper(e.service("sweeper"), e.cfg.SweepInterval, e.cfg.SweepBatch, e.cfg.IdempotencyWindow)
+	e.analyzer = maint.NewAnalyzer(e.service("analyzer"))
 }
 
 // SweepStartClaims deletes start claims older than the idempotency window
@@ -34,3 +32,7 @@ func (e *Engine) SweepRedirects(ctx context.Context) (int64, error) { return e.s
 // started or failed before the idempotency window and the pace rows of
 // throttle keys idle as long, and returns how many items it deleted.
 func (e *Engine) SweepDeferred(ctx context.Context) (int64, error) { return e.sweeper.Deferred(ctx) }
+
+// CallbackKey is the Idempotency-Key header of every delivery attempt of
+// completion callback idx of a run (maint.CallbackKey).
+func CallbackKey(executionID uuid.UUID, idx int) string { return maint.CallbackKey(executionID, idx) }

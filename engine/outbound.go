@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Outbound performs the keyed operations of the outbox (outbox.go) on
+// Outbound performs the keyed operations of the outbox (internal/outbox) on
 // runs of any shard: a child's keyed start, a keyed signal, a cancel
 // request, a terminate. A node implements it with its normal routing (a
 // shard it serves is called directly, any other is reached over the

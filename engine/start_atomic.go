@@ -143,3 +143,11 @@ func (e *Engine) answerAtomic(reqs []StartRequest, out []StartResult, err error)
 	}
 	return out, nil
 }
+
+// cmpErr is err, or other when err is nil.
+func cmpErr(err, other error) error {
+	if err != nil {
+		return err
+	}
+	return other
+}

@@ -8,13 +8,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
 // newRunner makes the workflow-task runner (internal/wftask).
 func (e *Engine) newRunner() *wftask.Runner {
-	return wftask.New(wftask.Deps{Reg: e.reg, Pool: e.pool, Fence: e.fence, Settle: e.settle, Route: queueOutboxCommand,
+	return wftask.New(wftask.Deps{Reg: e.reg, Pool: e.pool, Fence: e.fence, Settle: e.settle, Route: outbox.Route,
 		Reserve: e.reserveDispatch, Owning: e.Owning, Crash: e.cfg.crashHook,
 		Log: e.log.With().Str("service", "workflow_tasks").Logger(), Wake: e.wfWake, Poll: e.cfg.PollInterval,
 		Batch: e.cfg.WorkflowTaskBatch, TaskTimeout: e.cfg.WorkflowTaskTimeout, RetryMax: e.cfg.TaskRetryMax,
@@ -46,9 +46,3 @@ func (e *Engine) query(ctx context.Context, id uuid.UUID, name string, args json
 
 // StateCacheStats reports the state cache's contents and counters.
 func (e *Engine) StateCacheStats() StateCacheStats { return e.wf.CacheStats() }
-
-// drainLoop runs step on wake as loop.Drain does, on the engine's poll
-// tick and log.
-func (e *Engine) drainLoop(ctx context.Context, wake chan struct{}, step func(context.Context) (bool, error)) {
-	loop.Drain(ctx, wake, e.cfg.PollInterval, e.log, step)
-}

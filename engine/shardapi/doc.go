@@ -16,5 +16,6 @@
 // shardapi.StartResult. StartRequest, SignalWithStartRequest (which holds
 // one) and the Outbound interface (whose Start takes one) stay in engine
 // for now: StartRequest carries fields the engine resolves as a start
-// goes (its due time, timeouts, a prepared first task).
+// goes (its due time, timeouts, a prepared first task); the outbox's
+// starts are an OutboundStart, which the engine turns into one.
 package shardapi

@@ -1,8 +1,10 @@
 package shardapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -42,4 +44,22 @@ func RunningHolder(workflowName, workflowID string, h SlotHolder, ok bool) (uuid
 		return uuid.Nil, fmt.Errorf("no running run of workflow %s id %q: %w", workflowName, workflowID, ErrNotFound)
 	}
 	return h.ExecutionID, nil
+}
+
+// OutboundStart is a keyed start the outbox fires on any shard (a
+// child's start, a schedule's fire, a deferred item): the part of the
+// engine's StartRequest that such a start sets. The engine's Outbound
+// turns it into a StartRequest.
+type OutboundStart struct {
+	WorkflowName string
+	WorkflowID   string
+	Input        json.RawMessage
+	// IdempotencyKey is the command's key: every attempt starts one run.
+	IdempotencyKey string
+	ReusePolicy    ReusePolicy
+	ConflictPolicy ConflictPolicy
+	// ExecutionTimeout and RunTimeout, when set, override the workflow's
+	// default timeouts.
+	ExecutionTimeout *time.Duration
+	RunTimeout       *time.Duration
 }

@@ -99,7 +99,7 @@ func (s *Sweeper) batch(ctx context.Context, table string) (int64, error) {
 // long, and returns how many items it deleted.
 func (s *Sweeper) Deferred(ctx context.Context) (int64, error) {
 	var n int64
-	window := s.d.now().Add(-s.Window)
+	window := s.d.Now().Add(-s.Window)
 	err := s.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
 		if n, err = store.SweepDeferredItems(ctx, tx, window, s.Batch); err != nil {
 			return fmt.Errorf("sweep deferred: %w", err)

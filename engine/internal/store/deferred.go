@@ -69,7 +69,7 @@ func QueueDeferredOutcome(b *pgx.Batch, id uuid.UUID, outcome, reason, execution
 		 WHERE deferred_id = $1`, id, outcome, reason, executionID)
 }
 
-// The request's side (deferred.go): a deferred start joins its key's
+// The request's side (internal/deferred/starts.go): a deferred start joins its key's
 // open debounce or batch item, or opens one; a throttled start takes its
 // key's next slot under the lock of the key's pace row
 // (harvest_deferred_throttle).

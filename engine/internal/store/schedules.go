@@ -243,7 +243,7 @@ func QueueFireOutcome(b *pgx.Batch, key, outcome, reason, executionID string) {
 		 WHERE fire_key = $1`, key, outcome, reason, executionID)
 }
 
-// The catalog's copies (schedule_sync.go): a catalog holds the
+// The catalog's copies (internal/schedule/sync.go): a catalog holds the
 // definitions and their generations, the shard copies them.
 
 // SyncSchedule copies generation of schedule id (its spec as JSON, at

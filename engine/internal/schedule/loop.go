@@ -1,4 +1,4 @@
-package engine
+package schedule
 
 import (
 	"cmp"
@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // The fire loop: the shard's owner fires its due schedules. One fenced
@@ -33,35 +35,40 @@ const (
 	keptFires = 100
 )
 
-// scheduleLoop fires due schedules until ctx ends.
-func (e *Engine) scheduleLoop(ctx context.Context) {
-	e.drainLoop(ctx, e.schWake, e.fireDueSchedules)
-}
+// The fire loop's crash points (the engine's crashpoint.go lists every
+// point in order; a fire's start then meets the outbox's).
+const (
+	// CrashBeforeCommit: a schedule's fires and its new cursor are
+	// written, before the commit.
+	CrashBeforeCommit loop.CrashPoint = "schedule.before_commit"
+	// CrashCommitted: they are committed, the outbox not woken.
+	CrashCommitted loop.CrashPoint = "schedule.committed"
+)
 
-// fireDueSchedules fires up to scheduleBatch due schedules.
-func (e *Engine) fireDueSchedules(ctx context.Context) (bool, error) {
-	now := e.now()
-	due, err := store.DueSchedules(ctx, e.pool, now, scheduleBatch)
+// fireDue fires up to scheduleBatch due schedules.
+func (x *Schedules) fireDue(ctx context.Context) (bool, error) {
+	now := x.d.Now()
+	due, err := store.DueSchedules(ctx, x.d.Pool, now, scheduleBatch)
 	if err != nil {
 		return false, fmt.Errorf("find due schedules: %w", err)
 	}
 	more := len(due) == scheduleBatch
 	for _, id := range due {
-		again, err := e.fireSchedule(ctx, id, now)
+		again, err := x.fireSchedule(ctx, id, now)
 		if err != nil {
 			return false, err
 		}
 		more = more || again
 	}
-	e.armNextSchedule(ctx)
+	x.armNextSchedule(ctx)
 	return more, nil
 }
 
 // fireSchedule plans and records the due fires of one schedule; more
 // says some are left for the next transaction.
-func (e *Engine) fireSchedule(ctx context.Context, id string, now time.Time) (more bool, err error) {
+func (x *Schedules) fireSchedule(ctx context.Context, id string, now time.Time) (more bool, err error) {
 	started := false
-	err = e.withTx(ctx, func(tx *fence.Tx) error {
+	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		s, ok, err := lockSchedule(ctx, tx, id)
 		if err != nil || !ok || s.Paused {
 			return err
@@ -76,22 +83,22 @@ func (e *Engine) fireSchedule(ctx context.Context, id string, now time.Time) (mo
 		}
 		p := planFires(s, clock, pending, now)
 		more, started = p.more, p.starts() > 0
-		return e.recordPlan(ctx, tx, s, p)
+		return x.recordPlan(ctx, tx, s, p)
 	})
 	if err != nil {
 		return false, err
 	}
-	if err := e.crashAt(ctx, crashScheduleCommitted); err != nil {
+	if err := x.d.Crash.At(ctx, CrashCommitted); err != nil {
 		return false, err
 	}
 	if started {
-		e.nudge(e.obWake)
+		x.d.WakeOutbox(ctx)
 	}
 	return more, nil
 }
 
 // lockSchedule locks a live schedule's row; false if there is none.
-func lockSchedule(ctx context.Context, tx *fence.Tx, id string) (Schedule, bool, error) {
+func lockSchedule(ctx context.Context, tx *fence.Tx, id string) (shardapi.Schedule, bool, error) {
 	s, err := store.LockSchedule(ctx, tx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, false, nil
@@ -103,7 +110,7 @@ func lockSchedule(ctx context.Context, tx *fence.Tx, id string) (Schedule, bool,
 }
 
 // pendingFires counts the generation's fires whose start is in progress.
-func pendingFires(ctx context.Context, tx *fence.Tx, s Schedule) (int, error) {
+func pendingFires(ctx context.Context, tx *fence.Tx, s shardapi.Schedule) (int, error) {
 	n, err := store.PendingFires(ctx, tx, s.ID, s.Generation)
 	if err != nil {
 		return 0, fmt.Errorf("count pending fires of %s: %w", s.ID, err)
@@ -113,9 +120,9 @@ func pendingFires(ctx context.Context, tx *fence.Tx, s Schedule) (int, error) {
 
 // plannedFire is one fire a transaction records.
 type plannedFire struct {
-	key     string // the fire's key when it is not ScheduleFireKey's (a keyed trigger)
+	key     string // the fire's key when it is not FireKey's (a keyed trigger)
 	nominal time.Time
-	outcome string // firePending (to start) or fireSkipped
+	outcome string // FirePending (to start) or FireSkipped
 	reason  string
 }
 
@@ -130,7 +137,7 @@ type firePlan struct {
 func (p firePlan) starts() int {
 	n := 0
 	for _, f := range p.fires {
-		if f.outcome == firePending {
+		if f.outcome == FirePending {
 			n++
 		}
 	}
@@ -142,7 +149,7 @@ func (p firePlan) starts() int {
 // than the catch-up window skipped as one, each other one started unless
 // the overlap policy skips it. pending is how many of its fires are in
 // progress.
-func planFires(s Schedule, clock *scheduleClock, pending int, now time.Time) firePlan {
+func planFires(s shardapi.Schedule, clock *scheduleClock, pending int, now time.Time) firePlan {
 	p := firePlan{cursor: s.Cursor}
 	if p.skipMissed(clock, now.Add(-s.Spec.CatchUpWindow)) {
 		p.more, p.next = true, &now
@@ -160,7 +167,7 @@ func planFires(s Schedule, clock *scheduleClock, pending int, now time.Time) fir
 		}
 		p.cursor = n
 		f := overlapFire(s.Spec.Overlap, n, pending)
-		if f.outcome == firePending {
+		if f.outcome == FirePending {
 			pending++
 		}
 		p.fires = append(p.fires, f)
@@ -172,11 +179,11 @@ func planFires(s Schedule, clock *scheduleClock, pending int, now time.Time) fir
 // overlapFire is the fire at nominal under an overlap policy while
 // pending fires are in progress.
 func overlapFire(policy string, nominal time.Time, pending int) plannedFire {
-	if policy != OverlapAllowAll && pending > 0 {
-		return plannedFire{nominal: nominal, outcome: fireSkipped,
+	if policy != shardapi.OverlapAllowAll && pending > 0 {
+		return plannedFire{nominal: nominal, outcome: FireSkipped,
 			reason: "overlap (" + policy + "): the previous fire is still in progress"}
 	}
-	return plannedFire{nominal: nominal, outcome: firePending}
+	return plannedFire{nominal: nominal, outcome: FirePending}
 }
 
 // skipMissed passes the nominal times before horizon, recorded as one
@@ -195,7 +202,7 @@ func (p *firePlan) skipMissed(clock *scheduleClock, horizon time.Time) bool {
 		last, p.cursor = n, n
 	}
 	if missed > 0 {
-		p.fires = append(p.fires, plannedFire{nominal: last, outcome: fireSkipped,
+		p.fires = append(p.fires, plannedFire{nominal: last, outcome: FireSkipped,
 			reason: fmt.Sprintf("missed: %d fire(s) from %s, older than the catch-up window", missed, first.Format(time.RFC3339))})
 	}
 	return missed == maxMissed
@@ -203,7 +210,7 @@ func (p *firePlan) skipMissed(clock *scheduleClock, horizon time.Time) bool {
 
 // recordPlan writes a plan in the schedule's transaction: the fires, the
 // outbox rows of those to start, the cursor and the next due time.
-func (e *Engine) recordPlan(ctx context.Context, tx *fence.Tx, s Schedule, p firePlan) error {
+func (x *Schedules) recordPlan(ctx context.Context, tx *fence.Tx, s shardapi.Schedule, p firePlan) error {
 	b := &pgx.Batch{}
 	var fr fireRows
 	for _, f := range p.fires {
@@ -216,7 +223,7 @@ func (e *Engine) recordPlan(ctx context.Context, tx *fence.Tx, s Schedule, p fir
 	if len(p.fires) > 0 {
 		store.QueuePruneFires(b, s.ID, keptFires)
 	}
-	if err := e.crashAt(ctx, crashScheduleBeforeCommit); err != nil {
+	if err := x.d.Crash.At(ctx, CrashBeforeCommit); err != nil {
 		return err
 	}
 	return tx.Send(ctx, b)
@@ -231,15 +238,15 @@ type fireRows struct {
 
 // add adds the row of fire f of s (and its outbox row when it is to
 // start) and returns it.
-func (r *fireRows) add(s Schedule, f plannedFire, triggered bool) (store.Fire, error) {
-	row := store.Fire{Key: cmp.Or(f.key, ScheduleFireKey(s.ID, s.Generation, f.nominal)), ScheduleID: s.ID,
+func (r *fireRows) add(s shardapi.Schedule, f plannedFire, triggered bool) (store.Fire, error) {
+	row := store.Fire{Key: cmp.Or(f.key, FireKey(s.ID, s.Generation, f.nominal)), ScheduleID: s.ID,
 		Generation: s.Generation, Nominal: f.nominal, Outcome: f.outcome, Reason: f.reason, Triggered: triggered,
 		WorkflowID: fireWorkflowID(s, f.nominal)}
 	r.fires.Add(row)
-	if f.outcome != firePending {
+	if f.outcome != FirePending {
 		return row, nil
 	}
-	return row, r.outbox.Add(uuid.Nil, row.Key, outboxScheduleStart, scheduleStartRequest{ScheduleID: s.ID, Generation: s.Generation,
+	return row, r.outbox.Add(uuid.Nil, row.Key, OutboxKind, FireRequest{ScheduleID: s.ID, Generation: s.Generation,
 		Nominal: f.nominal, WorkflowName: s.Spec.WorkflowName, WorkflowID: row.WorkflowID, Input: s.Spec.Input, Overlap: s.Spec.Overlap})
 }
 
@@ -252,105 +259,101 @@ func (r *fireRows) queue(b *pgx.Batch) {
 // fireWorkflowID is the workflow id of a fire's run: the schedule's (its
 // id by default), with the nominal time added under allow_all, whose runs
 // overlap.
-func fireWorkflowID(s Schedule, nominal time.Time) string {
+func fireWorkflowID(s shardapi.Schedule, nominal time.Time) string {
 	base := s.Spec.WorkflowID
 	if base == "" {
 		base = s.ID
 	}
-	if s.Spec.Overlap == OverlapAllowAll {
-		return base + "-" + nominal.UTC().Format(nominalFormat)
+	if s.Spec.Overlap == shardapi.OverlapAllowAll {
+		return base + "-" + nominal.UTC().Format(NominalFormat)
 	}
 	return base
 }
 
 // armNextSchedule nudges the loop when the earliest schedule is due
 // sooner than the next poll tick.
-func (e *Engine) armNextSchedule(ctx context.Context) {
-	next, err := store.NextScheduleAt(ctx, e.pool)
+func (x *Schedules) armNextSchedule(ctx context.Context) {
+	next, err := store.NextScheduleAt(ctx, x.d.Pool)
 	if err != nil || next == nil {
 		return
 	}
-	wait := next.Sub(e.now())
-	if wait <= 0 || wait >= e.cfg.PollInterval {
-		return
-	}
-	time.AfterFunc(wait, func() { e.nudge(e.schWake) })
+	x.poll.ArmIn(next.Sub(x.d.Now()))
 }
 
-// TriggerSchedule fires a schedule now, beside its nominal times (its
+// Trigger fires a schedule now, beside its nominal times (its
 // cursor does not move), under its overlap policy; a paused schedule
 // fires too. With a client key the fire's key is
-// TriggerFireKey(id, generation, key): a repeat finds the recorded fire
+// TriggerKey(id, generation, key): a repeat finds the recorded fire
 // (read-only; deduplicated true) and fires nothing, while the fire is
 // among the schedule's recorded ones; beyond them the keyed start still
 // answers the same run within the idempotency window.
-func (e *Engine) TriggerSchedule(ctx context.Context, id, key string) (fire ScheduleFire, deduplicated bool, err error) {
+func (x *Schedules) Trigger(ctx context.Context, id, key string) (fire shardapi.ScheduleFire, deduplicated bool, err error) {
 	if key != "" {
-		if f, ok, err := e.triggeredFire(ctx, e.pool, id, key); err != nil || ok {
+		if f, ok, err := x.triggeredFire(ctx, x.d.Pool, id, key); err != nil || ok {
 			return f, ok, err
 		}
 	}
-	nominal := e.now().UTC().Truncate(time.Millisecond)
-	err = e.withTx(ctx, func(tx *fence.Tx) error {
+	nominal := x.d.Now().UTC().Truncate(time.Millisecond)
+	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		s, ok, err := lockSchedule(ctx, tx, id)
 		if err != nil || !ok {
-			return cmpErr(err, &NotFoundError{What: "schedule", ID: id})
+			return notFound(err, id)
 		}
 		if key != "" {
 			// Under the schedule's lock: a concurrent same-key trigger
 			// committed first.
-			if f, ok, err := fireByKey(ctx, tx, TriggerFireKey(id, s.Generation, key)); err != nil || ok {
+			if f, ok, err := fireByKey(ctx, tx, TriggerKey(id, s.Generation, key)); err != nil || ok {
 				fire, deduplicated = f, ok
 				return err
 			}
 		}
-		fire, err = e.recordTrigger(ctx, tx, s, nominal, key)
+		fire, err = x.recordTrigger(ctx, tx, s, nominal, key)
 		return err
 	})
-	if err == nil && !deduplicated && fire.Outcome == firePending {
-		e.nudge(e.obWake)
+	if err == nil && !deduplicated && fire.Outcome == FirePending {
+		x.d.WakeOutbox(ctx)
 	}
 	return fire, deduplicated, err
 }
 
 // recordTrigger records a trigger's fire (and its outbox row) in the
 // schedule's transaction.
-func (e *Engine) recordTrigger(ctx context.Context, tx *fence.Tx, s Schedule, nominal time.Time, key string) (ScheduleFire, error) {
+func (x *Schedules) recordTrigger(ctx context.Context, tx *fence.Tx, s shardapi.Schedule, nominal time.Time, key string) (shardapi.ScheduleFire, error) {
 	pending, err := pendingFires(ctx, tx, s)
 	if err != nil {
-		return ScheduleFire{}, err
+		return shardapi.ScheduleFire{}, err
 	}
 	f := overlapFire(s.Spec.Overlap, nominal, pending)
 	if key != "" {
-		f.key = TriggerFireKey(s.ID, s.Generation, key)
+		f.key = TriggerKey(s.ID, s.Generation, key)
 	}
 	var fr fireRows
 	row, err := fr.add(s, f, true)
 	if err != nil {
-		return ScheduleFire{}, err
+		return shardapi.ScheduleFire{}, err
 	}
 	b := &pgx.Batch{}
 	fr.queue(b)
-	fire := ScheduleFire{Key: row.Key, NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
+	fire := shardapi.ScheduleFire{Key: row.Key, NominalTime: nominal, Outcome: f.outcome, Reason: f.reason, Triggered: true,
 		WorkflowID: row.WorkflowID}
 	return fire, tx.Send(ctx, b)
 }
 
 // triggeredFire finds the fire a keyed trigger of the live schedule id
 // recorded; false when there is none.
-func (e *Engine) triggeredFire(ctx context.Context, q store.Querier, id, key string) (ScheduleFire, bool, error) {
+func (x *Schedules) triggeredFire(ctx context.Context, q store.Querier, id, key string) (shardapi.ScheduleFire, bool, error) {
 	generation, err := store.ScheduleGeneration(ctx, q, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ScheduleFire{}, false, &NotFoundError{What: "schedule", ID: id}
+		return shardapi.ScheduleFire{}, false, &shardapi.NotFoundError{What: "schedule", ID: id}
 	}
 	if err != nil {
-		return ScheduleFire{}, false, fmt.Errorf("read schedule %s: %w", id, err)
+		return shardapi.ScheduleFire{}, false, fmt.Errorf("read schedule %s: %w", id, err)
 	}
-	return fireByKey(ctx, q, TriggerFireKey(id, generation, key))
+	return fireByKey(ctx, q, TriggerKey(id, generation, key))
 }
 
 // fireByKey reads a recorded fire; false when there is none.
-func fireByKey(ctx context.Context, q store.Querier, key string) (ScheduleFire, bool, error) {
+func fireByKey(ctx context.Context, q store.Querier, key string) (shardapi.ScheduleFire, bool, error) {
 	f, err := store.FireByKey(ctx, q, key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, false, nil
@@ -361,10 +364,10 @@ func fireByKey(ctx context.Context, q store.Querier, key string) (ScheduleFire, 
 	return f, true, nil
 }
 
-// cmpErr is err, or other when err is nil.
-func cmpErr(err, other error) error {
+// notFound is err, or schedule id's NotFoundError when err is nil.
+func notFound(err error, id string) error {
 	if err != nil {
 		return err
 	}
-	return other
+	return &shardapi.NotFoundError{What: "schedule", ID: id}
 }

@@ -1,4 +1,4 @@
-package engine
+package schedule
 
 import (
 	"context"
@@ -8,38 +8,39 @@ import (
 
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Schedules whose definitions live elsewhere (a cluster's raft catalog):
 // the catalog holds each schedule's definition and generation, and the
-// shard's owner copies them into harvest_schedules with SyncSchedule
-// before it fires or answers about them. The copy keeps the cursor and the
+// shard's owner copies them into harvest_schedules with Sync before it
+// fires or answers about them. The copy keeps the cursor and the
 // recent fires, which only the shard holds, and it is idempotent: a copy
 // of the same definition changes nothing, a newer generation starts the
 // schedule over (cursor at now), an older one is ignored. The catalog
 // change comes first; a crash before the copy is repaired by the next one.
 
-// NormalizeSchedule checks spec for this engine's registry and fills its
-// defaults, as CreateSchedule does: what a catalog stores.
-func (e *Engine) NormalizeSchedule(id string, spec ScheduleSpec) (ScheduleSpec, error) {
-	if err := ValidScheduleID(id); err != nil {
+// Normalize checks spec for this engine's registry and fills its
+// defaults, as Create does: what a catalog stores.
+func (x *Schedules) Normalize(id string, spec shardapi.ScheduleSpec) (shardapi.ScheduleSpec, error) {
+	if err := shardapi.ValidScheduleID(id); err != nil {
 		return spec, err
 	}
-	spec, _, err := e.normalize(spec)
+	spec, _, err := x.normalize(spec)
 	return spec, err
 }
 
-// SyncSchedule makes the shard's copy of d current and reports whether it
+// Sync makes the shard's copy of d current and reports whether it
 // changed anything.
-func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) {
+func (x *Schedules) Sync(ctx context.Context, d shardapi.ScheduleDef) (bool, error) {
 	if d.Deleted {
-		return e.syncDeleted(ctx, d)
+		return x.syncDeleted(ctx, d)
 	}
-	var spec ScheduleSpec
+	var spec shardapi.ScheduleSpec
 	if err := json.Unmarshal(d.Spec, &spec); err != nil {
 		return false, fmt.Errorf("schedule %s: decode spec: %w", d.ID, err)
 	}
-	spec, clock, err := e.normalize(spec)
+	spec, clock, err := x.normalize(spec)
 	if err != nil {
 		return false, fmt.Errorf("schedule %s: %w", d.ID, err)
 	}
@@ -47,11 +48,11 @@ func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	now := e.now()
+	now := x.d.Now()
 	var n int
 	var changed bool
-	err = e.withTx(ctx, func(tx *fence.Tx) (err error) {
-		n, err = store.SyncSchedule(ctx, tx, d.ID, d.Generation, raw, d.Paused, now, e.nextDue(d.ID, d.Generation, spec, clock, now),
+	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
+		n, err = store.SyncSchedule(ctx, tx, d.ID, d.Generation, raw, d.Paused, now, x.nextDue(d.ID, d.Generation, spec, clock, now),
 			int64(d.Revision))
 		if err != nil || n > 0 {
 			return err
@@ -63,15 +64,15 @@ func (e *Engine) SyncSchedule(ctx context.Context, d ScheduleDef) (bool, error) 
 		return false, fmt.Errorf("sync schedule %s: %w", d.ID, err)
 	}
 	if n > 0 || changed && !d.Paused {
-		e.nudge(e.schWake)
+		x.poll.Nudge()
 	}
 	return n > 0 || changed, nil
 }
 
 // syncPaused pauses or resumes the copy of d's generation when it differs
 // and d is not older than the copy (an unversioned d is never older). A
-// resume starts from now, as ResumeSchedule does.
-func syncPaused(ctx context.Context, tx *fence.Tx, d ScheduleDef, now time.Time) (bool, error) {
+// resume starts from now, as Resume does.
+func syncPaused(ctx context.Context, tx *fence.Tx, d shardapi.ScheduleDef, now time.Time) (bool, error) {
 	changed, err := store.SyncSchedulePaused(ctx, tx, d.ID, d.Generation, d.Paused, int64(d.Revision), now)
 	if err != nil {
 		return false, fmt.Errorf("paused: %w", err)
@@ -80,9 +81,9 @@ func syncPaused(ctx context.Context, tx *fence.Tx, d ScheduleDef, now time.Time)
 }
 
 // syncDeleted deletes the copy of d's generation (or an older one).
-func (e *Engine) syncDeleted(ctx context.Context, d ScheduleDef) (bool, error) {
+func (x *Schedules) syncDeleted(ctx context.Context, d shardapi.ScheduleDef) (bool, error) {
 	var n int
-	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
+	err := x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
 		n, err = store.SyncScheduleDeleted(ctx, tx, d.ID, d.Generation)
 		return err
 	})

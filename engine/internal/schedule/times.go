@@ -1,4 +1,4 @@
-package engine
+package schedule
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/harvestd/harvest/engine/shardapi"
 	"github.com/robfig/cron/v3"
 )
 
@@ -30,19 +31,19 @@ type scheduleClock struct {
 }
 
 // newScheduleClock validates the timing fields of spec.
-func newScheduleClock(spec ScheduleSpec) (*scheduleClock, error) {
+func newScheduleClock(spec shardapi.ScheduleSpec) (*scheduleClock, error) {
 	c := &scheduleClock{interval: spec.Interval, offset: spec.Offset, end: spec.EndAt}
 	switch {
 	case spec.Cron != "" && spec.Interval != 0:
-		return nil, fmt.Errorf("a schedule has a cron expression or an interval, not both: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("a schedule has a cron expression or an interval, not both: %w", shardapi.ErrInvalidArgument)
 	case spec.Cron != "":
 		return c, c.parseCron(spec.Cron, spec.TimeZone)
 	case spec.TimeZone != "":
-		return nil, fmt.Errorf("time_zone applies to a cron expression only: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("time_zone applies to a cron expression only: %w", shardapi.ErrInvalidArgument)
 	case spec.Interval < time.Second || spec.Interval > maxScheduleSpan:
-		return nil, fmt.Errorf("interval %s: want a cron expression or an interval from 1s to %s: %w", spec.Interval, maxScheduleSpan, ErrInvalidArgument)
+		return nil, fmt.Errorf("interval %s: want a cron expression or an interval from 1s to %s: %w", spec.Interval, maxScheduleSpan, shardapi.ErrInvalidArgument)
 	case spec.Offset < 0 || spec.Offset >= spec.Interval:
-		return nil, fmt.Errorf("offset %s: want 0 up to the interval: %w", spec.Offset, ErrInvalidArgument)
+		return nil, fmt.Errorf("offset %s: want 0 up to the interval: %w", spec.Offset, shardapi.ErrInvalidArgument)
 	}
 	return c, nil
 }
@@ -50,19 +51,19 @@ func newScheduleClock(spec ScheduleSpec) (*scheduleClock, error) {
 func (c *scheduleClock) parseCron(expr, zone string) error {
 	loc, err := time.LoadLocation(zone)
 	if err != nil || zone == "Local" {
-		return fmt.Errorf("time zone %q is not an IANA zone name: %w", zone, ErrInvalidArgument)
+		return fmt.Errorf("time zone %q is not an IANA zone name: %w", zone, shardapi.ErrInvalidArgument)
 	}
 	s, err := cronParser.Parse(expr)
 	if err != nil {
-		return fmt.Errorf("cron expression %q: %s: %w", expr, err.Error(), ErrInvalidArgument)
+		return fmt.Errorf("cron expression %q: %s: %w", expr, err.Error(), shardapi.ErrInvalidArgument)
 	}
 	spec, ok := s.(*cron.SpecSchedule)
 	if !ok {
-		return fmt.Errorf("cron expression %q: use an interval instead of @every: %w", expr, ErrInvalidArgument)
+		return fmt.Errorf("cron expression %q: use an interval instead of @every: %w", expr, shardapi.ErrInvalidArgument)
 	}
 	spec.Location = loc
 	if spec.Next(time.Unix(0, 0)).IsZero() {
-		return fmt.Errorf("cron expression %q never fires: %w", expr, ErrInvalidArgument)
+		return fmt.Errorf("cron expression %q never fires: %w", expr, shardapi.ErrInvalidArgument)
 	}
 	c.cron = spec
 	return nil
@@ -120,18 +121,19 @@ func fireJitter(id string, generation int64, nominal time.Time, jitter time.Dura
 	return time.Duration(h.Sum64() % uint64(jitter))
 }
 
-// nominalFormat names a nominal time in keys and run ids.
-const nominalFormat = "2006-01-02T15:04:05.000Z"
+// NominalFormat names a nominal time in keys and run ids (a fire's
+// workflow id under allow_all).
+const NominalFormat = "2006-01-02T15:04:05.000Z"
 
-// ScheduleFireKey is the idempotency key of a schedule's fire at nominal:
+// FireKey is the idempotency key of a schedule's fire at nominal:
 // hv:sched:<schedule id>:<generation>:<nominal time in UTC>.
-func ScheduleFireKey(id string, generation int64, nominal time.Time) string {
-	return fmt.Sprintf("hv:sched:%s:%d:%s", id, generation, nominal.UTC().Format(nominalFormat))
+func FireKey(id string, generation int64, nominal time.Time) string {
+	return fmt.Sprintf("hv:sched:%s:%d:%s", id, generation, nominal.UTC().Format(NominalFormat))
 }
 
-// TriggerFireKey is the idempotency key of a trigger of a schedule that
+// TriggerKey is the idempotency key of a trigger of a schedule that
 // carries the client's key: hv:sched:<schedule id>:<generation>:trigger:<key>
 // (a nominal time never starts with "trigger").
-func TriggerFireKey(id string, generation int64, key string) string {
+func TriggerKey(id string, generation int64, key string) string {
 	return fmt.Sprintf("hv:sched:%s:%d:trigger:%s", id, generation, key)
 }
