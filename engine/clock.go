@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
@@ -77,63 +76,8 @@ func (e *Engine) clockLoop(ctx context.Context) {
 		case <-ch:
 		}
 		e.nudge(e.tmWake)
-		e.actPending.Store(true)
-		e.nudge(e.actWake)
+		e.act.WakeDue()
 		e.nudge(e.wfWake)
 		e.nudge(e.schWake)
 	}
-}
-
-// attemptClock cancels an activity attempt whose timeouts a clock that
-// jumps ahead has passed: the attempt's deadline and heartbeat watchdog
-// run on real time (attemptContext), which an advance overtakes. With the
-// real clock there is none.
-type attemptClock struct {
-	e        *Engine
-	deadline time.Time // workflow time
-	cause    error
-	hb       time.Duration // heartbeat timeout (0: none)
-	beat     atomic.Int64  // workflow time of the last heartbeat, Unix ns
-}
-
-// newAttemptClock watches deadline (real time, as attemptContext sets it)
-// on workflow time; nil with a clock that never advances.
-func (e *Engine) newAttemptClock(deadline time.Time, cause error, hb time.Duration) *attemptClock {
-	if e.cfg.Clock.Advanced() == nil {
-		return nil
-	}
-	c := &attemptClock{e: e, deadline: deadline.Add(e.ahead()), cause: cause, hb: hb}
-	c.heartbeat()
-	return c
-}
-
-// heartbeat restarts the heartbeat timeout.
-func (c *attemptClock) heartbeat() { c.beat.Store(c.e.now().UnixNano()) }
-
-// run cancels the attempt when an advance passes one of its timeouts;
-// it returns when it did or when ctx ends.
-func (c *attemptClock) run(ctx context.Context, cancel context.CancelCauseFunc) {
-	for {
-		ch := c.e.cfg.Clock.Advanced() // before the check: no advance is missed
-		if cause := c.passed(c.e.now()); cause != nil {
-			cancel(cause)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ch:
-		}
-	}
-}
-
-// passed is the cause of the first timeout passed at now, or nil.
-func (c *attemptClock) passed(now time.Time) error {
-	if !now.Before(c.deadline) {
-		return c.cause
-	}
-	if c.hb > 0 && !now.Before(time.Unix(0, c.beat.Load()).Add(c.hb)) {
-		return errHeartbeat
-	}
-	return nil
 }

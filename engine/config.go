@@ -3,14 +3,12 @@ package engine
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
 )
@@ -26,7 +24,7 @@ const (
 	WorkflowTaskBatchDefault = 8
 	// ActivityWorkersDefault bounds concurrently running activities of a
 	// shard. Activities mostly wait on other services, and a slot is held
-	// only while the activity's code runs (see dispatch.go).
+	// only while the activity's code runs (see internal/activity/dispatch.go).
 	ActivityWorkersDefault = 64
 	// PollIntervalDefault is the backstop poll for due tasks and timers.
 	PollIntervalDefault = time.Second
@@ -137,7 +135,7 @@ type Config struct {
 	// A test kit wraps it to replace activities with fakes.
 	Activities ActivityRunner
 	// HTTPActivities finds the HTTP activities registered at run time
-	// (http_activities.go); nil: none, every activity is the
+	// (internal/activity/http.go); nil: none, every activity is the
 	// ActivityRunner's.
 	HTTPActivities ActivityResolver
 
@@ -154,12 +152,6 @@ type Config struct {
 	// it closed its key's open batch to make room: tests only, standing
 	// in for concurrent starts that fill the batch opened next.
 	batchClosedHook func(ctx context.Context, tx *fence.Tx) error
-}
-
-// ActivityRunner runs one attempt of an activity by name on its JSON
-// input; *harvest.Registry is one. It is called from many goroutines.
-type ActivityRunner interface {
-	RunActivity(ctx *harvest.ActivityContext, name string, input json.RawMessage) (json.RawMessage, error)
 }
 
 func (c Config) withDefaults() Config {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/harvestd/harvest/engine/internal/activity"
 	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
@@ -42,7 +43,7 @@ import (
 //   - crashActivityOutcome: an attempt's outcome (finishActivity: a retry,
 //     a failure, a completion the batch could not record) is about to be
 //     written; a hook that fails here without stopping the engine is a
-//     database blip, which the record survives (outcome_retry.go).
+//     database blip, which the record survives (internal/activity/outcome_retry.go).
 //
 // And the outbox's (internal/outbox):
 //
@@ -77,7 +78,7 @@ const (
 	crashCancel          loop.CrashPoint = "cancel.before_commit"
 	crashTimerFire                       = maint.CrashTimerFire
 	crashTimeoutFire                     = maint.CrashTimeoutFire
-	crashActivityOutcome loop.CrashPoint = "activity_outcome.before_commit"
+	crashActivityOutcome                 = activity.CrashOutcome
 
 	crashOutboxClaimed   = outbox.CrashClaimed
 	crashOutboxResolved  = outbox.CrashResolved

@@ -176,22 +176,22 @@ func TestDirectDispatch(t *testing.T) {
 		g := newGate()
 		g.register(t, b)
 		e := b.engine(t, func(c *Config) { c.ActivityWorkers = 1 })
-		require.Equal(t, 1, e.actSlots.take(1, 0), "the test holds the only slot: nobody claims")
+		require.Equal(t, 1, e.act.TakeSlots(1), "the test holds the only slot: nobody claims")
 		res := start(t, e, StartRequest{WorkflowName: "gated_once", IdempotencyKey: "back", Input: raw(t, "x")})
 		require.Equal(t, "pending", readTask(t, b, res.ExecutionID).status)
 
-		claimed, err := e.claimActivities(ctxT(t), 1, false)
+		claimed, err := e.act.Claim(ctxT(t), 1, false)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1)
 		require.Equal(t, 1, claimed[0].Attempt)
-		e.unclaimActivities(ctxT(t), claimed)
+		e.act.Unclaim(ctxT(t), claimed)
 		task := readTask(t, b, res.ExecutionID)
 		require.Equal(t, "pending", task.status)
 		require.Zero(t, task.attempt, "the handed-back claim is undone")
 		require.Nil(t, task.epoch)
 		require.False(t, task.lockedUntil)
 
-		e.releaseSlot()
+		e.act.ReleaseSlot()
 		g.waitEntered(t)
 		require.Equal(t, 1, readTask(t, b, res.ExecutionID).attempt, "the next claim is attempt 1 again")
 		g.pass <- struct{}{}
@@ -208,7 +208,7 @@ func TestDirectDispatch(t *testing.T) {
 		require.Equal(t, StateCompleted, res.State)
 		// A dispatched attempt would hold its slot until the gate passes
 		// it; a start's tasks are settled before the start is answered.
-		require.Zero(t, len(e.actSlots.ch), "no slot is held")
+		require.Zero(t, e.act.BusySlots(), "no slot is held")
 		require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "WorkflowCompleted"}, eventTypes(t, b.pool, res.ExecutionID))
 		var tasks int
 		require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT count(*) FROM harvest_tasks WHERE execution_id = $1`,
@@ -264,6 +264,6 @@ func TestDirectDispatch(t *testing.T) {
 		require.Equal(t, runs, n)
 		require.EqualValues(t, 2*runs, calls.Load(), "each activity ran once")
 		require.LessOrEqual(t, peak.Load(), int32(workers), "never more attempts than slots")
-		eventually(t, "every activity slot to be free", func() bool { return len(e.actSlots.ch) == 0 })
+		eventually(t, "every activity slot to be free", func() bool { return e.act.BusySlots() == 0 })
 	})
 }

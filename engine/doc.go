@@ -32,5 +32,5 @@
 //     the epoch; a result is accepted only for the attempt that is still
 //     running. Tasks claimed under an older epoch are reclaimed at once.
 //     A batch that schedules tasks may insert them claimed for its own
-//     free activity slots (dispatch.go): the same attempt and epoch rules.
+//     free activity slots (internal/activity/dispatch.go): the same attempt and epoch rules.
 package engine

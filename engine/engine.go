@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/activity"
 	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
@@ -52,15 +53,10 @@ type Engine struct {
 
 	wfWake  chan struct{}
 	actWake chan struct{}
-	// actSlots bounds running activity attempts (activityLoop, dispatch).
-	actSlots *activitySlots
-	// actPending says activity tasks may be waiting in the table for the
-	// activity loop (see activityLoop).
-	actPending atomic.Bool
-	// retryWake wakes the activity loop when a retry comes due.
-	retryWake *loop.Wakeup
-	tmWake    chan struct{}
-	closed    *runs.Watch
+	// act runs activity attempts (internal/activity).
+	act    *activity.Attempts
+	tmWake chan struct{}
+	closed *runs.Watch
 	// read answers the reads of runs (internal/read).
 	read *read.Reader
 	// wf runs workflow tasks and caches the state of recently active
@@ -76,13 +72,9 @@ type Engine struct {
 	schWake chan struct{}
 	// dfWake wakes the deferred fire loop.
 	dfWake chan struct{}
-	// actHTTP is the outbound HTTP of HTTP activities (http_outbound.go).
-	actHTTP *activityOutbound
-	starts  atomic.Pointer[loop.Batcher[*startCall]] // nil: group commit off
+	starts atomic.Pointer[loop.Batcher[*startCall]] // nil: group commit off
 	// probes is the replay probe batcher (nil: probes run alone).
 	probes atomic.Pointer[loop.Batcher[*probeCall]]
-	// completions is the activity completion batcher (nil before Start).
-	completions atomic.Pointer[loop.Batcher[*completion]]
 	// signals is the signal batcher (nil before Start).
 	signals atomic.Pointer[loop.Batcher[*signalCall]]
 	// signalRetries counts signal batches that failed as a whole, their
@@ -113,30 +105,28 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		cfg.Activities = reg
 	}
 	e := &Engine{
-		pool:     pool,
-		reg:      reg,
-		cfg:      cfg,
-		log:      cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
-		wfWake:   make(chan struct{}, 1),
-		actWake:  make(chan struct{}, 1),
-		actSlots: newActivitySlots(cfg.ActivityWorkers),
-		tmWake:   make(chan struct{}, 1),
-		closed:   runs.NewWatch(),
-		keys:     newSeenKeys(),
-		claims:   newClaimCache(claimGeneration, cfg.PollInterval),
-		cbWake:   make(chan struct{}, 1),
-		obWake:   make(chan struct{}, 1),
-		schWake:  make(chan struct{}, 1),
-		dfWake:   make(chan struct{}, 1),
-		actHTTP:  newActivityOutbound(cfg.CallbackPolicy),
+		pool:    pool,
+		reg:     reg,
+		cfg:     cfg,
+		log:     cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
+		wfWake:  make(chan struct{}, 1),
+		actWake: make(chan struct{}, 1),
+		tmWake:  make(chan struct{}, 1),
+		closed:  runs.NewWatch(),
+		keys:    newSeenKeys(),
+		claims:  newClaimCache(claimGeneration, cfg.PollInterval),
+		cbWake:  make(chan struct{}, 1),
+		obWake:  make(chan struct{}, 1),
+		schWake: make(chan struct{}, 1),
+		dfWake:  make(chan struct{}, 1),
 	}
 	e.fence = fence.New(fence.Config{Pool: pool, ShardID: cfg.ShardID, NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
 		TakeOver: cfg.TakeOver, Ahead: e.ahead, Clock: &e.clock, Lost: e.lostLease, Log: e.log})
 	e.epoch, e.owning = &e.fence.Epoch, &e.fence.Owning
-	e.retryWake = loop.NewWakeup(e.wakeActivities)
 	e.newMaint()
 	e.read = e.newReader()
 	e.wf = e.newRunner()
+	e.act = e.newActivities()
 	e.closed.OnClose = e.wf.Drop
 	if e.cfg.Outbound == nil {
 		e.cfg.Outbound = selfOutbound{e}
@@ -186,7 +176,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	for range e.cfg.WorkflowWorkers {
 		e.spawn(loopCtx, e.wf.Run)
 	}
-	e.spawn(loopCtx, e.activityLoop)
+	e.spawn(loopCtx, e.act.Run)
 	e.spawn(loopCtx, e.timers.Run)
 	e.spawn(loopCtx, e.sweeper.Run)
 	e.spawn(loopCtx, e.callbacks.Run)
@@ -197,7 +187,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.clockLoop)
 	e.runStartBatcher(loopCtx)
 	e.runProbeBatcher(loopCtx)
-	e.runCompletionBatcher(loopCtx)
+	e.act.RunCompletions(loopCtx)
 	e.runSignalBatcher(loopCtx)
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
@@ -248,7 +238,7 @@ func (e *Engine) halt(cause error) bool {
 	e.mu.Unlock()
 	e.loops.Wait()
 	e.wf.Purge()
-	e.retryWake.Stop()
+	e.act.Stop()
 	return true
 }
 

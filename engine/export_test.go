@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/harvestd/harvest/engine/internal/activity"
 	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/schedule"
@@ -33,3 +34,8 @@ const (
 // batchCloseTries bounds the batches one deferred start closes to make
 // room (internal/deferred).
 const batchCloseTries = deferred.BatchCloseTries
+
+// A task token's prefix and its stored hash (internal/activity).
+const taskTokenPrefix = activity.TokenPrefix
+
+func hashToken(token string) []byte { return activity.HashToken(token) }

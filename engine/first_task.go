@@ -107,7 +107,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 	}
 	f.ch.AddStarted(cols.ids, cols.at, cols.eventType, cols.eventData)
 	if n := f.ch.TaskCount(); n > 0 {
-		f.ch.Direct = e.reserveDispatch(n)
+		f.ch.Direct = e.act.Reserve(n)
 	}
 	for _, u := range f.ch.TakeUpdates() {
 		i := at[u.ID]

@@ -33,20 +33,3 @@ func TestOutcomeSurvivesDatabaseBlip(t *testing.T) {
 	require.GreaterOrEqual(t, failed.Load(), int32(4), "the record was tried again")
 	requireSoundHistory(t, b.pool, run.ExecutionID)
 }
-
-func TestRetryableRecord(t *testing.T) {
-	for name, tc := range map[string]struct {
-		err  error
-		want bool
-	}{
-		"unavailable":    {ErrUnavailable, true},
-		"other":          {errors.New("write: broken pipe"), true},
-		"canceled":       {context.Canceled, false},
-		"deadline":       {context.DeadlineExceeded, false},
-		"lease lost":     {&OwnershipLostError{Shard: 1}, false},
-		"not running":    {ErrNotRunning, false},
-		"wrapped cancel": {errors.Join(errors.New("commit"), context.Canceled), false},
-	} {
-		t.Run(name, func(t *testing.T) { require.Equal(t, tc.want, retryableRecord(tc.err)) })
-	}
-}

@@ -388,7 +388,7 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 // newRun is the run row of a start of run id on queue.
 func newRun(id uuid.UUID, queue string, req StartRequest) store.NewRun {
 	return store.NewRun{ID: id, Name: req.WorkflowName, WorkflowID: req.WorkflowID, Queue: queue,
-		Input: nullJSON(runs.InputOrNull(req.Input)), Memo: nullJSON(req.Memo), Key: nullString(req.IdempotencyKey),
+		Input: store.NullJSON(runs.InputOrNull(req.Input)), Memo: store.NullJSON(req.Memo), Key: nullString(req.IdempotencyKey),
 		StartAt: req.dueAt}
 }
 

@@ -9,13 +9,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/harvestd/harvest/engine/internal/outbox"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
 // newRunner makes the workflow-task runner (internal/wftask).
 func (e *Engine) newRunner() *wftask.Runner {
 	return wftask.New(wftask.Deps{Reg: e.reg, Pool: e.pool, Fence: e.fence, Settle: e.settle, Route: outbox.Route,
-		Reserve: e.reserveDispatch, Owning: e.Owning, Crash: e.cfg.crashHook,
+		Reserve: func(n int) *runs.Direct { return e.act.Reserve(n) }, Owning: e.Owning, Crash: e.cfg.crashHook,
 		Log: e.log.With().Str("service", "workflow_tasks").Logger(), Wake: e.wfWake, Poll: e.cfg.PollInterval,
 		Batch: e.cfg.WorkflowTaskBatch, TaskTimeout: e.cfg.WorkflowTaskTimeout, RetryMax: e.cfg.TaskRetryMax,
 		CacheEntries: e.cfg.StateCacheEntries, CacheBytes: e.cfg.StateCacheBytes})

@@ -1,4 +1,4 @@
-package engine
+package activity
 
 import (
 	"context"
@@ -13,14 +13,16 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
-// wakeActivities wakes the activity loop to claim tasks that came due.
-func (e *Engine) wakeActivities() {
-	e.actPending.Store(true)
-	e.nudge(e.actWake)
+// WakeDue wakes the activity loop to claim tasks that came due.
+func (a *Attempts) WakeDue() {
+	a.pending.Store(true)
+	loop.Nudge(a.d.Wake)
 }
 
 // Activity timeout types, as recorded in ActivityTimedOut.
@@ -40,8 +42,8 @@ var (
 	errActivityCanceled = errors.New("activity cancel requested")
 )
 
-// claimedTask is one activity attempt handed to this engine.
-type claimedTask struct {
+// Task is one activity attempt handed to this engine.
+type Task struct {
 	store.ClaimedTask
 	// Since is this node's clock before the claim was made: the attempt's
 	// timeouts count from it, so an attempt that waited for a slot never
@@ -52,7 +54,7 @@ type claimedTask struct {
 	expiredOnly bool
 }
 
-// activityLoop claims due activity tasks into the free worker slots (see
+// Run claims due activity tasks into the free worker slots (see
 // activitySlots: direct dispatch takes from the same pool) and runs each in
 // its own goroutine; it waits for them before returning.
 //
@@ -61,16 +63,16 @@ type claimedTask struct {
 // left tasks it could not dispatch, or an earlier poll found no slot or
 // filled every slot). A freed slot nudges it too, but with nothing
 // waiting that costs no claim transaction.
-func (e *Engine) activityLoop(ctx context.Context) {
+func (a *Attempts) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	t := time.NewTicker(e.cfg.PollInterval)
+	t := time.NewTicker(a.d.Poll)
 	defer t.Stop()
 	reclaim := true // running tasks left by a lost lease or an old owner: first pass, then each tick
 	poll := true
 	for {
-		if poll || e.actPending.Swap(false) {
-			more, claimed := e.pollActivities(ctx, &wg, reclaim)
+		if poll || a.pending.Swap(false) {
+			more, claimed := a.pollActivities(ctx, &wg, reclaim)
 			if claimed {
 				reclaim = false // until the next tick; a tick with no free slot keeps it
 			}
@@ -81,10 +83,10 @@ func (e *Engine) activityLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.actWake:
+		case <-a.d.Wake:
 		case <-t.C:
 			reclaim, poll = true, true
-			e.sweepAsync(ctx)
+			a.sweepAsync(ctx)
 		}
 	}
 }
@@ -97,38 +99,40 @@ func (e *Engine) activityLoop(ctx context.Context) {
 // kept from them while the claim runs. Dispatch leaves dispatchReserve
 // slots free, so the loop always gets that many; tasks claimed beyond
 // the slots it gets are handed back (unclaimActivities).
-func (e *Engine) pollActivities(ctx context.Context, wg *sync.WaitGroup, reclaim bool) (more, claimed bool) {
-	free := e.actSlots.free()
+func (a *Attempts) pollActivities(ctx context.Context, wg *sync.WaitGroup, reclaim bool) (more, claimed bool) {
+	free := a.slots.free()
 	if free == 0 {
-		e.actPending.Store(true) // the next freed slot polls
+		a.pending.Store(true) // the next freed slot polls
 		return false, false
 	}
-	tasks, err := e.claimActivities(ctx, free, reclaim)
+	tasks, err := a.Claim(ctx, free, reclaim)
 	if err != nil && ctx.Err() == nil {
-		e.log.Warn().Err(err).Msg("claim activities failed")
-		e.actPending.Store(true)
+		a.d.Log.Warn().Err(err).Msg("claim activities failed")
+		a.pending.Store(true)
 	}
-	if got := e.actSlots.take(len(tasks), 0); got < len(tasks) {
-		e.unclaimActivities(ctx, tasks[got:])
+	if got := a.slots.take(len(tasks), 0); got < len(tasks) {
+		a.Unclaim(ctx, tasks[got:])
 		tasks = tasks[:got]
-		e.actPending.Store(true)
+		a.pending.Store(true)
 	}
 	for _, task := range tasks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.runActivity(ctx, task, e.releaseSlot)
+			a.runActivity(ctx, task, a.ReleaseSlot)
 		}()
 	}
 	return err == nil && len(tasks) == free, err == nil
 }
 
-func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) ([]claimedTask, error) {
-	var tasks []claimedTask
+// Claim claims up to limit due tasks (reclaim: also running tasks of a
+// lost lease or an older owner) for this engine's attempts.
+func (a *Attempts) Claim(ctx context.Context, limit int, reclaim bool) ([]Task, error) {
+	var tasks []Task
 	since := time.Now()
-	err := e.withFencedBatch(ctx, store.QueueNoSeqScan, func(tx *fence.Tx) error {
-		err := store.ClaimTasks(ctx, tx, e.epoch.Load(), limit, reclaim, store.LeaseGrace, micros(tx.Ahead()), func(t store.ClaimedTask) {
-			tasks = append(tasks, claimedTask{ClaimedTask: t, Since: since})
+	err := a.d.Fence.DoBatch(ctx, store.QueueNoSeqScan, func(tx *fence.Tx) error {
+		err := store.ClaimTasks(ctx, tx, a.d.Epoch(), limit, reclaim, store.LeaseGrace, tx.Ahead().Microseconds(), func(t store.ClaimedTask) {
+			tasks = append(tasks, Task{ClaimedTask: t, Since: since})
 		})
 		if err != nil {
 			return fmt.Errorf("claim activities: %w", err)
@@ -138,19 +142,19 @@ func (e *Engine) claimActivities(ctx context.Context, limit int, reclaim bool) (
 	return tasks, err
 }
 
-// unclaimActivities hands claimed tasks that found no slot back to the
+// Unclaim hands claimed tasks that found no slot back to the
 // table, as they were before the claim. If that fails they stay claimed
 // and are reclaimed when their lock expires.
-func (e *Engine) unclaimActivities(ctx context.Context, tasks []claimedTask) {
+func (a *Attempts) Unclaim(ctx context.Context, tasks []Task) {
 	ids, attempts := make([]int64, len(tasks)), make([]int32, len(tasks))
 	for i, t := range tasks {
 		ids[i], attempts[i] = t.TaskID, int32(t.Attempt)
 	}
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		return store.UnclaimTasks(ctx, tx, ids, attempts, e.epoch.Load())
+	err := a.d.Fence.Do(ctx, func(tx *fence.Tx) error {
+		return store.UnclaimTasks(ctx, tx, ids, attempts, a.d.Epoch())
 	})
 	if err != nil && ctx.Err() == nil {
-		e.log.Warn().Err(err).Int("tasks", len(tasks)).Msg("unclaim activities failed")
+		a.d.Log.Warn().Err(err).Int("tasks", len(tasks)).Msg("unclaim activities failed")
 	}
 }
 
@@ -158,27 +162,27 @@ func (e *Engine) unclaimActivities(ctx context.Context, tasks []claimedTask) {
 // stopping, nothing is recorded: the attempt is reclaimed by the next owner.
 // release frees the attempt's activity slot: once the activity's code has
 // returned, so that recording (a batch commit) does not hold the slot.
-func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func()) {
+func (a *Attempts) runActivity(ctx context.Context, t Task, release func()) {
 	var once sync.Once
 	free := func() { once.Do(release) }
 	defer free()
-	log := e.log.With().Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).
+	log := a.d.Log.With().Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).
 		Str("activity", t.Name).Int("attempt", t.Attempt).Logger()
-	t, remote := e.httpActivity(t)
+	t, remote := a.httpActivity(t)
 	policy := t.Options.WithDefaults().Retry
 	switch {
 	case t.CloseDeadline != nil && !t.ClaimedAt.Before(*t.CloseDeadline):
-		e.finishActivity(ctx, t, nil, errScheduleToClose, TimeoutScheduleToClose)
+		a.finishActivity(ctx, t, nil, errScheduleToClose, TimeoutScheduleToClose)
 		return
 	case t.CancelRequested:
-		e.finishActivity(ctx, t, nil, canceledActivity(), "")
+		a.finishActivity(ctx, t, nil, canceledActivity(), "")
 		return
 	case policy.MaxAttempts > 0 && t.Attempt > policy.MaxAttempts:
 		// The previous attempt was lost (its lock expired): it counts.
-		e.finishActivity(ctx, t, nil, errStartToClose, TimeoutStartToClose)
+		a.finishActivity(ctx, t, nil, errStartToClose, TimeoutStartToClose)
 		return
 	}
-	actx, cancel, hb := e.attemptContext(ctx, t)
+	actx, cancel, hb := a.attemptContext(ctx, t)
 	defer cancel()
 	info := harvest.ActivityInfo{
 		ExecutionID: t.ExecutionID.String(), WorkflowName: t.WorkflowName, WorkflowID: t.WorkflowID,
@@ -186,9 +190,9 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 		IdempotencyKey: harvest.IdempotencyKey(t.Key), HeartbeatDetails: t.Heartbeat,
 	}
 	info.Deadline, _ = actx.Deadline()
-	ac := harvest.NewActivityContext(actx, info, hb, log).WithOutbound(e.actHTTP).
-		WithTaskToken(func(ctx context.Context) (string, error) { return e.mintTaskToken(ctx, t) })
-	out, err := e.callActivity(ac, t, remote)
+	ac := harvest.NewActivityContext(actx, info, hb, log).WithOutbound(a.http).
+		WithTaskToken(func(ctx context.Context) (string, error) { return a.mintTaskToken(ctx, t) })
+	out, err := a.callActivity(ac, t, remote)
 	minted := ac.TokenMinted()
 	free()
 	if ctx.Err() != nil {
@@ -206,27 +210,27 @@ func (e *Engine) runActivity(ctx context.Context, t claimedTask, release func())
 		}
 	}
 	if err == nil {
-		e.recordCompletion(ctx, t, out)
+		a.recordCompletion(ctx, t, out)
 		return
 	}
 	if errors.Is(err, harvest.ErrResultPending) && timeoutType == "" {
-		if err = e.leaveOpen(ctx, t, actx, minted); err == nil {
+		if err = a.leaveOpen(ctx, t, actx, minted); err == nil {
 			return
 		}
 	}
-	e.finishActivity(ctx, t, out, err, timeoutType)
+	a.finishActivity(ctx, t, out, err, timeoutType)
 }
 
 // leaveOpen keeps an attempt that answered harvest.ErrResultPending open
 // for its task token's holder; the error to record instead when it
 // cannot (no token was minted, or the attempt cannot be marked).
-func (e *Engine) leaveOpen(ctx context.Context, t claimedTask, actx context.Context, minted bool) error {
+func (a *Attempts) leaveOpen(ctx context.Context, t Task, actx context.Context, minted bool) error {
 	if !minted {
 		return harvest.NewNonRetryableError("async_without_token",
 			"the activity returned ErrResultPending without minting its task token (ActivityContext.TaskToken)")
 	}
 	deadline, _ := actx.Deadline()
-	if _, err := e.markAsync(ctx, t, time.Until(deadline)); err != nil {
+	if _, err := a.markAsync(ctx, t, time.Until(deadline)); err != nil {
 		return fmt.Errorf("leave the attempt open: %w", err)
 	}
 	return nil // marked, or answered already by the token's holder
@@ -234,7 +238,7 @@ func (e *Engine) leaveOpen(ctx context.Context, t claimedTask, actx context.Cont
 
 // callActivity runs the attempt: remote's POST when set (an HTTP activity
 // registered at run time), else the ActivityRunner's.
-func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask, remote *remoteCall) (out json.RawMessage, err error) {
+func (a *Attempts) callActivity(actx *harvest.ActivityContext, t Task, remote *remoteCall) (out json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("activity panicked: %v\n%s", r, debug.Stack())
@@ -243,12 +247,12 @@ func (e *Engine) callActivity(actx *harvest.ActivityContext, t claimedTask, remo
 	if remote != nil {
 		return callHTTPActivity(actx, remote, t.Input)
 	}
-	return e.cfg.Activities.RunActivity(actx, t.Name, t.Input)
+	return a.d.Code.RunActivity(actx, t.Name, t.Input)
 }
 
 // attemptContext bounds the attempt by start-to-close, schedule-to-close
 // and the heartbeat timeout, and returns the heartbeat function.
-func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Context, context.CancelFunc, harvest.HeartbeatFunc) {
+func (a *Attempts) attemptContext(ctx context.Context, t Task) (context.Context, context.CancelFunc, harvest.HeartbeatFunc) {
 	opts := t.Options.WithDefaults()
 	since := t.Since
 	if since.IsZero() {
@@ -266,12 +270,12 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 	if opts.HeartbeatTimeout > 0 {
 		watchdog = time.AfterFunc(opts.HeartbeatTimeout, func() { cancelCause(errHeartbeat) })
 	}
-	clock := e.newAttemptClock(deadline, cause, opts.HeartbeatTimeout)
+	clock := a.newAttemptClock(deadline, cause, opts.HeartbeatTimeout)
 	if clock != nil {
 		go clock.run(actx, cancelCause)
 	}
 	hb := func(hctx context.Context, details json.RawMessage) error {
-		if err := e.recordHeartbeat(hctx, t, details); err != nil {
+		if err := a.recordHeartbeat(hctx, t, details); err != nil {
 			if errors.Is(err, errStaleAttempt) {
 				cancelCause(errStaleAttempt)
 			}
@@ -299,10 +303,10 @@ func (e *Engine) attemptContext(ctx context.Context, t claimedTask) (context.Con
 	return actx, cancel, hb
 }
 
-func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details json.RawMessage) error {
+func (a *Attempts) recordHeartbeat(ctx context.Context, t Task, details json.RawMessage) error {
 	var canceled bool
-	err := e.withTx(ctx, func(tx *fence.Tx) (err error) {
-		canceled, err = store.Heartbeat(ctx, tx, t.TaskID, t.Attempt, nullJSON(details))
+	err := a.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
+		canceled, err = store.Heartbeat(ctx, tx, t.TaskID, t.Attempt, store.NullJSON(details))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errStaleAttempt
 		}
@@ -321,17 +325,17 @@ func (e *Engine) recordHeartbeat(ctx context.Context, t claimedTask, details jso
 // current one: completion, a retry with backoff, or the final failure. A
 // record that fails is retried while the attempt's lock holds
 // (outcome_retry.go).
-func (e *Engine) finishActivity(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) {
-	res, err := e.retryRecord(ctx, t, func(ctx context.Context) (attemptOutcome, error) {
-		return e.recordOutcome(ctx, t, out, runErr, timeoutType)
+func (a *Attempts) finishActivity(ctx context.Context, t Task, out json.RawMessage, runErr error, timeoutType string) {
+	res, err := a.retryRecord(ctx, t, func(ctx context.Context) (attemptOutcome, error) {
+		return a.recordOutcome(ctx, t, out, runErr, timeoutType)
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Warn().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).Msg("record activity outcome failed")
+			a.d.Log.Warn().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).Msg("record activity outcome failed")
 		}
 		return
 	}
-	e.afterOutcome(ctx, res)
+	a.afterOutcome(ctx, res)
 }
 
 // attemptOutcome is what recording an attempt did: the outcome's metric
@@ -345,7 +349,7 @@ type attemptOutcome struct {
 
 // recordOutcome is finishActivity's one transaction: fence, lock the
 // execution and the attempt, then write the outcome.
-func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawMessage, runErr error, timeoutType string) (attemptOutcome, error) {
+func (a *Attempts) recordOutcome(ctx context.Context, t Task, out json.RawMessage, runErr error, timeoutType string) (attemptOutcome, error) {
 	var (
 		res     attemptOutcome
 		ex      *store.Exec
@@ -355,14 +359,14 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 		store.QueueLockExec(b, t.ExecutionID, &ex)
 		queueLockAttempt(b, t, &current)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+	err := a.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		if ex == nil || !current {
 			return nil
 		}
-		if IsTerminal(ex.State) {
+		if shardapi.IsTerminal(ex.State) {
 			return deleteTask(ctx, tx, t.TaskID)
 		}
-		if err := e.crashAt(ctx, crashActivityOutcome); err != nil {
+		if err := a.d.Crash.At(ctx, CrashOutcome); err != nil {
 			return err
 		}
 		var ev harvest.Command
@@ -372,7 +376,7 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 				ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt})
 		} else {
 			info := harvest.ToErrorInfo(runErr)
-			retried, delay, err := e.maybeRetry(ctx, tx, t, info, timeoutType)
+			retried, delay, err := a.maybeRetry(ctx, tx, t, info, timeoutType)
 			if err != nil || retried {
 				res.outcome, res.retryIn = "retried", delay
 				return err
@@ -383,14 +387,14 @@ func (e *Engine) recordOutcome(ctx context.Context, t claimedTask, out json.RawM
 			}
 		}
 		var err error
-		res.fx, err = e.writeOutcome(ctx, tx, t, ex, ev)
+		res.fx, err = a.writeOutcome(ctx, tx, t, ex, ev)
 		return err
 	})
 	return res, err
 }
 
 // writeOutcome deletes the attempt's task and appends its event, one commit.
-func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *store.Exec, ev harvest.Command) (runs.Effects, error) {
+func (a *Attempts) writeOutcome(ctx context.Context, tx *fence.Tx, t Task, ex *store.Exec, ev harvest.Command) (runs.Effects, error) {
 	b, ch := &pgx.Batch{}, runs.New()
 	store.QueueDeleteTask(b, t.TaskID)
 	ch.Ahead = tx.Ahead()
@@ -404,7 +408,7 @@ func (e *Engine) writeOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, 
 
 // queueLockAttempt queues the lock of the task; *current is true when
 // it is still at attempt t.Attempt and running.
-func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
+func queueLockAttempt(b *pgx.Batch, t Task, current *bool) {
 	store.QueueLockTask(b, t.TaskID, func(attempt int, status string, expired bool) {
 		*current = attempt == t.Attempt && status == "running" && (expired || !t.expiredOnly)
 	})
@@ -414,7 +418,7 @@ func queueLockAttempt(b *pgx.Batch, t claimedTask, current *bool) {
 // schedule-to-close deadline allow another attempt, and returns the
 // backoff. The failure is recorded at the transaction's workflow time,
 // and the next attempt is due exactly the backoff after it.
-func (e *Engine) maybeRetry(ctx context.Context, tx *fence.Tx, t claimedTask, info harvest.ErrorInfo, timeoutType string) (bool, time.Duration, error) {
+func (a *Attempts) maybeRetry(ctx context.Context, tx *fence.Tx, t Task, info harvest.ErrorInfo, timeoutType string) (bool, time.Duration, error) {
 	policy := t.Options.WithDefaults().Retry
 	if timeoutType == TimeoutScheduleToClose || !policy.ShouldRetry(t.Attempt, info) {
 		return false, 0, nil
@@ -427,14 +431,14 @@ func (e *Engine) maybeRetry(ctx context.Context, tx *fence.Tx, t claimedTask, in
 	if err != nil {
 		return false, 0, fmt.Errorf("encode activity error: %w", err)
 	}
-	retried, err := store.RetryTask(ctx, tx, t.TaskID, micros(delay), string(lastErr), micros(tx.Ahead()))
+	retried, err := store.RetryTask(ctx, tx, t.TaskID, delay.Microseconds(), string(lastErr), tx.Ahead().Microseconds())
 	if err != nil {
 		return false, 0, fmt.Errorf("reschedule activity: %w", err)
 	}
 	return retried, delay, nil
 }
 
-func failureCommand(t claimedTask, info harvest.ErrorInfo, timeoutType string) harvest.Command {
+func failureCommand(t Task, info harvest.ErrorInfo, timeoutType string) harvest.Command {
 	if timeoutType != "" {
 		return harvest.NewCommand(harvest.EventActivityTimedOut, harvest.ActivityTimedOutData{
 			ActivityID: t.ActivityID, TimeoutType: timeoutType, Attempt: t.Attempt})
@@ -454,12 +458,4 @@ func deleteTask(ctx context.Context, tx *fence.Tx, id int64) error {
 // the activity.
 func canceledActivity() error {
 	return &harvest.CanceledError{Reason: errActivityCanceled.Error()}
-}
-
-// nullJSON is b as a nullable JSON argument (nil when empty).
-func nullJSON(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
 }

@@ -1,4 +1,4 @@
-package engine
+package activity
 
 import (
 	"context"
@@ -10,21 +10,22 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/ssrf"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // activityOutbound is the outbound HTTP of HTTP activities
 // (harvest.NewHTTPActivity): the completion callbacks' address rules
-// (CallbackPolicy, --callback-allow-cidr) checked on the URL before the
+// (ssrf.Policy, --callback-allow-cidr) checked on the URL before the
 // request and on every address dialled, and no redirect followed. The
 // attempt's deadline bounds each request.
 type activityOutbound struct {
-	policy CallbackPolicy
+	policy ssrf.Policy
 	client *http.Client
 }
 
 var _ harvest.OutboundHTTP = (*activityOutbound)(nil)
 
-func newActivityOutbound(p CallbackPolicy) *activityOutbound {
+func newActivityOutbound(p ssrf.Policy) *activityOutbound {
 	dialer := &net.Dialer{Timeout: ssrf.Timeout, Control: p.DialControl}
 	t := &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second,
 		TLSHandshakeTimeout: ssrf.Timeout}
@@ -35,7 +36,7 @@ func newActivityOutbound(p CallbackPolicy) *activityOutbound {
 // CheckURL refuses a URL the address rules refuse.
 func (o *activityOutbound) CheckURL(ctx context.Context, raw string) error {
 	err := o.policy.CheckURL(ctx, raw)
-	var refused *CallbackError
+	var refused *shardapi.CallbackError
 	if errors.As(err, &refused) {
 		return fmt.Errorf("URL %q refused: %s", refused.URL, refused.Reason)
 	}

@@ -1,4 +1,4 @@
-package engine
+package activity
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Recording an attempt's outcome survives a database blip.
@@ -30,7 +31,7 @@ const (
 
 // retryRecord runs record until it succeeds, fails for good, or the
 // attempt's lock would expire before the next try.
-func (e *Engine) retryRecord(ctx context.Context, t claimedTask, record func(context.Context) (attemptOutcome, error)) (attemptOutcome, error) {
+func (a *Attempts) retryRecord(ctx context.Context, t Task, record func(context.Context) (attemptOutcome, error)) (attemptOutcome, error) {
 	until := attemptLockExpiry(t)
 	pause := outcomeRetryFirst
 	for {
@@ -38,7 +39,7 @@ func (e *Engine) retryRecord(ctx context.Context, t claimedTask, record func(con
 		if err == nil || !retryableRecord(err) || time.Now().Add(pause).After(until) {
 			return res, err
 		}
-		e.log.Debug().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).
+		a.d.Log.Debug().Err(err).Str("execution_id", t.ExecutionID.String()).Str("activity_id", t.ActivityID).
 			Msg("record activity outcome failed, retrying")
 		if !sleepCtx(ctx, pause) {
 			return res, err
@@ -50,7 +51,7 @@ func (e *Engine) retryRecord(ctx context.Context, t claimedTask, record func(con
 // attemptLockExpiry is when the attempt's lock expires by this node's
 // clock: the claim's locked_until counts start-to-close plus store.LeaseGrace
 // from the claim, which came after t.Since.
-func attemptLockExpiry(t claimedTask) time.Time {
+func attemptLockExpiry(t Task) time.Time {
 	since := t.Since
 	if since.IsZero() {
 		since = time.Now()
@@ -61,9 +62,9 @@ func attemptLockExpiry(t claimedTask) time.Time {
 // retryableRecord is false for the errors another try cannot fix: the
 // engine stopping or the lease lost.
 func retryableRecord(err error) bool {
-	var lost *OwnershipLostError
+	var lost *shardapi.OwnershipLostError
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
-		!errors.As(err, &lost) && !errors.Is(err, ErrNotRunning)
+		!errors.As(err, &lost) && !errors.Is(err, shardapi.ErrNotRunning)
 }
 
 // sleepCtx waits d; false if ctx ended first.

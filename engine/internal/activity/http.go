@@ -1,4 +1,4 @@
-package engine
+package activity
 
 import (
 	"encoding/json"
@@ -17,12 +17,12 @@ import (
 // nowhere goes to the ActivityRunner as before, which fails it for good
 // (harvest.ErrorTypeActivityNotRegistered) unless a fake serves it.
 
-// ActivityResolver finds the HTTP activities registered at run time: a
+// Resolver finds the HTTP activities registered at run time: a
 // cluster's raft catalog, a dev node's shard database. An error says it
 // cannot tell now whether name is registered (a replica that may trail
 // its leader's): the attempt fails with it and is retried, never failed
 // for good as activity_not_registered.
-type ActivityResolver interface {
+type Resolver interface {
 	HTTPActivity(name string) (httpactivity.Config, bool, error)
 }
 
@@ -36,11 +36,11 @@ type remoteCall struct {
 // httpActivity is the registration attempt t runs (nil: the registry's,
 // or the ActivityRunner's), and t with the registration's timeout and
 // retry policy applied.
-func (e *Engine) httpActivity(t claimedTask) (claimedTask, *remoteCall) {
-	if e.cfg.HTTPActivities == nil || (e.reg != nil && e.reg.HasActivity(t.Name)) {
+func (a *Attempts) httpActivity(t Task) (Task, *remoteCall) {
+	if a.d.HTTP == nil || (a.d.Reg != nil && a.d.Reg.HasActivity(t.Name)) {
 		return t, nil
 	}
-	reg, ok, err := e.cfg.HTTPActivities.HTTPActivity(t.Name)
+	reg, ok, err := a.d.HTTP.HTTPActivity(t.Name)
 	switch {
 	case err != nil:
 		return t, &remoteCall{err: err}

@@ -1,4 +1,4 @@
-package engine
+package activity
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -31,39 +32,40 @@ import (
 // to its shard) + "_" + 32 random bytes in hex. Only its SHA-256 is stored
 // (harvest_task_tokens), with the task and the attempt it was minted for.
 
-// taskTokenPrefix starts every task token.
-const taskTokenPrefix = "hvtt_"
+// TokenPrefix starts every task token.
+const TokenPrefix = "hvtt_"
 
 // ParseTaskToken returns the execution a task token is for;
-// ErrTaskToken when it is not one.
+// shardapi.ErrTaskToken when it is not one.
 func ParseTaskToken(token string) (uuid.UUID, error) {
-	rest, ok := strings.CutPrefix(token, taskTokenPrefix)
+	rest, ok := strings.CutPrefix(token, TokenPrefix)
 	idHex, secret, ok2 := strings.Cut(rest, "_")
 	raw, err := hex.DecodeString(idHex)
 	if !ok || !ok2 || err != nil || len(raw) != 16 || len(secret) != 64 {
-		return uuid.Nil, ErrTaskToken
+		return uuid.Nil, shardapi.ErrTaskToken
 	}
 	if _, err := hex.DecodeString(secret); err != nil {
-		return uuid.Nil, ErrTaskToken
+		return uuid.Nil, shardapi.ErrTaskToken
 	}
 	return uuid.UUID(raw), nil
 }
 
-func hashToken(token string) []byte {
+// HashToken is the stored form of a task token: its SHA-256.
+func HashToken(token string) []byte {
 	sum := sha256.Sum256([]byte(token))
 	return sum[:]
 }
 
 // mintTaskToken makes the token of attempt t and stores its hash, if the
 // attempt is still current.
-func (e *Engine) mintTaskToken(ctx context.Context, t claimedTask) (string, error) {
+func (a *Attempts) mintTaskToken(ctx context.Context, t Task) (string, error) {
 	var secret [32]byte
 	if _, err := rand.Read(secret[:]); err != nil {
 		return "", fmt.Errorf("mint task token: %w", err)
 	}
-	token := taskTokenPrefix + hex.EncodeToString(t.ExecutionID[:]) + "_" + hex.EncodeToString(secret[:])
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		inserted, err := store.InsertTaskToken(ctx, tx, hashToken(token), t.TaskID, t.Attempt)
+	token := TokenPrefix + hex.EncodeToString(t.ExecutionID[:]) + "_" + hex.EncodeToString(secret[:])
+	err := a.d.Fence.Do(ctx, func(tx *fence.Tx) error {
+		inserted, err := store.InsertTaskToken(ctx, tx, HashToken(token), t.TaskID, t.Attempt)
 		if err != nil {
 			return fmt.Errorf("store task token: %w", err)
 		}
@@ -82,12 +84,12 @@ func (e *Engine) mintTaskToken(ctx context.Context, t claimedTask) (string, erro
 // attempt's start-to-close (or schedule-to-close) deadline, left from
 // now, or the heartbeat timeout, whichever comes first. False when the
 // attempt is not current any more (its token's holder answered already).
-func (e *Engine) markAsync(ctx context.Context, t claimedTask, left time.Duration) (bool, error) {
+func (a *Attempts) markAsync(ctx context.Context, t Task, left time.Duration) (bool, error) {
 	hb := t.Options.WithDefaults().HeartbeatTimeout
 	var marked bool
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
+	err := a.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		var err error
-		marked, err = store.MarkAsync(ctx, tx, t.TaskID, t.Attempt, micros(left), micros(hb))
+		marked, err = store.MarkAsync(ctx, tx, t.TaskID, t.Attempt, left.Microseconds(), hb.Microseconds())
 		return err
 	})
 	return marked, err
@@ -95,43 +97,43 @@ func (e *Engine) markAsync(ctx context.Context, t claimedTask, left time.Duratio
 
 // asyncTask is the attempt a token names, locked.
 type asyncTask struct {
-	claimedTask
+	Task
 	Status string
 }
 
 // CompleteActivity completes the attempt token names with out.
-func (e *Engine) CompleteActivity(ctx context.Context, token string, out json.RawMessage) (AsyncAnswer, error) {
-	return e.answerAsync(ctx, token, "completed", out, nil)
+func (a *Attempts) CompleteActivity(ctx context.Context, token string, out json.RawMessage) (shardapi.AsyncAnswer, error) {
+	return a.answerAsync(ctx, token, "completed", out, nil)
 }
 
 // FailActivity fails the attempt token names with info; the retry policy
 // applies (a retryable failure makes a new attempt due).
-func (e *Engine) FailActivity(ctx context.Context, token string, info harvest.ErrorInfo) (AsyncAnswer, error) {
-	return e.answerAsync(ctx, token, "failed", nil, &harvest.ApplicationError{Type: info.Type, Message: info.Message,
+func (a *Attempts) FailActivity(ctx context.Context, token string, info harvest.ErrorInfo) (shardapi.AsyncAnswer, error) {
+	return a.answerAsync(ctx, token, "failed", nil, &harvest.ApplicationError{Type: info.Type, Message: info.Message,
 		NonRetryable: info.NonRetryable, Details: info.Details})
 }
 
 // answerAsync records an answer to the attempt token names, in one
-// transaction with the token's record: an unknown token is ErrTaskToken;
+// transaction with the token's record: an unknown token is shardapi.ErrTaskToken;
 // the same answer again is a Duplicate (nothing appended, even after the
-// run closed); another answer after one was accepted is ErrAnswered; a
-// closed run is a *TerminalError and an attempt that is no longer current
-// ErrStaleAttempt.
-func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.RawMessage, runErr error) (AsyncAnswer, error) {
+// run closed); another answer after one was accepted is shardapi.ErrAnswered; a
+// closed run is a *shardapi.TerminalError and an attempt that is no longer current
+// shardapi.ErrStaleAttempt.
+func (a *Attempts) answerAsync(ctx context.Context, token, kind string, out json.RawMessage, runErr error) (shardapi.AsyncAnswer, error) {
 	var (
-		ans AsyncAnswer
+		ans shardapi.AsyncAnswer
 		res attemptOutcome
 	)
-	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error {
-		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
+	err := a.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error {
+		ans = shardapi.AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
 		switch {
 		case tok.Answer != nil && *tok.Answer == kind:
 			ans.Duplicate = true
 			return nil
 		case tok.Answer != nil:
-			return fmt.Errorf("attempt %d of activity %s was %s: %w", tok.Attempt, tok.ActivityID, *tok.Answer, ErrAnswered)
-		case IsTerminal(ex.State):
-			return &TerminalError{ExecutionID: id.String(), State: ex.State}
+			return fmt.Errorf("attempt %d of activity %s was %s: %w", tok.Attempt, tok.ActivityID, *tok.Answer, shardapi.ErrAnswered)
+		case shardapi.IsTerminal(ex.State):
+			return &shardapi.TerminalError{ExecutionID: id.String(), State: ex.State}
 		}
 		t, err := lockAsyncTask(ctx, tx, tok.TaskID, ex)
 		if err != nil {
@@ -140,32 +142,32 @@ func (e *Engine) answerAsync(ctx context.Context, token, kind string, out json.R
 		if t == nil || t.Attempt != tok.Attempt || t.Status != "running" {
 			return fmt.Errorf("attempt %d of activity %s: %w", tok.Attempt, tok.ActivityID, errStaleAttempt)
 		}
-		if err := store.RecordTokenAnswer(ctx, tx, hashToken(token), kind); err != nil {
+		if err := store.RecordTokenAnswer(ctx, tx, HashToken(token), kind); err != nil {
 			return fmt.Errorf("record task token answer: %w", err)
 		}
-		res, err = e.writeAsyncOutcome(ctx, tx, t.claimedTask, ex, out, runErr)
+		res, err = a.writeAsyncOutcome(ctx, tx, t.Task, ex, out, runErr)
 		ans.Retried = res.outcome == "retried"
 		return err
 	})
 	if errors.Is(err, errStaleAttempt) {
-		return AsyncAnswer{}, fmt.Errorf("%s: %w", strings.TrimSuffix(err.Error(), ": "+errStaleAttempt.Error()), ErrStaleAttempt)
+		return shardapi.AsyncAnswer{}, fmt.Errorf("%s: %w", strings.TrimSuffix(err.Error(), ": "+errStaleAttempt.Error()), shardapi.ErrStaleAttempt)
 	}
 	if err != nil {
-		return AsyncAnswer{}, err
+		return shardapi.AsyncAnswer{}, err
 	}
-	e.afterOutcome(ctx, res)
+	a.afterOutcome(ctx, res)
 	return ans, nil
 }
 
 // writeAsyncOutcome writes an attempt's outcome as recordOutcome does.
-func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t claimedTask, ex *store.Exec, out json.RawMessage, runErr error) (attemptOutcome, error) {
+func (a *Attempts) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t Task, ex *store.Exec, out json.RawMessage, runErr error) (attemptOutcome, error) {
 	var res attemptOutcome
 	ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
 		ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt})
 	res.outcome = "completed"
 	if runErr != nil {
 		info := harvest.ToErrorInfo(runErr)
-		retried, delay, err := e.maybeRetry(ctx, tx, t, info, "")
+		retried, delay, err := a.maybeRetry(ctx, tx, t, info, "")
 		if err != nil || retried {
 			res.outcome, res.retryIn = "retried", delay
 			return res, err
@@ -173,44 +175,44 @@ func (e *Engine) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t claimedT
 		ev, res.outcome = failureCommand(t, info, ""), "failed"
 	}
 	var err error
-	res.fx, err = e.writeOutcome(ctx, tx, t, ex, ev)
+	res.fx, err = a.writeOutcome(ctx, tx, t, ex, ev)
 	return res, err
 }
 
 // afterOutcome does what a recorded outcome asks: its metric, the retry's
 // wake-up, what its event asks of the engine (the run's workflow task).
-func (e *Engine) afterOutcome(ctx context.Context, res attemptOutcome) {
+func (a *Attempts) afterOutcome(ctx context.Context, res attemptOutcome) {
 	if res.outcome != "" {
 		metrics.ActivityAttempts.WithLabelValues(res.outcome).Inc()
 	}
 	if res.outcome == "retried" {
-		e.retryWake.After(res.retryIn)
+		a.retryWake.After(res.retryIn)
 	}
-	e.settle(ctx, res.fx, nil)
+	a.d.Settle(ctx, res.fx, nil)
 }
 
 // HeartbeatActivity records a heartbeat of the attempt token names and
 // pushes its heartbeat timeout back; CancelRequested says the workflow
 // cancelled the activity (fail it then, or complete it).
-func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (AsyncAnswer, error) {
-	var ans AsyncAnswer
-	err := e.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error {
-		ans = AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
-		if IsTerminal(ex.State) {
-			return &TerminalError{ExecutionID: id.String(), State: ex.State}
+func (a *Attempts) HeartbeatActivity(ctx context.Context, token string, details json.RawMessage) (shardapi.AsyncAnswer, error) {
+	var ans shardapi.AsyncAnswer
+	err := a.withTaskToken(ctx, token, func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error {
+		ans = shardapi.AsyncAnswer{ExecutionID: id, ActivityID: tok.ActivityID, Attempt: tok.Attempt}
+		if shardapi.IsTerminal(ex.State) {
+			return &shardapi.TerminalError{ExecutionID: id.String(), State: ex.State}
 		}
 		if tok.Answer != nil {
-			return fmt.Errorf("attempt %d of activity %s was %s: %w", tok.Attempt, tok.ActivityID, *tok.Answer, ErrAnswered)
+			return fmt.Errorf("attempt %d of activity %s was %s: %w", tok.Attempt, tok.ActivityID, *tok.Answer, shardapi.ErrAnswered)
 		}
 		t, err := lockAsyncTask(ctx, tx, tok.TaskID, ex)
 		if err != nil {
 			return err
 		}
 		if t == nil || t.Attempt != tok.Attempt || t.Status != "running" {
-			return fmt.Errorf("attempt %d of activity %s: %w", tok.Attempt, tok.ActivityID, ErrStaleAttempt)
+			return fmt.Errorf("attempt %d of activity %s: %w", tok.Attempt, tok.ActivityID, shardapi.ErrStaleAttempt)
 		}
 		hb := t.Options.WithDefaults().HeartbeatTimeout
-		ans.CancelRequested, err = store.HeartbeatAsync(ctx, tx, t.TaskID, nullJSON(details), micros(hb))
+		ans.CancelRequested, err = store.HeartbeatAsync(ctx, tx, t.TaskID, store.NullJSON(details), hb.Microseconds())
 		if err != nil {
 			return fmt.Errorf("record heartbeat: %w", err)
 		}
@@ -220,9 +222,9 @@ func (e *Engine) HeartbeatActivity(ctx context.Context, token string, details js
 }
 
 // withTaskToken runs fn in a fenced transaction with the run and the
-// token record of token locked: an unknown token is ErrTaskToken.
-func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error) error {
-	if err := e.checkOwning(); err != nil {
+// token record of token locked: an unknown token is shardapi.ErrTaskToken.
+func (a *Attempts) withTaskToken(ctx context.Context, token string, fn func(tx *fence.Tx, id uuid.UUID, ex *store.Exec, tok *store.TaskToken) error) error {
+	if err := a.d.Fence.CheckOwning(); err != nil {
 		return err
 	}
 	id, err := ParseTaskToken(token)
@@ -235,11 +237,11 @@ func (e *Engine) withTaskToken(ctx context.Context, token string, fn func(tx *fe
 	)
 	queue := func(b *pgx.Batch) {
 		store.QueueLockExec(b, id, &ex)
-		store.QueueLockTaskToken(b, hashToken(token), id, &tok)
+		store.QueueLockTaskToken(b, HashToken(token), id, &tok)
 	}
-	return e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+	return a.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		if tok == nil || ex == nil {
-			return ErrTaskToken
+			return shardapi.ErrTaskToken
 		}
 		return fn(tx, id, ex, tok)
 	})
@@ -251,7 +253,7 @@ func lockAsyncTask(ctx context.Context, tx *fence.Tx, taskID int64, ex *store.Ex
 	if err != nil || !found {
 		return nil, err
 	}
-	t := &asyncTask{claimedTask: claimedTask{ClaimedTask: ct}, Status: status}
+	t := &asyncTask{Task: Task{ClaimedTask: ct}, Status: status}
 	t.WorkflowName, t.WorkflowID = ex.WorkflowName, ex.WorkflowID
 	return t, nil
 }
@@ -259,22 +261,22 @@ func lockAsyncTask(ctx context.Context, tx *fence.Tx, taskID int64, ex *store.Ex
 // sweepAsync (on every tick of the activity loop) records the timeout of
 // every async attempt whose lock expired: schedule-to-close past its deadline, start-to-close past
 // async_deadline, else the heartbeat timeout. The retry policy applies.
-func (e *Engine) sweepAsync(ctx context.Context) {
-	var tasks []claimedTask
+func (a *Attempts) sweepAsync(ctx context.Context) {
+	var tasks []Task
 	var types []string
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
-		return store.ExpiredAsyncTasks(ctx, tx, micros(tx.Ahead()), TimeoutScheduleToClose, TimeoutStartToClose, TimeoutHeartbeat,
+	err := a.d.Fence.Do(ctx, func(tx *fence.Tx) error {
+		return store.ExpiredAsyncTasks(ctx, tx, tx.Ahead().Microseconds(), TimeoutScheduleToClose, TimeoutStartToClose, TimeoutHeartbeat,
 			func(ct store.ClaimedTask, typ string) {
-				tasks, types = append(tasks, claimedTask{ClaimedTask: ct, expiredOnly: true}), append(types, typ)
+				tasks, types = append(tasks, Task{ClaimedTask: ct, expiredOnly: true}), append(types, typ)
 			})
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Warn().Err(err).Msg("sweep async attempts failed")
+			a.d.Log.Warn().Err(err).Msg("sweep async attempts failed")
 		}
 		return
 	}
 	for i, t := range tasks {
-		e.finishActivity(ctx, t, nil, errors.New(types[i]), types[i])
+		a.finishActivity(ctx, t, nil, errors.New(types[i]), types[i])
 	}
 }

@@ -1,9 +1,10 @@
-package engine
+package activity
 
 import (
 	"context"
 	"time"
 
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 )
@@ -48,6 +49,13 @@ func (s *activitySlots) take(n, keep int) int {
 	return got
 }
 
+// TakeSlots takes up to n free slots without waiting and returns how
+// many it took (a test holds slots with it; ReleaseSlot gives one back).
+func (a *Attempts) TakeSlots(n int) int { return a.slots.take(n, 0) }
+
+// BusySlots is how many slots are held: attempts running or dispatched.
+func (a *Attempts) BusySlots() int { return len(a.slots.ch) }
+
 // free is how many slots are free now.
 func (s *activitySlots) free() int { return cap(s.ch) - len(s.ch) }
 
@@ -63,46 +71,46 @@ func (s *activitySlots) put(n int) {
 }
 
 // dispatchReserve is how many slots direct dispatch leaves to the loop.
-func (e *Engine) dispatchReserve() int { return max(1, e.cfg.ActivityWorkers/4) }
+func (a *Attempts) dispatchReserve() int { return max(1, a.d.Workers/4) }
 
-// reserveDispatch takes slots for up to n of a batch's new tasks (nil when
+// Reserve takes slots for up to n of a batch's new tasks (nil when
 // none is free).
-func (e *Engine) reserveDispatch(n int) *runs.Direct {
-	got := e.actSlots.take(n, e.dispatchReserve())
+func (a *Attempts) Reserve(n int) *runs.Direct {
+	got := a.slots.take(n, a.dispatchReserve())
 	if got == 0 {
 		return nil
 	}
-	return &runs.Direct{Slots: got, Epoch: e.epoch.Load(), Since: time.Now()}
+	return &runs.Direct{Slots: got, Epoch: a.d.Epoch(), Since: time.Now()}
 }
 
-// settleTasks ends the activity tasks of a batch whose transaction has
+// SettleTasks ends the activity tasks of a batch whose transaction has
 // ended (err nil: committed): it runs the directly dispatched ones in
 // their slots, returns the slots it does not use, and wakes the activity
 // loop for the tasks left in the table. ctx is the engine's run: the
 // attempts outlive the batch.
-func (e *Engine) settleTasks(ctx context.Context, fx runs.Effects, err error) {
+func (a *Attempts) SettleTasks(ctx context.Context, fx runs.Effects, err error) {
 	var run []store.ClaimedTask
 	if d := fx.Direct; d != nil {
 		if err == nil && ctx.Err() == nil {
 			run = d.Tasks // else not claimed, or stopping: the next owner reclaims them
 		}
-		e.actSlots.put(d.Slots - len(run))
+		a.slots.put(d.Slots - len(run))
 	}
 	if err == nil && fx.Tasks > len(run) {
-		e.actPending.Store(true)
-		e.nudge(e.actWake)
+		a.pending.Store(true)
+		loop.Nudge(a.d.Wake)
 	}
 	for _, t := range run {
-		e.loops.Add(1) // the batch's loop is counted, so Stop cannot be past Wait
+		a.d.Loops.Add(1) // the batch's loop is counted, so Stop cannot be past Wait
 		go func() {
-			defer e.loops.Done()
-			e.runActivity(ctx, claimedTask{ClaimedTask: t, Since: fx.Direct.Since}, e.releaseSlot)
+			defer a.d.Loops.Done()
+			a.runActivity(ctx, Task{ClaimedTask: t, Since: fx.Direct.Since}, a.ReleaseSlot)
 		}()
 	}
 }
 
-// releaseSlot frees one activity slot and wakes the loop to fill it.
-func (e *Engine) releaseSlot() {
-	e.actSlots.put(1)
-	e.nudge(e.actWake)
+// ReleaseSlot frees one activity slot and wakes the loop to fill it.
+func (a *Attempts) ReleaseSlot() {
+	a.slots.put(1)
+	loop.Nudge(a.d.Wake)
 }

@@ -1,4 +1,4 @@
-package engine
+package activity
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/internal/wftask"
+	"github.com/harvestd/harvest/engine/shardapi"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -44,20 +45,21 @@ const (
 
 // completion is one successful attempt waiting for its batch.
 type completion struct {
-	t   claimedTask
+	t   Task
 	out json.RawMessage
 	// recorded answers true when the batch committed (the attempt was
 	// recorded, or was stale and ignored), false to take the single path.
 	recorded chan bool
 }
 
-// runCompletionBatcher starts the completion batcher of this run.
-func (e *Engine) runCompletionBatcher(ctx context.Context) {
+// RunCompletions starts the completion batcher of this run (spawned
+// through Deps.Spawn).
+func (a *Attempts) RunCompletions(ctx context.Context) {
 	g := loop.NewBatcher[*completion](completionBatchMax)
-	e.completions.Store(g)
-	e.spawn(ctx, func(ctx context.Context) {
+	a.completions.Store(g)
+	a.d.Spawn(ctx, func(ctx context.Context) {
 		g.Run(ctx, completionLoops, func(batch []*completion) {
-			ok := e.completeBatch(ctx, batch) == nil
+			ok := a.completeBatch(ctx, batch) == nil
 			for _, c := range batch {
 				c.recorded <- ok
 			}
@@ -68,10 +70,10 @@ func (e *Engine) runCompletionBatcher(ctx context.Context) {
 // recordCompletion records a successful attempt through the batcher. If
 // the engine stops first nothing is recorded: the next owner reclaims the
 // attempt, as after a crash.
-func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.RawMessage) {
-	g := e.completions.Load()
+func (a *Attempts) recordCompletion(ctx context.Context, t Task, out json.RawMessage) {
+	g := a.completions.Load()
 	if g == nil {
-		e.finishActivity(ctx, t, out, nil, "")
+		a.finishActivity(ctx, t, out, nil, "")
 		return
 	}
 	c := &completion{t: t, out: out, recorded: make(chan bool, 1)}
@@ -79,7 +81,7 @@ func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.R
 		return
 	}
 	if !<-c.recorded {
-		e.finishActivity(ctx, t, out, nil, "")
+		a.finishActivity(ctx, t, out, nil, "")
 	}
 }
 
@@ -90,8 +92,8 @@ func (e *Engine) recordCompletion(ctx context.Context, t claimedTask, out json.R
 // written together, and no workflow worker has to claim them. Attempts no
 // longer current (reclaimed, or their run closed) are dropped as in
 // finishActivity.
-func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) error {
-	ctx, cancel := context.WithTimeout(runCtx, e.cfg.LeaseTTL)
+func (a *Attempts) completeBatch(runCtx context.Context, batch []*completion) error {
+	ctx, cancel := context.WithTimeout(runCtx, a.d.LeaseTTL)
 	defer cancel()
 	var (
 		execIDs []uuid.UUID
@@ -116,7 +118,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 		completed int
 		w         = wftask.NewBatch()
 	)
-	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+	err := a.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		dbNow = dbNow.Add(tx.Ahead()) // workflow time
 		completed = 0
 		var (
@@ -133,7 +135,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 				continue // a stale attempt: its successor records the outcome
 			}
 			done = append(done, c.t.TaskID)
-			if IsTerminal(ex.State) {
+			if shardapi.IsTerminal(ex.State) {
 				continue
 			}
 			if _, ok := events[ex.ID]; !ok {
@@ -143,7 +145,7 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: runs.InputOrNull(c.out), Attempt: c.t.Attempt}))
 			completed++
 		}
-		e.wf.TakeLive(w, tasks)
+		a.d.WF.TakeLive(w, tasks)
 		if err := wftask.LoadHistories(ctx, tx, tasks); err != nil {
 			return err
 		}
@@ -157,13 +159,13 @@ func (e *Engine) completeBatch(runCtx context.Context, batch []*completion) erro
 			tasks[i].History = appendToHistory(t.History, t.Ex.NextEventID, events[t.Ex.ID], dbNow)
 			w.AppendEvents(t.Ex, events[t.Ex.ID], false)
 		}
-		return e.wf.RunAndWrite(ctx, tx, b, w, tasks)
+		return a.d.WF.RunAndWrite(ctx, tx, b, w, tasks)
 	})
-	e.settle(runCtx, w.Effects(), err)
-	e.wf.SettleLive(w, err)
+	a.d.Settle(runCtx, w.Effects(), err)
+	a.d.WF.SettleLive(w, err)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Debug().Err(err).Int("completions", len(batch)).Msg("completion batch failed, its completions run alone")
+			a.d.Log.Debug().Err(err).Int("completions", len(batch)).Msg("completion batch failed, its completions run alone")
 		}
 		return err
 	}
