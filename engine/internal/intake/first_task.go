@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/loop"
-	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/internal/wftask"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // First workflow tasks of new runs (eager start).
@@ -52,7 +52,7 @@ type firstTasks struct {
 // folds each task's effect on its run into cols, and keeps the rest of its
 // writes for queue. dbNow is the transaction's start in workflow time: the
 // created_at of the events the batch appends; ahead is its clock offset.
-func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time.Time, ahead time.Duration, early bool) (*firstTasks, error) {
+func (in *Intake) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time.Time, ahead time.Duration, early bool) (*firstTasks, error) {
 	f := &firstTasks{ch: runs.New(), fails: &pgx.Batch{}}
 	f.ch.Ahead = ahead
 	f.ch.Stamps = make(map[uuid.UUID]time.Time, cols.len())
@@ -63,14 +63,14 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 	for i, id := range cols.ids {
 		cols.at[i] = dbNow
 		pre := cols.early[i]
-		if !early || (pre != nil && pre.at.Before(dbNow.Add(-earlyStale))) {
+		if !early || (pre != nil && pre.at.Before(dbNow.Add(-EarlyStale))) {
 			pre = nil
 		}
 		if cols.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {
 			f.left++
 			continue
 		}
-		ex := &store.Exec{ID: id, WorkflowName: cols.names[i], WorkflowID: cols.wids[i], State: StateRunning,
+		ex := &store.Exec{ID: id, WorkflowName: cols.names[i], WorkflowID: cols.wids[i], State: shardapi.StateRunning,
 			NextEventID: 1, CreatedAt: dbNow, ChainID: id}
 		var (
 			res    harvest.TaskResult
@@ -81,7 +81,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 		} else {
 			started := harvest.Event{EventID: 0, Type: harvest.EventType(cols.eventType[i]),
 				Data: json.RawMessage(cols.eventData[i]), Timestamp: dbNow}
-			res, runErr = e.wf.RunTask(budget, wftask.Claimed{Ex: ex, DBNow: dbNow, History: []harvest.Event{started}})
+			res, runErr = in.d.WF.RunTask(budget, wftask.Claimed{Ex: ex, DBNow: dbNow, History: []harvest.Event{started}})
 		}
 		f.ch.Stamps[id] = cols.at[i]
 		switch {
@@ -89,14 +89,14 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 			f.left++ // cut short by the budget: the workflow loop runs it
 			continue
 		case runErr != nil:
-			e.wf.QueueFail(f.fails, ex, 0, runErr)
+			in.d.WF.QueueFail(f.fails, ex, 0, runErr)
 			f.left++
 			continue
 		case runs.ContinuesAsNew(res):
 			f.left++ // the hand-over inserts a run of its own: the workflow loop runs it
 			continue
 		}
-		if err := f.ch.ApplyTask(ex, res, cols.at[i], outbox.Route); err != nil {
+		if err := f.ch.ApplyTask(ex, res, cols.at[i], in.d.Route); err != nil {
 			return nil, err
 		}
 		at[id] = i
@@ -107,7 +107,7 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 	}
 	f.ch.AddStarted(cols.ids, cols.at, cols.eventType, cols.eventData)
 	if n := f.ch.TaskCount(); n > 0 {
-		f.ch.Direct = e.act.Reserve(n)
+		f.ch.Direct = in.d.Reserve(n)
 	}
 	for _, u := range f.ch.TakeUpdates() {
 		i := at[u.ID]

@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -12,30 +12,31 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // Signal appends one SignalReceived. A keyed duplicate reports
 // Delivered=false, even after the run closed, provided the key first landed
 // while it was live; a new key or no key on a closed run is a
-// *TerminalError. Unkeyed signals are at-least-once. A signal that is not
+// *shardapi.TerminalError. Unkeyed signals are at-least-once. A signal that is not
 // a duplicate must be one the run's workflow declares, if it declares any
 // (harvest.Registry.ValidateSignal); a refused one appends nothing. A
 // signal to a run that continued as new is delivered to its chain's
 // current run, and keys deduplicate across the chain (chain.go).
-func (e *Engine) Signal(ctx context.Context, req SignalRequest) (SignalResult, error) {
+func (in *Intake) Signal(ctx context.Context, req shardapi.SignalRequest) (shardapi.SignalResult, error) {
 	if req.SignalName == "" {
-		return SignalResult{}, fmt.Errorf("signal name is empty: %w", ErrInvalidArgument)
+		return shardapi.SignalResult{}, fmt.Errorf("signal name is empty: %w", shardapi.ErrInvalidArgument)
 	}
-	if err := e.checkOwning(); err != nil {
-		return SignalResult{}, err
+	if err := in.d.Fence.CheckOwning(); err != nil {
+		return shardapi.SignalResult{}, err
 	}
-	return e.groupSignal(ctx, req)
+	return in.groupSignal(ctx, req)
 }
 
-// signalTx delivers one signal in a transaction of its own.
-func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult, error) {
-	res := SignalResult{ExecutionID: req.ExecutionID}
+// SignalTx delivers one signal in a transaction of its own.
+func (in *Intake) SignalTx(ctx context.Context, req shardapi.SignalRequest) (shardapi.SignalResult, error) {
+	res := shardapi.SignalResult{ExecutionID: req.ExecutionID}
 	var (
 		ex   *store.Exec
 		seen bool
@@ -49,22 +50,22 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 			store.QueueSignalKeySeen(b, req.ExecutionID, req.IdempotencyKey, &seen)
 		}
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+	err := in.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		switch {
 		case ex == nil:
-			return fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)
+			return fmt.Errorf("execution %s: %w", req.ExecutionID, shardapi.ErrNotFound)
 		case seen:
 			return nil
 		}
 		var err error
-		if ex, seen, err = e.redirectSignal(ctx, tx, ex, req.IdempotencyKey); err != nil || seen {
+		if ex, seen, err = in.redirectSignal(ctx, tx, ex, req.IdempotencyKey); err != nil || seen {
 			return err
 		}
 		res.ExecutionID = ex.ID
-		if IsTerminal(ex.State) {
-			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
+		if shardapi.IsTerminal(ex.State) {
+			return &shardapi.TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
-		if err := e.reg.ValidateSignal(ex.WorkflowName, req.SignalName, req.Payload); err != nil {
+		if err := in.d.Reg.ValidateSignal(ex.WorkflowName, req.SignalName, req.Payload); err != nil {
 			return err
 		}
 		res.Delivered = true
@@ -73,9 +74,9 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 	})
 	recordSignal(res, err)
 	if err != nil {
-		return SignalResult{}, err
+		return shardapi.SignalResult{}, err
 	}
-	e.settle(ctx, fx, nil)
+	in.d.Settle(ctx, fx, nil)
 	return res, nil
 }
 
@@ -83,7 +84,7 @@ func (e *Engine) signalTx(ctx context.Context, req SignalRequest) (SignalResult,
 // chain's current run, locked, and looks the key up again there: a
 // signal of the same key may have landed while this one waited for that
 // run's lock.
-func (e *Engine) redirectSignal(ctx context.Context, tx *fence.Tx, ex *store.Exec, key string) (*store.Exec, bool, error) {
+func (in *Intake) redirectSignal(ctx context.Context, tx *fence.Tx, ex *store.Exec, key string) (*store.Exec, bool, error) {
 	if ex.ContinuedTo == nil {
 		return ex, false, nil
 	}
@@ -99,7 +100,7 @@ func (e *Engine) redirectSignal(ctx context.Context, tx *fence.Tx, ex *store.Exe
 }
 
 // recordSignal counts a signal's outcome.
-func recordSignal(res SignalResult, err error) {
+func recordSignal(res shardapi.SignalResult, err error) {
 	switch {
 	case err != nil:
 	case res.Delivered:
@@ -124,7 +125,7 @@ func deliverSignal(ctx context.Context, tx *fence.Tx, b *pgx.Batch, ch *runs.Cha
 // SignalWithStartRequest signals the run holding a workflow id, starting
 // one first when needed.
 type SignalWithStartRequest struct {
-	Start         StartRequest // WorkflowID required; IdempotencyKey/ConflictPolicy unused
+	Start         StartRequest // WorkflowID required; IdempotencyKey/shardapi.ConflictPolicy unused
 	SignalName    string
 	SignalPayload json.RawMessage
 	// IdempotencyKey applies to the signal, scoped to (workflow name,
@@ -133,36 +134,36 @@ type SignalWithStartRequest struct {
 }
 
 // SignalWithStart applies the signal-with-start matrix (see
-// decideSignalWithStart) and delivers the signal in the same transaction.
-func (e *Engine) SignalWithStart(ctx context.Context, req SignalWithStartRequest) (SignalWithStartResult, error) {
-	if err := e.checkOwning(); err != nil {
-		return SignalWithStartResult{}, err
+// DecideSignalWithStart) and delivers the signal in the same transaction.
+func (in *Intake) SignalWithStart(ctx context.Context, req SignalWithStartRequest) (shardapi.SignalWithStartResult, error) {
+	if err := in.d.Fence.CheckOwning(); err != nil {
+		return shardapi.SignalWithStartResult{}, err
 	}
 	switch {
 	case req.Start.WorkflowName == "":
-		return SignalWithStartResult{}, fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)
+		return shardapi.SignalWithStartResult{}, fmt.Errorf("workflow name is empty: %w", shardapi.ErrInvalidArgument)
 	case req.Start.WorkflowID == "":
-		return SignalWithStartResult{}, fmt.Errorf("workflow_id is required: %w", ErrInvalidArgument)
+		return shardapi.SignalWithStartResult{}, fmt.Errorf("workflow_id is required: %w", shardapi.ErrInvalidArgument)
 	case req.SignalName == "":
-		return SignalWithStartResult{}, fmt.Errorf("signal_name is required: %w", ErrInvalidArgument)
+		return shardapi.SignalWithStartResult{}, fmt.Errorf("signal_name is required: %w", shardapi.ErrInvalidArgument)
 	}
-	if !e.reg.HasWorkflow(req.Start.WorkflowName) {
-		return SignalWithStartResult{}, fmt.Errorf("workflow %q: %w", req.Start.WorkflowName, ErrUnknownWorkflow)
+	if !in.d.Reg.HasWorkflow(req.Start.WorkflowName) {
+		return shardapi.SignalWithStartResult{}, fmt.Errorf("workflow %q: %w", req.Start.WorkflowName, shardapi.ErrUnknownWorkflow)
 	}
 	for attempt := 1; ; attempt++ {
-		res, err := e.signalWithStartTx(ctx, req)
-		if errors.Is(err, ErrDuplicate) && attempt < maxSlotRaces {
+		res, err := in.signalWithStartTx(ctx, req)
+		if errors.Is(err, shardapi.ErrDuplicate) && attempt < maxSlotRaces {
 			continue
 		}
 		return res, err
 	}
 }
 
-func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartRequest) (SignalWithStartResult, error) {
+func (in *Intake) signalWithStartTx(ctx context.Context, req SignalWithStartRequest) (shardapi.SignalWithStartResult, error) {
 	sr := req.Start
-	res := SignalWithStartResult{WorkflowName: sr.WorkflowName, WorkflowID: sr.WorkflowID}
+	res := shardapi.SignalWithStartResult{WorkflowName: sr.WorkflowName, WorkflowID: sr.WorkflowID}
 	var (
-		moved      *MovedError
+		moved      *shardapi.MovedError
 		closed, fx runs.Effects // of a replaced run, of the signalled one
 	)
 	queue := func(b *pgx.Batch) {
@@ -170,7 +171,7 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 			queuePlacementCheck(b, sr.WorkflowName, sr.Placement, &moved)
 		}
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+	err := in.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		if moved != nil {
 			return moved
 		}
@@ -178,39 +179,39 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 		if err != nil {
 			return err
 		}
-		if found, err := e.findSignalKey(ctx, tx, req, &res); err != nil || found {
+		if found, err := in.findSignalKey(ctx, tx, req, &res); err != nil || found {
 			return err
 		}
 		// Not a duplicate: the signal must be one the workflow declares.
-		if err := e.reg.ValidateSignal(sr.WorkflowName, req.SignalName, req.SignalPayload); err != nil {
+		if err := in.d.Reg.ValidateSignal(sr.WorkflowName, req.SignalName, req.SignalPayload); err != nil {
 			return err
 		}
-		d := decideSignalWithStart(prior.StateOrNone(), sr.ReusePolicy)
+		d := DecideSignalWithStart(prior.StateOrNone(), sr.ReusePolicy)
 		switch d {
-		case decideReject:
-			return &ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
-		case decideSignal:
+		case DecideReject:
+			return &shardapi.ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
+		case DecideSignal:
 			res.ExecutionID, res.State, res.SignalDelivered = prior.ID, prior.State, true
 			fx, err = deliverSignal(ctx, tx, &pgx.Batch{}, runs.New(), prior, req.SignalName, req.SignalPayload, req.IdempotencyKey)
 			return err
-		case decideTerminateAndStart:
+		case DecideTerminateAndStart:
 			if !sr.AllowTerminate {
-				return ErrTerminateNotAllowed
+				return shardapi.ErrTerminateNotAllowed
 			}
 		}
 		// A run is about to be created: the fresh-start checks apply.
-		if err := e.reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
+		if err := in.d.Reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
 			return err
 		}
-		if err := e.checkGate(ctx, sr.WorkflowName); err != nil {
+		if err := in.checkGate(ctx, sr.WorkflowName); err != nil {
 			return err
 		}
-		if err := e.resolveTimeouts(&sr); err != nil {
+		if err := in.resolveTimeouts(&sr); err != nil {
 			return err
 		}
-		newID := NewExecutionID(e.cfg.ShardID)
-		if d == decideTerminateAndStart {
-			if closed, err = runs.CloseNow(ctx, tx, prior, StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
+		newID := shardapi.NewExecutionID(in.d.ShardID)
+		if d == DecideTerminateAndStart {
+			if closed, err = runs.CloseNow(ctx, tx, prior, shardapi.StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
 				return err
 			}
 		}
@@ -227,20 +228,20 @@ func (e *Engine) signalWithStartTx(ctx context.Context, req SignalWithStartReque
 		b, ch := &pgx.Batch{}, runs.New()
 		queueTimeoutTimersNow(b, tx, newID, sr.timeouts)
 		ch.AppendEvents(ex, []harvest.Command{startedCommand(sr)}, true)
-		res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, StateRunning, true, true
+		res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, shardapi.StateRunning, true, true
 		fx, err = deliverSignal(ctx, tx, b, ch, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
 		return err
 	})
 	if err != nil {
-		return SignalWithStartResult{}, err
+		return shardapi.SignalWithStartResult{}, err
 	}
-	e.settle(ctx, closed, nil)
-	e.settle(ctx, fx, nil)
+	in.d.Settle(ctx, closed, nil)
+	in.d.Settle(ctx, fx, nil)
 	return res, nil
 }
 
 // findSignalKey looks for the signal key on any run of the workflow id.
-func (e *Engine) findSignalKey(ctx context.Context, tx *fence.Tx, req SignalWithStartRequest, res *SignalWithStartResult) (bool, error) {
+func (in *Intake) findSignalKey(ctx context.Context, tx *fence.Tx, req SignalWithStartRequest, res *shardapi.SignalWithStartResult) (bool, error) {
 	if req.IdempotencyKey == "" {
 		return false, nil
 	}
