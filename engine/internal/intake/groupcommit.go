@@ -388,101 +388,155 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
 // writes after them. beforeCommit runs just before the round trip.
 func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context.Context, *pgx.Batch) error,
 	window time.Duration, first firstTaskRunner, beforeCommit func()) error {
-	var (
-		drop     struct{ names, keys []string }
-		dropIDs  []uuid.UUID
-		look     struct{ names, keys []string }
-		runs     runColumns
-		cbIDs    []uuid.UUID
-		cbIdx    []int32
-		cbURL    []string
-		cbHeader []string
-	)
-	for i, r := range p.reqs {
-		if p.fate[i] != fateCreate {
-			continue
-		}
-		keyed := r.IdempotencyKey != ""
-		switch {
-		case p.moved[i] != nil:
-			p.fate[i] = fateMoved // its key was not claimed: nothing to undo
-			continue
-		case keyed && !p.claimed[i]:
-			p.fate[i] = fateClaimed
-			look.names, look.keys = append(look.names, r.WorkflowName), append(look.keys, r.IdempotencyKey)
-			continue
-		case p.holder[i]:
-			p.fate[i] = fateSingle
-			if keyed {
-				drop.names, drop.keys = append(drop.names, r.WorkflowName), append(drop.keys, r.IdempotencyKey)
-				dropIDs = append(dropIDs, p.ids[i])
-			}
-			continue
-		}
-		runs.add(i, p.ids[i], r, p.dbNow)
-		for j, cb := range r.Callbacks {
-			headers, err := json.Marshal(cb.Headers)
-			if err != nil {
-				return fmt.Errorf("encode callback headers: %w", err)
-			}
-			cbIDs, cbIdx, cbURL, cbHeader = append(cbIDs, p.ids[i]), append(cbIdx, int32(j)), append(cbURL, cb.URL), append(cbHeader, string(headers))
-		}
-		p.res[i] = shardapi.StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
-			State: shardapi.StateRunning, StartedFresh: true}
-		p.fresh++
+	w, err := p.decide()
+	if err != nil {
+		return err
 	}
 	if p.atomic {
 		if err := p.atomicRefusal(); err != nil {
 			return err
 		}
 	}
-	after := func(*pgx.Batch) {}
-	if runs.len() > 0 {
-		var err error
-		if after, err = first(&runs); err != nil {
-			return err
-		}
-		for j, i := range runs.reqIdx {
-			p.res[i].State = runs.states[j]
-		}
-		if p.oneTrip && slices.Contains(runs.holdsSlot, false) {
-			return &store.ExpectError{What: ExpectHolding}
-		}
+	after, err := p.runFirst(&w.runs, first)
+	if err != nil {
+		return err
 	}
-	if len(dropIDs) > 0 {
-		store.QueueDropClaims(b, drop.names, drop.keys, dropIDs)
-	}
-	if len(look.keys) > 0 {
-		found := make(map[int]bool, len(look.keys))
-		store.QueueLookupClaims(b, look.names, look.keys, window.Milliseconds(), func(n int, c store.Claim) {
-			k := nameKey{look.names[n], look.keys[n]}
-			i := p.byKey[k]
-			found[i] = true
-			p.res[i] = claimResult(k.name, c)
-			p.left[i] = secondsLeft(c.LeftS)
-		}, func() {
-			// A claim gone since (it cannot expire within a batch, but
-			// correctness over speed): the single path decides.
-			for i := range p.reqs {
-				if p.fate[i] == fateClaimed && !found[i] {
-					p.fate[i] = fateSingle
-				}
-			}
-		})
-	}
-	if runs.len() > 0 {
-		runs.queue(b)
-		p.queueTimeouts(b, &runs)
-	}
-	if len(cbIDs) > 0 {
-		store.QueueInsertCallbacks(b, cbIDs, cbIdx, cbURL, cbHeader)
-	}
+	p.queueWrites(b, w, window)
 	after(b)
 	beforeCommit()
 	if err := commit(ctx, b); err != nil {
 		return fmt.Errorf("start batch: %w", store.Translate(err))
 	}
 	return nil
+}
+
+// batchWrites is what a batch writes besides its first tasks' writes:
+// the claims it drops and looks up, the runs it creates and their
+// callbacks.
+type batchWrites struct {
+	drop     struct{ names, keys []string }
+	dropIDs  []uuid.UUID
+	look     struct{ names, keys []string }
+	runs     runColumns
+	cbIDs    []uuid.UUID
+	cbIdx    []int32
+	cbURL    []string
+	cbHeader []string
+}
+
+// decide settles the fate of every start that may create a run, from its
+// claim, its slot holder and its placement, and collects the writes.
+func (p *batchPlan) decide() (*batchWrites, error) {
+	w := &batchWrites{}
+	for i, r := range p.reqs {
+		if p.fate[i] != fateCreate || !p.settleFate(w, i, r) {
+			continue
+		}
+		if err := p.create(w, i, r); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// settleFate reports whether start i is created in the batch; when it is
+// not, it sets the start's fate and adds the drop or the lookup of its
+// claim to w.
+func (p *batchPlan) settleFate(w *batchWrites, i int, r StartRequest) bool {
+	keyed := r.IdempotencyKey != ""
+	switch {
+	case p.moved[i] != nil:
+		p.fate[i] = fateMoved // its key was not claimed: nothing to undo
+	case keyed && !p.claimed[i]:
+		p.fate[i] = fateClaimed
+		w.look.names, w.look.keys = append(w.look.names, r.WorkflowName), append(w.look.keys, r.IdempotencyKey)
+	case p.holder[i]:
+		p.fate[i] = fateSingle
+		if keyed {
+			w.drop.names, w.drop.keys = append(w.drop.names, r.WorkflowName), append(w.drop.keys, r.IdempotencyKey)
+			w.dropIDs = append(w.dropIDs, p.ids[i])
+		}
+	default:
+		return true
+	}
+	return false
+}
+
+// create adds start i's run and callbacks to w, and answers it.
+func (p *batchPlan) create(w *batchWrites, i int, r StartRequest) error {
+	w.runs.add(i, p.ids[i], r, p.dbNow)
+	for j, cb := range r.Callbacks {
+		headers, err := json.Marshal(cb.Headers)
+		if err != nil {
+			return fmt.Errorf("encode callback headers: %w", err)
+		}
+		w.cbIDs, w.cbIdx = append(w.cbIDs, p.ids[i]), append(w.cbIdx, int32(j))
+		w.cbURL, w.cbHeader = append(w.cbURL, cb.URL), append(w.cbHeader, string(headers))
+	}
+	p.res[i] = shardapi.StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
+		State: shardapi.StateRunning, StartedFresh: true}
+	p.fresh++
+	return nil
+}
+
+// runFirst runs the new runs' first tasks (first), answers each start
+// with its run's state, and returns what queues the tasks' writes. A
+// one-trip batch whose new run gave its slot up misses (ExpectHolding).
+func (p *batchPlan) runFirst(runs *runColumns, first firstTaskRunner) (func(*pgx.Batch), error) {
+	if runs.len() == 0 {
+		return func(*pgx.Batch) {}, nil
+	}
+	after, err := first(runs)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range runs.reqIdx {
+		p.res[i].State = runs.states[j]
+	}
+	if p.oneTrip && slices.Contains(runs.holdsSlot, false) {
+		return nil, &store.ExpectError{What: ExpectHolding}
+	}
+	return after, nil
+}
+
+// queueWrites queues w: the dropped claims, the lookups of live claims,
+// the new runs with their timeout timers, their callbacks.
+func (p *batchPlan) queueWrites(b *pgx.Batch, w *batchWrites, window time.Duration) {
+	if len(w.dropIDs) > 0 {
+		store.QueueDropClaims(b, w.drop.names, w.drop.keys, w.dropIDs)
+	}
+	if len(w.look.keys) > 0 {
+		p.queueLookups(b, w.look.names, w.look.keys, window)
+	}
+	if w.runs.len() > 0 {
+		w.runs.queue(b)
+		p.queueTimeouts(b, &w.runs)
+	}
+	if len(w.cbIDs) > 0 {
+		store.QueueInsertCallbacks(b, w.cbIDs, w.cbIdx, w.cbURL, w.cbHeader)
+	}
+}
+
+// queueLookups queues the read of the live claims of the starts whose
+// keys the batch found claimed; a claim gone since sends its start
+// through the single path.
+func (p *batchPlan) queueLookups(b *pgx.Batch, names, keys []string, window time.Duration) {
+	found := make(map[int]bool, len(keys))
+	store.QueueLookupClaims(b, names, keys, window.Milliseconds(), func(n int, c store.Claim) {
+		k := nameKey{names[n], keys[n]}
+		i := p.byKey[k]
+		found[i] = true
+		p.res[i] = claimResult(k.name, c)
+		p.left[i] = secondsLeft(c.LeftS)
+	}, func() {
+		// A claim gone since (it cannot expire within a batch, but
+		// correctness over speed): the single path decides.
+		for i := range p.reqs {
+			if p.fate[i] == fateClaimed && !found[i] {
+				p.fate[i] = fateSingle
+			}
+		}
+	})
 }
 
 // runColumns are the columns of the runs a batch creates, one slice each.
