@@ -159,6 +159,9 @@ func (in *Intake) SignalWithStart(ctx context.Context, req SignalWithStartReques
 	}
 }
 
+// signalWithStartTx runs one signal-with-start in a transaction of its
+// own: it signals the run holding the workflow id, or starts one and
+// signals it (startAndSignal).
 func (in *Intake) signalWithStartTx(ctx context.Context, req SignalWithStartRequest) (shardapi.SignalWithStartResult, error) {
 	sr := req.Start
 	res := shardapi.SignalWithStartResult{WorkflowName: sr.WorkflowName, WorkflowID: sr.WorkflowID}
@@ -199,37 +202,7 @@ func (in *Intake) signalWithStartTx(ctx context.Context, req SignalWithStartRequ
 				return shardapi.ErrTerminateNotAllowed
 			}
 		}
-		// A run is about to be created: the fresh-start checks apply.
-		if err := in.d.Reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
-			return err
-		}
-		if err := in.checkGate(ctx, sr.WorkflowName); err != nil {
-			return err
-		}
-		if err := in.resolveTimeouts(&sr); err != nil {
-			return err
-		}
-		newID := shardapi.NewExecutionID(in.d.ShardID)
-		if d == DecideTerminateAndStart {
-			if closed, err = runs.CloseNow(ctx, tx, prior, shardapi.StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
-				return err
-			}
-		}
-		if err := releaseSlot(ctx, tx, prior); err != nil {
-			return err
-		}
-		sr.IdempotencyKey = ""
-		ex, err := insertExecution(ctx, tx, newID, sr)
-		if err != nil {
-			return err
-		}
-		// The new run's WorkflowStarted, its timeout timers and the signal:
-		// one round trip.
-		b, ch := &pgx.Batch{}, runs.New()
-		queueTimeoutTimersNow(b, tx, newID, sr.timeouts)
-		ch.AppendEvents(ex, []harvest.Command{startedCommand(sr)}, true)
-		res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, shardapi.StateRunning, true, true
-		fx, err = deliverSignal(ctx, tx, b, ch, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+		closed, fx, err = in.startAndSignal(ctx, tx, req, prior, d == DecideTerminateAndStart, &res)
 		return err
 	})
 	if err != nil {
@@ -238,6 +211,51 @@ func (in *Intake) signalWithStartTx(ctx context.Context, req SignalWithStartRequ
 	in.d.Settle(ctx, closed, nil)
 	in.d.Settle(ctx, fx, nil)
 	return res, nil
+}
+
+// startAndSignal creates the run of a signal-with-start that starts one,
+// once the fresh-start checks passed (terminating the running prior when
+// terminate says so), and delivers the signal to it: the run's
+// WorkflowStarted, its timeout timers and the signal in one round trip.
+// closed is the replaced run's effects, fx the new run's.
+func (in *Intake) startAndSignal(ctx context.Context, tx *fence.Tx, req SignalWithStartRequest, prior *store.Exec,
+	terminate bool, res *shardapi.SignalWithStartResult) (closed, fx runs.Effects, err error) {
+	sr := req.Start
+	if err := in.startChecks(ctx, &sr); err != nil {
+		return closed, fx, err
+	}
+	newID := shardapi.NewExecutionID(in.d.ShardID)
+	if terminate {
+		if closed, err = runs.CloseNow(ctx, tx, prior, shardapi.StateTerminated, "replaced by signal-with-start", newID.String()); err != nil {
+			return closed, fx, err
+		}
+	}
+	if err := releaseSlot(ctx, tx, prior); err != nil {
+		return closed, fx, err
+	}
+	sr.IdempotencyKey = ""
+	ex, err := insertExecution(ctx, tx, newID, sr)
+	if err != nil {
+		return closed, fx, err
+	}
+	b, ch := &pgx.Batch{}, runs.New()
+	queueTimeoutTimersNow(b, tx, newID, sr.timeouts)
+	ch.AppendEvents(ex, []harvest.Command{startedCommand(sr)}, true)
+	res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, shardapi.StateRunning, true, true
+	fx, err = deliverSignal(ctx, tx, b, ch, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+	return closed, fx, err
+}
+
+// startChecks are the fresh-start checks of a signal-with-start about to
+// create a run: its input, the admission gate, its timeouts.
+func (in *Intake) startChecks(ctx context.Context, sr *StartRequest) error {
+	if err := in.d.Reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
+		return err
+	}
+	if err := in.checkGate(ctx, sr.WorkflowName); err != nil {
+		return err
+	}
+	return in.resolveTimeouts(sr)
 }
 
 // findSignalKey looks for the signal key on any run of the workflow id.
