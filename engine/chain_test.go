@@ -295,7 +295,7 @@ func TestChainSignals(t *testing.T) {
 			b := setup(t)
 			e := b.engine(t)
 			if path == "single" {
-				e.signals.Store(nil) // every signal takes signalTx
+				e.in.Signals.Store(nil) // every signal takes signalTx
 			}
 			run := startCounter(t, e, 1, 3)
 			first := signal(t, e, add(run.ExecutionID, "a", "ka"))
@@ -325,7 +325,7 @@ func TestChainSignals(t *testing.T) {
 			var out demo.CounterResult
 			require.NoError(t, json.Unmarshal(o.Output, &out))
 			require.Equal(t, []string{"a", "b", "c"}, out.IDs)
-			require.Zero(t, e.signalRetries.Load(), "every batch answered its signals itself: keys and redirects included")
+			require.Zero(t, e.in.SignalRetries.Load(), "every batch answered its signals itself: keys and redirects included")
 		})
 	}
 
@@ -507,5 +507,5 @@ func TestChainSignalRaceOnTheLedger(t *testing.T) {
 	var rows int
 	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT count(*) FROM harvest_signals WHERE idempotency_key = 'kb'`).Scan(&rows))
 	require.Equal(t, 1, rows, "one ledger row of the key")
-	require.Positive(t, e.signalRetries.Load(), "the batch failed on the ledger's unique key and the single path answered")
+	require.Positive(t, e.in.SignalRetries.Load(), "the batch failed on the ledger's unique key and the single path answered")
 }

@@ -5,83 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
-
-func TestClaimCache(t *testing.T) {
-	t.Parallel()
-	now := time.Now()
-	open := func(StartResult) bool { return true }
-	closed := func(StartResult) bool { return false }
-	res := func(state string) StartResult {
-		return StartResult{ExecutionID: uuid.New(), WorkflowName: "w", WorkflowID: "id", State: state, StartedFresh: true}
-	}
-
-	cases := []struct {
-		name  string
-		state string
-		left  time.Duration
-		at    time.Duration // after now
-		open  func(StartResult) bool
-		hit   bool
-	}{
-		{"TerminalIsAnswered", StateCompleted, time.Hour, time.Minute, closed, true},
-		{"RunningKnownOpenIsAnswered", StateRunning, time.Hour, time.Minute, open, true},
-		{"RunningNotKnownOpenIsRead", StateRunning, time.Hour, time.Minute, closed, false},
-		{"UnknownStateIsNotCached", "", time.Hour, 0, open, false},
-		{"NoTimeLeftIsNotCached", StateCompleted, 0, 0, open, false},
-		{"StopsBeforeTheClaimExpires", StateCompleted, 64 * time.Second, 63 * time.Second, open, false},
-		{"UsedUpToThen", StateCompleted, 64 * time.Second, 62 * time.Second, open, true},
-		{"RunningAnswersForAtMostRunningFor", StateRunning, time.Hour, 11 * time.Minute, open, false},
-		{"TerminalOutlivesRunningFor", StateCompleted, time.Hour, 11 * time.Minute, closed, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := newClaimCache(8, 10*time.Minute)
-			r := res(tc.state)
-			c.put(c.generation(), "k", r, now, tc.left)
-			got, ok := c.get("w", "k", now.Add(tc.at), tc.open)
-			require.Equal(t, tc.hit, ok)
-			if tc.hit {
-				require.Equal(t, r.ExecutionID, got.ExecutionID)
-				require.True(t, got.Deduplicated, "a cached answer is a replay")
-				require.False(t, got.StartedFresh)
-			}
-			_, ok = c.get("other", "k", now, tc.open)
-			require.False(t, ok, "keys are per workflow name")
-		})
-	}
-
-	t.Run("ForgetDropsEntriesAndEarlierReads", func(t *testing.T) {
-		t.Parallel()
-		c := newClaimCache(8, 10*time.Minute)
-		before := c.generation()
-		c.put(before, "a", res(StateCompleted), now, time.Hour)
-		c.forget()
-		_, ok := c.get("w", "a", now, open)
-		require.False(t, ok, "forget drops what was cached")
-		c.put(before, "b", res(StateCompleted), now, time.Hour)
-		_, ok = c.get("w", "b", now, open)
-		require.False(t, ok, "an answer read before a forget is not cached after it")
-		c.put(c.generation(), "b", res(StateCompleted), now, time.Hour)
-		_, ok = c.get("w", "b", now, open)
-		require.True(t, ok)
-	})
-
-	t.Run("BoundedByTwoGenerations", func(t *testing.T) {
-		t.Parallel()
-		c := newClaimCache(2, 10*time.Minute)
-		for _, k := range []string{"a", "b", "c", "d", "e"} {
-			c.put(c.generation(), k, res(StateCompleted), now, time.Hour)
-		}
-		for k, want := range map[string]bool{"a": false, "b": false, "c": true, "d": true, "e": true} {
-			_, ok := c.get("w", k, now, open)
-			require.Equal(t, want, ok, "key %s", k)
-		}
-	})
-}
 
 // TestReplayFromMemory checks that replays are answered from the claim
 // cache, and never with an answer the database would no longer give.
@@ -132,7 +57,7 @@ func TestReplayFromMemory(t *testing.T) {
 		b := setup(t)
 		e := b.engine(t)
 		started := closedRun(t, e)
-		e.claims.forget()
+		e.in.Forget()
 		res, ok := lookup(t, e, "k")
 		require.True(t, ok)
 		require.Equal(t, started.ExecutionID, res.ExecutionID)
@@ -146,7 +71,7 @@ func TestReplayFromMemory(t *testing.T) {
 		t.Parallel()
 		b, e := gcSetup(t)
 		started := closedRun(t, e)
-		e.claims.forget()
+		e.in.Forget()
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k", Input: raw(t, "complete")})
 		require.NoError(t, r.errs[0])
 		require.True(t, r.res[0].Deduplicated, "the batch found the live claim")

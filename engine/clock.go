@@ -25,7 +25,7 @@ import (
 // task's due time) is never later than workflow time: it is due at once,
 // as it is with the real clock.
 //
-// The one-trip start path (one_trip.go) stamps events with its estimate
+// The one-trip start path (internal/intake/one_trip.go) stamps events with its estimate
 // of the database's time plus the offset, and checks the estimate, less
 // the offset, against now(): a test clock does not turn it off.
 
@@ -53,13 +53,6 @@ func (realClock) Advanced() <-chan struct{} { return nil }
 func (e *Engine) ahead() time.Duration {
 	return e.cfg.Clock.Offset().Truncate(time.Microsecond)
 }
-
-// now is workflow time by this node's clock.
-func (e *Engine) now() time.Time { return time.Now().Add(e.ahead()) }
-
-// micros is an offset as a statement argument: now() + $n * interval
-// '1 microsecond' is workflow time.
-func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // clockLoop wakes every loop each time the clock advances: timers,
 // activity retries and delayed starts may have come due. It returns at

@@ -108,7 +108,7 @@ func TestClock(t *testing.T) {
 	t.Run("TwoTripStartsAndTimersRunOnTheClock", func(t *testing.T) {
 		t.Parallel()
 		b, e, clock := setup(t, 1)
-		e.oneTripPaused.Store(oneTripPause)
+		e.in.OneTripPaused.Store(oneTripPause)
 		r := runBatch(t, e, StartRequest{WorkflowName: "nap"})
 		require.Equal(t, [4]int64{0, 1, 0, 0}, trips(e), "two trips")
 		id := r.res[0].ExecutionID

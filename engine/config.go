@@ -93,7 +93,7 @@ type Config struct {
 	// TaskRetryMax caps the retry backoff of a failing workflow task.
 	TaskRetryMax time.Duration
 	// StartBatchMax is the most starts one group commit transaction
-	// carries (see groupcommit.go): concurrent starts of the shard share a
+	// carries (see internal/intake/groupcommit.go): concurrent starts of the shard share a
 	// transaction, taken as they queue up, without waiting for more.
 	// 1 turns group commit off (every start commits alone); at most
 	// StartBatchMaxLimit.

@@ -1,10 +1,9 @@
 package engine
 
 import (
-	"context"
-
 	"github.com/harvestd/harvest/engine/internal/activity"
 	"github.com/harvestd/harvest/engine/internal/deferred"
+	"github.com/harvestd/harvest/engine/internal/intake"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/harvestd/harvest/engine/internal/outbox"
@@ -13,9 +12,9 @@ import (
 )
 
 // Crash points: the named step boundaries where a test can stop the
-// engine as a crash would (crash_test.go). A point is a call of
-// e.crashAt inside the step; with no hook (every real build) it is a nil
-// check. A test sets Config.crashHook, which may block, and returns an
+// engine as a crash would (crash_test.go). A point is a call of the
+// service's crash hook (loop.Crash.At) inside the step; with no hook
+// (every real build) it is a nil check. A test sets Config.crashHook, which may block, and returns an
 // error: the step then ends as if the process died there, its
 // transaction rolled back (the points before a commit) or its commit
 // left unacknowledged (crashCommitted). The test abandons the engine and
@@ -30,7 +29,7 @@ import (
 //   - crashCommitted: the commit succeeded, the direct activity dispatch,
 //     close waiters and wake-ups are not done yet (the workflow loop).
 //
-// A continue-as-new hand-over (chain.go) is one workflow task's
+// A continue-as-new hand-over (internal/intake/chain.go) is one workflow task's
 // transaction and meets these four; a signal sent to the old run's id
 // meets crashSignal. TestContinueAsNewCrashPoints stops the engine at each.
 //
@@ -70,15 +69,15 @@ import (
 //     rows written, before the commit.
 //   - crashDeferredCommitted: they are committed, the outbox not woken.
 const (
-	crashLoaded                          = wftask.CrashLoaded
-	crashRan                             = wftask.CrashRan
-	crashBeforeCommit                    = wftask.CrashBeforeCommit
-	crashCommitted                       = wftask.CrashCommitted
-	crashSignal          loop.CrashPoint = "signal.before_commit"
-	crashCancel          loop.CrashPoint = "cancel.before_commit"
-	crashTimerFire                       = maint.CrashTimerFire
-	crashTimeoutFire                     = maint.CrashTimeoutFire
-	crashActivityOutcome                 = activity.CrashOutcome
+	crashLoaded          = wftask.CrashLoaded
+	crashRan             = wftask.CrashRan
+	crashBeforeCommit    = wftask.CrashBeforeCommit
+	crashCommitted       = wftask.CrashCommitted
+	crashSignal          = intake.CrashSignal
+	crashCancel          = intake.CrashCancel
+	crashTimerFire       = maint.CrashTimerFire
+	crashTimeoutFire     = maint.CrashTimeoutFire
+	crashActivityOutcome = activity.CrashOutcome
 
 	crashOutboxClaimed   = outbox.CrashClaimed
 	crashOutboxResolved  = outbox.CrashResolved
@@ -100,9 +99,4 @@ var crashPoints = []loop.CrashPoint{
 	crashOutboxClaimed, crashOutboxResolved, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
 	crashScheduleBeforeCommit, crashScheduleCommitted,
 	crashDeferredBeforeCommit, crashDeferredCommitted,
-}
-
-// crashAt runs the test's hook at p; nil without one.
-func (e *Engine) crashAt(ctx context.Context, p loop.CrashPoint) error {
-	return e.cfg.crashHook.At(ctx, p)
 }

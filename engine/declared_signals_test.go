@@ -28,9 +28,9 @@ func TestDeclaredSignals(t *testing.T) {
 		"Batched": func(r SignalRequest) (SignalResult, error) { return e.Signal(ctxT(t), r) },
 		"Single":  func(r SignalRequest) (SignalResult, error) { return e.signalTx(ctxT(t), r) },
 		"InABatch": func(r SignalRequest) (SignalResult, error) {
-			reply := e.signalBatch(ctxT(t), []*signalCall{{req: r, reply: make(chan signalReply, 1)}})[0]
-			require.False(t, reply.single)
-			return reply.res, reply.err
+			reply := e.signalBatch(ctxT(t), []*signalCall{{Req: r, Reply: make(chan signalReply, 1)}})[0]
+			require.False(t, reply.Single)
+			return reply.Res, reply.Err
 		},
 	}
 

@@ -204,7 +204,7 @@ func TestDeferredBatch(t *testing.T) {
 				fills++
 				full := raw(t, strings.Repeat("f", 14)) // 16 bytes of JSON
 				_, err := store.AppendBatch(ctx, tx, NewExecutionID(c.ShardID), echoWF.Name(), "b", full,
-					100, time.Now(), micros(time.Hour), int64(len(full)), int64(16))
+					100, time.Now(), time.Hour.Microseconds(), int64(len(full)), int64(16))
 				return err
 			}
 		})

@@ -26,7 +26,7 @@
 //   - The pending workflow task is the execution's wf_task_due_at column;
 //     a workflow task holds the execution row lock for its whole run, so
 //     two tasks of one run never interleave. A run's first task runs in
-//     the start batch that creates it (first_task.go), before any other
+//     the start batch that creates it (internal/intake/first_task.go), before any other
 //     transaction can see the run.
 //   - Activities are at-least-once: a claim bumps the attempt and stamps
 //     the epoch; a result is accepted only for the attempt that is still

@@ -14,6 +14,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/activity"
 	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/intake"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/harvestd/harvest/engine/internal/outbox"
@@ -61,10 +62,10 @@ type Engine struct {
 	read *read.Reader
 	// wf runs workflow tasks and caches the state of recently active
 	// runs (internal/wftask).
-	wf     *wftask.Runner
-	keys   *seenKeys
-	claims *claimCache
-	gates  gateCache
+	wf *wftask.Runner
+	// in admits starts, signals, cancels and terminates
+	// (internal/intake).
+	in     *intake.Intake
 	cbWake chan struct{}
 	// obWake wakes the outbox loop.
 	obWake chan struct{}
@@ -72,22 +73,9 @@ type Engine struct {
 	schWake chan struct{}
 	// dfWake wakes the deferred fire loop.
 	dfWake chan struct{}
-	starts atomic.Pointer[loop.Batcher[*startCall]] // nil: group commit off
-	// probes is the replay probe batcher (nil: probes run alone).
-	probes atomic.Pointer[loop.Batcher[*probeCall]]
-	// signals is the signal batcher (nil before Start).
-	signals atomic.Pointer[loop.Batcher[*signalCall]]
-	// signalRetries counts signal batches that failed as a whole, their
-	// signals then sent through the single path (signal_batch.go).
-	signalRetries atomic.Int64
-	// clock estimates the database's time (one-trip start batches).
+	// clock estimates the database's time (the fence's and the one-trip
+	// start batches').
 	clock fence.Clock
-	// oneTripPaused counts the start batches still to take two trips
-	// after a one-trip batch missed (one_trip.go).
-	oneTripPaused atomic.Int32
-	// batchTrips counts start batches: committed in one trip, two trips,
-	// one-trip misses, one-trip batches that failed as a whole.
-	batchTrips [4]atomic.Int64
 
 	mu      sync.Mutex
 	running bool
@@ -113,8 +101,6 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		actWake: make(chan struct{}, 1),
 		tmWake:  make(chan struct{}, 1),
 		closed:  runs.NewWatch(),
-		keys:    newSeenKeys(),
-		claims:  newClaimCache(claimGeneration, cfg.PollInterval),
 		cbWake:  make(chan struct{}, 1),
 		obWake:  make(chan struct{}, 1),
 		schWake: make(chan struct{}, 1),
@@ -127,6 +113,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	e.read = e.newReader()
 	e.wf = e.newRunner()
 	e.act = e.newActivities()
+	e.in = e.newIntake()
 	e.closed.OnClose = e.wf.Drop
 	if e.cfg.Outbound == nil {
 		e.cfg.Outbound = selfOutbound{e}
@@ -150,9 +137,10 @@ func (e *Engine) Owning() bool { return e.owning.Load() }
 func (e *Engine) Registry() *harvest.Registry { return e.reg }
 
 // Start takes the shard lease and starts the shard's loops: workflow
-// tasks, activities, timers, lease renewal, the claim sweeper and the start
-// batcher (group commit, see groupcommit.go). The loops run until Stop or
-// until the lease is lost; ctx only bounds Start.
+// tasks, activities, timers, lease renewal, the claim sweeper and the
+// intake's batchers (group commit, see internal/intake/groupcommit.go).
+// The loops run until Stop or until the lease is lost; ctx only bounds
+// Start.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -164,9 +152,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	e.closed.Forget()
-	e.claims.forget()
+	e.in.Forget()
 	e.wf.Purge()
-	e.sampleClock(ctx)
+	e.in.SampleClock(ctx)
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
 	loopCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -185,10 +173,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.deferred.Run)
 	e.spawn(loopCtx, e.analyzer.Run)
 	e.spawn(loopCtx, e.clockLoop)
-	e.runStartBatcher(loopCtx)
-	e.runProbeBatcher(loopCtx)
+	e.in.Run(loopCtx)
 	e.act.RunCompletions(loopCtx)
-	e.runSignalBatcher(loopCtx)
 	e.nudge(e.wfWake)
 	e.nudge(e.actWake)
 	e.nudge(e.tmWake)
@@ -233,7 +219,7 @@ func (e *Engine) halt(cause error) bool {
 	e.running = false
 	e.owning.Store(false)
 	e.closed.Forget()
-	e.claims.forget()
+	e.in.Forget()
 	e.cancel(cause)
 	e.mu.Unlock()
 	e.loops.Wait()
@@ -248,7 +234,7 @@ func (e *Engine) lostLease(current *OwnershipLostError) {
 		return
 	}
 	e.closed.Forget()
-	e.claims.forget()
+	e.in.Forget()
 	e.wf.Purge()
 	e.log.Warn().Int64("epoch", e.epoch.Load()).Int64("new_epoch", current.Epoch).
 		Str("owner", current.Owner).Msg("shard lease lost, stopping shard loops")
@@ -269,8 +255,6 @@ func (e *Engine) spawn(ctx context.Context, loop func(context.Context)) {
 
 // nudge wakes a loop without blocking.
 func (e *Engine) nudge(ch chan struct{}) { loop.Nudge(ch) }
-
-func (e *Engine) checkOwning() error { return e.fence.CheckOwning() }
 
 // IdempotencyWindow is how long this engine's start keys deduplicate.
 func (e *Engine) IdempotencyWindow() time.Duration { return e.cfg.IdempotencyWindow }

@@ -77,7 +77,7 @@ func TestGroupCommit(t *testing.T) {
 		r := runBatch(t, e, req("a"), req("b"), req("a"), req("old"), req(""), req("a"), req("old"), req("b"),
 			StartRequest{WorkflowName: "collect", IdempotencyKey: "a"})
 		for i, rep := range r.replies {
-			require.False(t, rep.single, "request %d went to the single path", i)
+			require.False(t, rep.Single, "request %d went to the single path", i)
 			require.NoError(t, r.errs[i], "request %d", i)
 		}
 		fresh := func(i int) {
@@ -131,7 +131,7 @@ func TestGroupCommit(t *testing.T) {
 			StartRequest{WorkflowName: "block", WorkflowID: "order-2"},
 			StartRequest{WorkflowName: "block", IdempotencyKey: "k-rej"}, // repeats the rejected one's key
 		)
-		require.True(t, r.replies[1].single, "a held workflow id takes the single path")
+		require.True(t, r.replies[1].Single, "a held workflow id takes the single path")
 		var conflict *ConflictError
 		require.ErrorAs(t, r.errs[1], &conflict)
 		require.Equal(t, prior.ExecutionID.String(), conflict.ExistingExecutionID)
@@ -157,8 +157,8 @@ func TestGroupCommit(t *testing.T) {
 			StartRequest{WorkflowName: "block", WorkflowID: "w", IdempotencyKey: "x"},
 			StartRequest{WorkflowName: "block", WorkflowID: "w", IdempotencyKey: "y"},
 		)
-		require.False(t, r.replies[0].single)
-		require.True(t, r.replies[1].single)
+		require.False(t, r.replies[0].Single)
+		require.True(t, r.replies[1].Single)
 		require.NoError(t, r.errs[0])
 		require.NoError(t, r.errs[1])
 		require.True(t, r.res[0].StartedFresh)
@@ -216,7 +216,7 @@ func TestGroupCommit(t *testing.T) {
 		require.NoError(t, err)
 		// In two trips: one trip would take the refusal as a held slot
 		// and go again in two (TestOneTripBatch/ARacingSlotMisses).
-		e.oneTripPaused.Store(oneTripPause)
+		e.in.OneTripPaused.Store(oneTripPause)
 		done := make(chan batchRun, 1)
 		go func() {
 			reqs := prepare(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "r1"},
@@ -238,8 +238,8 @@ func TestGroupCommit(t *testing.T) {
 		case <-ctxT(t).Done():
 			t.Fatal("batch did not finish")
 		}
-		require.True(t, r.replies[0].single)
-		require.True(t, r.replies[1].single)
+		require.True(t, r.replies[0].Single)
+		require.True(t, r.replies[1].Single)
 		require.NoError(t, r.errs[0])
 		require.True(t, r.res[0].StartedFresh)
 		require.NoError(t, r.errs[1])
@@ -257,7 +257,7 @@ func TestGroupCommit(t *testing.T) {
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "a"}, StartRequest{WorkflowName: "block"})
 		// The fence, or a loop that fenced first, finds the lease gone.
 		for i := range r.replies {
-			require.False(t, r.replies[i].single, "request %d is not retried", i)
+			require.False(t, r.replies[i].Single, "request %d is not retried", i)
 			var lost *OwnershipLostError
 			if !errors.As(r.errs[i], &lost) {
 				require.ErrorIs(t, r.errs[i], ErrNotRunning, "request %d", i)
@@ -271,7 +271,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Parallel()
 		b, e := gcSetup(t)
 		stalled := loop.NewBatcher[*startCall](8) // never run: nothing takes a start
-		e.starts.Store(stalled)
+		e.in.Starts.Store(stalled)
 		ctx, cancel := context.WithCancel(context.Background())
 		checked := make(chan struct{})
 		errc := make(chan error, 1)
@@ -294,7 +294,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		e := b.engine(t)
-		require.NotNil(t, e.starts.Load(), "group commit is on by default")
+		require.NotNil(t, e.in.Starts.Load(), "group commit is on by default")
 		const n, keys = 96, 24
 		results := make([]StartResult, n)
 		errs := make([]error, n)
@@ -332,20 +332,6 @@ func TestGroupCommit(t *testing.T) {
 	})
 }
 
-// A minted workflow id is a fresh random UUID: no run can hold its slot,
-// so a batch looks up only the slots of ids that were given.
-func TestBatchLooksUpOnlyGivenWorkflowIDs(t *testing.T) {
-	t.Parallel()
-	p := newBatchPlan([]StartRequest{
-		{WorkflowName: "w", WorkflowID: uuid.NewString(), mintedID: true, IdempotencyKey: "a"},
-		{WorkflowName: "w", WorkflowID: "order-1", IdempotencyKey: "b"},
-		{WorkflowName: "w", WorkflowID: uuid.NewString(), mintedID: true},
-	}, 7)
-	c := p.columns()
-	require.Equal(t, []string{"order-1"}, c.wids)
-	require.Equal(t, []string{"a", "b"}, c.keys)
-}
-
 func TestStartBatchMaxValidation(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -381,7 +367,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			e := benchEngine(b)
 			if bc.off {
-				e.starts.Store(nil)
+				e.in.Starts.Store(nil)
 			}
 			delay := time.Hour
 			var n atomic.Int64

@@ -28,16 +28,3 @@ func (e *Engine) withTx(ctx context.Context, fn func(tx *fence.Tx) error) error 
 func (e *Engine) withFencedBatch(ctx context.Context, queue func(b *pgx.Batch), fn func(tx *fence.Tx) error) error {
 	return e.fence.DoBatch(ctx, queue, fn)
 }
-
-// beginFenced starts a fenced transaction's first batch (fence.Fence.Begin).
-func (e *Engine) beginFenced(ctx context.Context) (*fence.Tx, *pgx.Batch, error) {
-	return e.fence.Begin(ctx)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
@@ -17,7 +16,7 @@ import (
 // trips is how the engine's start batches ended so far: committed in one
 // trip, in two trips, one-trip misses, one-trip batches failed as a whole.
 func trips(e *Engine) [4]int64 {
-	return [4]int64{e.batchTrips[0].Load(), e.batchTrips[1].Load(), e.batchTrips[2].Load(), e.batchTrips[3].Load()}
+	return [4]int64{e.in.BatchTrips[0].Load(), e.in.BatchTrips[1].Load(), e.in.BatchTrips[2].Load(), e.in.BatchTrips[3].Load()}
 }
 
 // eventTimes lists the created_at of the run's events, in event order.
@@ -76,7 +75,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e), "one batch, one trip, no miss")
 		for i := range 3 {
 			require.NoError(t, r.errs[i])
-			require.False(t, r.replies[i].single, "request %d", i)
+			require.False(t, r.replies[i].Single, "request %d", i)
 			require.True(t, r.res[i].StartedFresh, "request %d", i)
 		}
 		require.True(t, r.res[3].Deduplicated, "a key repeated inside the batch")
@@ -95,7 +94,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		b, e := oneTripSetup(t)
 		r := runBatch(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "c"}, StartRequest{WorkflowName: "nap"})
 		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e))
-		require.False(t, r.replies[0].single || r.replies[1].single, "committed by the one-trip batch")
+		require.False(t, r.replies[0].Single || r.replies[1].Single, "committed by the one-trip batch")
 		x := waitClosed(t, e, r.res[0].ExecutionID)
 		var saw time.Time
 		require.NoError(t, json.Unmarshal(x.Output, &saw))
@@ -149,7 +148,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		require.ErrorAs(t, r.errs[1], &conflict)
 		require.Equal(t, prior.ExecutionID.String(), conflict.ExistingExecutionID)
 		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
-		require.Equal(t, int32(oneTripPause), e.oneTripPaused.Load())
+		require.Equal(t, int32(oneTripPause), e.in.OneTripPaused.Load())
 	})
 
 	t.Run("ARacingSlotMisses", func(t *testing.T) {
@@ -190,7 +189,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		require.ErrorAs(t, err, &conflict)
 		require.Equal(t, racer.String(), conflict.ExistingExecutionID)
 		require.Equal(t, 2, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
-		require.Equal(t, int32(oneTripPause), e.oneTripPaused.Load())
+		require.Equal(t, int32(oneTripPause), e.in.OneTripPaused.Load())
 	})
 
 	t.Run("ANewRunGivingUpItsSlotMisses", func(t *testing.T) {
@@ -199,10 +198,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		// No first task gives its slot up today; if one did, the slot
 		// index could not check the batch's assumption for it.
 		reqs := prepare(t, e, StartRequest{WorkflowName: "block", WorkflowID: "given", IdempotencyKey: "g"})
-		err := e.sendOneTrip(ctxT(t), newBatchPlan(reqs, e.cfg.ShardID), func(runs *runColumns) (func(*pgx.Batch), error) {
-			runs.holdsSlot[0] = false
-			return func(*pgx.Batch) {}, nil
-		}, func() {})
+		err := e.in.SendOneTripGivingUpSlots(ctxT(t), reqs)
 		var a *store.ExpectError
 		require.ErrorAs(t, err, &a)
 		require.Equal(t, expectHolding, a.What)
@@ -227,7 +223,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		require.Equal(t, e.Epoch(), lost.Epoch)
 		require.False(t, stale.Owning())
 		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency`))
-		require.Zero(t, stale.oneTripPaused.Load(), "a lost lease is no replay")
+		require.Zero(t, stale.in.OneTripPaused.Load(), "a lost lease is no replay")
 	})
 
 	for _, c := range []struct {
@@ -246,7 +242,7 @@ func TestOneTripStartBatch(t *testing.T) {
 			require.NoError(t, json.Unmarshal(x.Output, &saw))
 			require.True(t, saw.Equal(x.CreatedAt), "two trips stamp the transaction's now(): saw %v, created %v", saw, x.CreatedAt)
 			require.True(t, saw.Equal(eventTimes(t, b, x.ExecutionID)[0]))
-			require.Zero(t, e.oneTripPaused.Load(), "a clock off is no replay")
+			require.Zero(t, e.in.OneTripPaused.Load(), "a clock off is no replay")
 		})
 	}
 
@@ -287,19 +283,19 @@ func TestOneTripStartBatch(t *testing.T) {
 		e.prepareEarly(ctxT(t), &reqs[1])
 		setClock(t, b, e, -100*time.Millisecond)
 		for i := range reqs {
-			require.True(t, reqs[i].early.done(), "request %d", i)
+			require.True(t, early(reqs[i]).done(), "request %d", i)
 		}
-		require.Greater(t, reqs[1].early.at.Sub(reqs[0].early.at), 300*time.Millisecond)
+		require.Greater(t, early(reqs[1]).at.Sub(early(reqs[0]).at), 300*time.Millisecond)
 		replies := e.startBatch(ctxT(t), reqs)
 		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e))
 		kept := true
 		for i, r := range replies {
-			require.NoError(t, r.err)
-			require.False(t, r.single, "request %d", i)
-			require.Equal(t, reqs[i].early.id, r.res.ExecutionID, "request %d keeps its early id", i)
-			at, x := saw(t, e, r.res.ExecutionID)
-			if !at.Equal(reqs[i].early.at) {
-				require.Greater(t, at.Sub(reqs[i].early.at), earlyStale, "request %d saw %v, prepared at %v: not stale, so not run again", i, at, reqs[i].early.at)
+			require.NoError(t, r.Err)
+			require.False(t, r.Single, "request %d", i)
+			require.Equal(t, early(reqs[i]).id, r.Res.ExecutionID, "request %d keeps its early id", i)
+			at, x := saw(t, e, r.Res.ExecutionID)
+			if !at.Equal(early(reqs[i]).at) {
+				require.Greater(t, at.Sub(early(reqs[i]).at), earlyStale, "request %d saw %v, prepared at %v: not stale, so not run again", i, at, early(reqs[i]).at)
 				kept = false
 			}
 			for _, ev := range eventTimes(t, b, x.ExecutionID) {
@@ -324,14 +320,14 @@ func TestOneTripStartBatch(t *testing.T) {
 		reqs := prepare(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "s"})
 		setClock(t, b, e, -earlyStale-200*time.Millisecond)
 		e.prepareEarly(ctxT(t), &reqs[0])
-		require.True(t, reqs[0].early.done())
+		require.True(t, early(reqs[0]).done())
 		setClock(t, b, e, -100*time.Millisecond)
 		replies := e.startBatch(ctxT(t), reqs)
 		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e), "one trip, no miss on the time")
-		require.False(t, replies[0].single)
-		require.Equal(t, reqs[0].early.id, replies[0].res.ExecutionID)
-		at, x := saw(t, e, replies[0].res.ExecutionID)
-		require.Greater(t, at.Sub(reqs[0].early.at), earlyStale, "the batch ran the task again at its own time")
+		require.False(t, replies[0].Single)
+		require.Equal(t, early(reqs[0]).id, replies[0].Res.ExecutionID)
+		at, x := saw(t, e, replies[0].Res.ExecutionID)
+		require.Greater(t, at.Sub(early(reqs[0]).at), earlyStale, "the batch ran the task again at its own time")
 		require.False(t, at.After(x.CreatedAt))
 		require.True(t, eventTimes(t, b, x.ExecutionID)[0].Equal(at))
 	})
@@ -343,14 +339,14 @@ func TestOneTripStartBatch(t *testing.T) {
 		reqs := prepare(t, e, StartRequest{WorkflowName: "clock", IdempotencyKey: "z"},
 			StartRequest{WorkflowName: "block", IdempotencyKey: "old"})
 		e.prepareEarly(ctxT(t), &reqs[0])
-		require.True(t, reqs[0].early.done())
+		require.True(t, early(reqs[0]).done())
 		replies := e.startBatch(ctxT(t), reqs)
 		require.Equal(t, [4]int64{0, 1, 1, 0}, trips(e), "the taken key made it miss")
-		require.NoError(t, replies[0].err)
-		require.Equal(t, reqs[0].early.id, replies[0].res.ExecutionID)
-		at, x := saw(t, e, replies[0].res.ExecutionID)
+		require.NoError(t, replies[0].Err)
+		require.Equal(t, early(reqs[0]).id, replies[0].Res.ExecutionID)
+		at, x := saw(t, e, replies[0].Res.ExecutionID)
 		require.True(t, at.Equal(x.CreatedAt), "stamped with the transaction's now(): saw %v, created %v", at, x.CreatedAt)
-		require.False(t, at.Equal(reqs[0].early.at))
+		require.False(t, at.Equal(early(reqs[0]).at))
 		require.True(t, eventTimes(t, b, x.ExecutionID)[0].Equal(at))
 	})
 
@@ -360,7 +356,7 @@ func TestOneTripStartBatch(t *testing.T) {
 		placed := &Placement{Epoch: 4, RoutingKey: "p"}
 		r := runBatch(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "p", Placement: placed})
 		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e))
-		require.False(t, r.replies[0].single)
+		require.False(t, r.replies[0].Single)
 		require.True(t, r.res[0].StartedFresh)
 		require.Equal(t, 1, countRows(t, b, `SELECT count(*) FROM harvest_executions`))
 	})

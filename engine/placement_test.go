@@ -118,7 +118,7 @@ func TestPlacementClaims(t *testing.T) {
 		for _, i := range []int{2, 3, 5} {
 			require.NoError(t, r.errs[i], "request %d", i)
 			require.True(t, r.res[i].StartedFresh, "request %d", i)
-			require.False(t, r.replies[i].single, "request %d stayed in the batch", i)
+			require.False(t, r.replies[i].Single, "request %d stayed in the batch", i)
 		}
 		require.Zero(t, countRows(t, b, `SELECT count(*) FROM harvest_start_idempotency WHERE idempotency_key = 'moved'`),
 			"a refused start leaves no claim")

@@ -22,51 +22,51 @@ func TestProbeBatch(t *testing.T) {
 		require.NoError(t, err)
 
 		calls := []*probeCall{
-			{name: "block", key: "live"},
-			{name: "block", key: "never"},
-			{name: "noop", key: "live"},
-			{name: "block", key: "old"}, // expired: not a replay
-			{name: "block", key: "live"},
+			{Name: "block", Key: "live"},
+			{Name: "block", Key: "never"},
+			{Name: "noop", Key: "live"},
+			{Name: "block", Key: "old"}, // expired: not a replay
+			{Name: "block", Key: "live"},
 		}
 		for _, c := range calls {
-			c.reply = make(chan probeReply, 1)
+			c.Reply = make(chan probeReply, 1)
 		}
 		e.answerProbes(ctxT(t), calls)
 		got := make([]probeReply, len(calls))
 		for i, c := range calls {
-			got[i] = <-c.reply
-			require.False(t, got[i].single, "probe %d", i)
+			got[i] = <-c.Reply
+			require.False(t, got[i].Single, "probe %d", i)
 		}
-		require.True(t, got[0].found)
-		require.Equal(t, live.ExecutionID, got[0].claim.res.ExecutionID)
-		require.Equal(t, live.WorkflowID, got[0].claim.res.WorkflowID)
-		require.Equal(t, "block", got[0].claim.res.WorkflowName)
-		require.True(t, got[0].claim.res.Deduplicated)
+		require.True(t, got[0].Found)
+		require.Equal(t, live.ExecutionID, got[0].Claim.Res.ExecutionID)
+		require.Equal(t, live.WorkflowID, got[0].Claim.Res.WorkflowID)
+		require.Equal(t, "block", got[0].Claim.Res.WorkflowName)
+		require.True(t, got[0].Claim.Res.Deduplicated)
 		window := e.IdempotencyWindow()
-		require.Less(t, got[0].claim.left, window, "a claim has less than the window left")
-		require.Greater(t, got[0].claim.left, window-time.Minute, "a claim made a moment ago has almost the window left")
-		require.False(t, got[1].found)
-		require.True(t, got[2].found)
-		require.Equal(t, other.ExecutionID, got[2].claim.res.ExecutionID, "the key is per workflow name")
-		require.False(t, got[3].found)
-		require.Equal(t, got[0].claim.res, got[4].claim.res)
+		require.Less(t, got[0].Claim.Left, window, "a claim has less than the window left")
+		require.Greater(t, got[0].Claim.Left, window-time.Minute, "a claim made a moment ago has almost the window left")
+		require.False(t, got[1].Found)
+		require.True(t, got[2].Found)
+		require.Equal(t, other.ExecutionID, got[2].Claim.Res.ExecutionID, "the key is per workflow name")
+		require.False(t, got[3].Found)
+		require.Equal(t, got[0].Claim.Res, got[4].Claim.Res)
 	})
 
 	t.Run("FailedGroupSendsEachProbeAlone", func(t *testing.T) {
 		t.Parallel()
 		_, e := gcSetup(t)
-		calls := []*probeCall{{name: "block", key: "a", reply: make(chan probeReply, 1)}}
+		calls := []*probeCall{{Name: "block", Key: "a", Reply: make(chan probeReply, 1)}}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		e.answerProbes(ctx, calls)
-		require.True(t, (<-calls[0].reply).single)
+		require.True(t, (<-calls[0].Reply).Single)
 	})
 
 	t.Run("ConcurrentProbesThroughTheBatcher", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		e := b.engine(t)
-		require.NotNil(t, e.probes.Load(), "the probe batcher runs with group commit")
+		require.NotNil(t, e.in.Probes.Load(), "the probe batcher runs with group commit")
 		started := start(t, e, StartRequest{WorkflowName: "block", IdempotencyKey: "k"})
 		const n = 64
 		type answer struct {

@@ -22,8 +22,8 @@ func TestSignalBatch(t *testing.T) {
 	require.True(t, before.Delivered)
 
 	sig := func(run StartResult, payload, key string) *signalCall {
-		return &signalCall{req: SignalRequest{ExecutionID: run.ExecutionID, SignalName: "item", Payload: raw(t, payload), IdempotencyKey: key},
-			reply: make(chan signalReply, 1)}
+		return &signalCall{Req: SignalRequest{ExecutionID: run.ExecutionID, SignalName: "item", Payload: raw(t, payload), IdempotencyKey: key},
+			Reply: make(chan signalReply, 1)}
 	}
 	unknown := StartResult{ExecutionID: NewExecutionID(7)}
 	replies := e.signalBatch(ctxT(t), []*signalCall{
@@ -38,17 +38,17 @@ func TestSignalBatch(t *testing.T) {
 	})
 	delivered := []bool{true, false, false, true, true, false, false, true}
 	for i, r := range replies {
-		require.False(t, r.single, "reply %d", i)
+		require.False(t, r.Single, "reply %d", i)
 		if i == 5 {
-			require.ErrorAs(t, r.err, new(*TerminalError))
+			require.ErrorAs(t, r.Err, new(*TerminalError))
 			continue
 		}
 		if i == 6 {
-			require.ErrorIs(t, r.err, ErrNotFound)
+			require.ErrorIs(t, r.Err, ErrNotFound)
 			continue
 		}
-		require.NoError(t, r.err, "reply %d", i)
-		require.Equal(t, delivered[i], r.res.Delivered, "reply %d", i)
+		require.NoError(t, r.Err, "reply %d", i)
+		require.Equal(t, delivered[i], r.Res.Delivered, "reply %d", i)
 	}
 	x := waitClosed(t, e, live.ExecutionID)
 	require.JSONEq(t, `["old","a","c"]`, string(x.Output), "delivered in batch order, once each")

@@ -15,7 +15,7 @@ func TestSingleSignalPathDeduplicates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	e := b.engine(t)
-	e.signals.Store(nil) // every signal takes signalTx
+	e.in.Signals.Store(nil) // every signal takes signalTx
 	run := start(t, e, StartRequest{WorkflowName: "approval"})
 	req := SignalRequest{ExecutionID: run.ExecutionID, SignalName: "approved", Payload: json.RawMessage(`{"by":"ann"}`),
 		IdempotencyKey: "evt-1"}

@@ -100,7 +100,7 @@ type scenario struct {
 	// delayed start always leaves it.
 	loopForm string
 	// retriedAs is the two-trip scenario that a one-trip start batch which
-	// misses its time check is sent again as (one_trip.go).
+	// misses its time check is sent again as (internal/intake/one_trip.go).
 	retriedAs string
 }
 
@@ -287,7 +287,7 @@ func splitUnits(a, b []*unit) (common, onlyA, onlyB []*unit) {
 func oneTrip(u *unit) bool { return u.tx && len(u.rts) == 1 && u.rts[0].ends() }
 
 // missedTimeCheck is one-trip transaction u when its time check, the
-// statement before its COMMIT (one_trip.go), raises HR001: the COMMIT
+// statement before its COMMIT (internal/intake/one_trip.go), raises HR001: the COMMIT
 // does not run, and the engine rolls the transaction back.
 func missedTimeCheck(u *unit) *unit {
 	ss := slices.Clone(u.rts[0].stmts)

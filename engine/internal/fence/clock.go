@@ -7,7 +7,7 @@ import (
 
 // Clock estimates the database's clock from the node's, for the start
 // batches that must know their transaction's time before they send it
-// (the engine's one_trip.go).
+// (internal/intake/one_trip.go).
 //
 // A sample is a statement's now() less the node's time just before the
 // statement was sent: the clocks' offset plus the time the statement took

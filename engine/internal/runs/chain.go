@@ -11,7 +11,7 @@ import (
 	"github.com/harvestd/harvest/engine/shardapi"
 )
 
-// Continue-as-new hand-overs (the engine's chain.go tells the whole
+// Continue-as-new hand-overs (internal/intake/chain.go tells the whole
 // story): a task whose code continues as new closes its run
 // CONTINUED_AS_NEW naming its successor, and the changes insert the
 // successor with its first events, its timeout timers and the chain's

@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -11,27 +11,28 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Cancel asks a running run to cancel: WorkflowCancelRequested is appended
 // and a workflow task made due, in one transaction. The run stays RUNNING
 // until its code returns (see harvest.CanceledError): CANCELLED when it
 // returns the cancellation. A repeat finds the recorded request and
-// writes nothing (Newly=false). A closed run is a *TerminalError. A run
+// writes nothing (Newly=false). A closed run is a *shardapi.TerminalError. A run
 // that continued as new passes the request on to its chain's current run
-// (CloseResult.ExecutionID).
-func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
-	res := CloseResult{ExecutionID: id, Reason: reason, State: StateRunning, CancelRequested: true}
+// (shardapi.CloseResult.ExecutionID).
+func (in *Intake) Cancel(ctx context.Context, id uuid.UUID, reason string) (shardapi.CloseResult, error) {
+	res := shardapi.CloseResult{ExecutionID: id, Reason: reason, State: shardapi.StateRunning, CancelRequested: true}
 	var fx runs.Effects
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
+	err := in.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		fx = runs.Effects{}
 		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		res.ExecutionID = ex.ID
-		if IsTerminal(ex.State) {
-			return &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
+		if shardapi.IsTerminal(ex.State) {
+			return &shardapi.TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
 		requested, err := hasCancelRequest(ctx, tx, ex.ID)
 		if err != nil || requested {
@@ -45,12 +46,12 @@ func (e *Engine) Cancel(ctx context.Context, id uuid.UUID, reason string) (Close
 			return err
 		}
 		fx = ch.Effects()
-		return e.crashAt(ctx, crashCancel)
+		return in.d.Crash.At(ctx, CrashCancel)
 	})
 	if err != nil {
-		return CloseResult{}, err
+		return shardapi.CloseResult{}, err
 	}
-	e.settle(ctx, fx, nil)
+	in.d.Settle(ctx, fx, nil)
 	return res, nil
 }
 
@@ -67,21 +68,21 @@ func hasCancelRequest(ctx context.Context, tx *fence.Tx, id uuid.UUID) (bool, er
 // Terminate force-closes a run as TERMINATED and releases its workflow id.
 // Terminating a closed run is a no-op (Newly=false); terminating a run
 // that continued as new terminates its chain's current run.
-func (e *Engine) Terminate(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
-	return e.close(ctx, id, StateTerminated, reason)
+func (in *Intake) Terminate(ctx context.Context, id uuid.UUID, reason string) (shardapi.CloseResult, error) {
+	return in.close(ctx, id, shardapi.StateTerminated, reason)
 }
 
-func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) (CloseResult, error) {
-	res := CloseResult{ExecutionID: id, Reason: reason}
+func (in *Intake) close(ctx context.Context, id uuid.UUID, state, reason string) (shardapi.CloseResult, error) {
+	res := shardapi.CloseResult{ExecutionID: id, Reason: reason}
 	var fx runs.Effects
-	err := e.withTx(ctx, func(tx *fence.Tx) error {
+	err := in.d.Fence.Do(ctx, func(tx *fence.Tx) error {
 		fx = runs.Effects{}
 		ex, err := lockChainRun(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		res.ExecutionID = ex.ID
-		if IsTerminal(ex.State) {
+		if shardapi.IsTerminal(ex.State) {
 			res.State = ex.State
 			return nil
 		}
@@ -90,8 +91,8 @@ func (e *Engine) close(ctx context.Context, id uuid.UUID, state, reason string) 
 		return err
 	})
 	if err != nil {
-		return CloseResult{}, err
+		return shardapi.CloseResult{}, err
 	}
-	e.settle(ctx, fx, nil)
+	in.d.Settle(ctx, fx, nil)
 	return res, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Group commit of signals.
@@ -33,27 +34,28 @@ import (
 // signalBatchMax is the most signals one transaction delivers.
 const signalBatchMax = 128
 
-// signalCall is one signal waiting for its batch.
-type signalCall struct {
-	req   SignalRequest
-	reply chan signalReply // buffered: the batcher never blocks on it
+// SignalCall is one signal waiting for its batch.
+type SignalCall struct {
+	Req   shardapi.SignalRequest
+	Reply chan SignalReply // buffered: the batcher never blocks on it
 }
 
-type signalReply struct {
-	res SignalResult
-	err error
-	// single sends the signal through the single path.
-	single bool
+// SignalReply is the batch's answer to one signal.
+type SignalReply struct {
+	Res shardapi.SignalResult
+	Err error
+	// Single sends the signal through the single path.
+	Single bool
 }
 
 // runSignalBatcher starts the signal batcher of this run of the engine.
-func (e *Engine) runSignalBatcher(ctx context.Context) {
-	g := loop.NewBatcher[*signalCall](signalBatchMax)
-	e.signals.Store(g)
-	e.spawn(ctx, func(ctx context.Context) {
-		g.Run(ctx, 1, func(calls []*signalCall) {
-			for i, r := range e.signalBatch(ctx, calls) {
-				calls[i].reply <- r
+func (in *Intake) runSignalBatcher(ctx context.Context) {
+	g := loop.NewBatcher[*SignalCall](signalBatchMax)
+	in.Signals.Store(g)
+	in.d.Spawn(ctx, func(ctx context.Context) {
+		g.Run(ctx, 1, func(calls []*SignalCall) {
+			for i, r := range in.SignalBatch(ctx, calls) {
+				calls[i].Reply <- r
 			}
 		})
 	})
@@ -62,29 +64,29 @@ func (e *Engine) runSignalBatcher(ctx context.Context) {
 // groupSignal runs a signal through the batcher (alone when there is
 // none). A caller whose ctx ends before the batcher takes its signal gets
 // ctx.Err(); a taken signal gets its batch's answer.
-func (e *Engine) groupSignal(ctx context.Context, req SignalRequest) (SignalResult, error) {
-	g := e.signals.Load()
+func (in *Intake) groupSignal(ctx context.Context, req shardapi.SignalRequest) (shardapi.SignalResult, error) {
+	g := in.Signals.Load()
 	if g == nil {
-		return e.signalTx(ctx, req)
+		return in.SignalTx(ctx, req)
 	}
-	c := &signalCall{req: req, reply: make(chan signalReply, 1)}
+	c := &SignalCall{Req: req, Reply: make(chan SignalReply, 1)}
 	switch err := g.Submit(ctx, c); {
 	case errors.Is(err, loop.ErrBatcherStopped):
-		return e.signalTx(ctx, req) // the single path says why
+		return in.SignalTx(ctx, req) // the single path says why
 	case err != nil:
-		return SignalResult{}, err
+		return shardapi.SignalResult{}, err
 	}
-	r := <-c.reply
-	if r.single {
-		return e.signalTx(ctx, req)
+	r := <-c.Reply
+	if r.Single {
+		return in.SignalTx(ctx, req)
 	}
-	return r.res, r.err
+	return r.Res, r.Err
 }
 
-// signalBatch delivers the signals of calls in one transaction and answers
+// SignalBatch delivers the signals of calls in one transaction and answers
 // each.
-func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalReply {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.LeaseTTL)
+func (in *Intake) SignalBatch(ctx context.Context, calls []*SignalCall) []SignalReply {
+	ctx, cancel := context.WithTimeout(ctx, in.d.LeaseTTL)
 	defer cancel()
 	var (
 		ids     []uuid.UUID
@@ -92,13 +94,13 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		keys    []string
 		exs     = make(map[uuid.UUID]*store.Exec, len(calls))
 		seen    = make(map[store.ChainKey]bool)
-		replies = make([]signalReply, len(calls))
+		replies = make([]SignalReply, len(calls))
 		ch      *runs.Changes
 	)
 	for _, c := range calls {
-		ids = append(ids, c.req.ExecutionID)
-		if c.req.IdempotencyKey != "" {
-			keyIDs, keys = append(keyIDs, c.req.ExecutionID), append(keys, c.req.IdempotencyKey)
+		ids = append(ids, c.Req.ExecutionID)
+		if c.Req.IdempotencyKey != "" {
+			keyIDs, keys = append(keyIDs, c.Req.ExecutionID), append(keys, c.Req.IdempotencyKey)
 		}
 	}
 	queue := func(b *pgx.Batch) {
@@ -108,7 +110,7 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		}
 		store.QueueSignalKeysSeen(b, keyIDs, keys, seen)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+	err := in.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		if err := redirectSignals(ctx, tx, exs); err != nil {
 			return err
 		}
@@ -116,11 +118,11 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		ch = runs.New()
 		ch.Ahead = tx.Ahead()
 		for i, c := range calls {
-			replies[i] = e.queueSignal(ch, ledger, c.req, exs, seen)
+			replies[i] = in.queueSignal(ch, ledger, c.Req, exs, seen)
 		}
 		ledger.Queue(b)
 		ch.Queue(b)
-		if err := e.crashAt(ctx, crashSignal); err != nil {
+		if err := in.d.Crash.At(ctx, CrashSignal); err != nil {
 			return err
 		}
 		if err := tx.CommitWith(ctx, b); err != nil {
@@ -129,42 +131,42 @@ func (e *Engine) signalBatch(ctx context.Context, calls []*signalCall) []signalR
 		return nil
 	})
 	if err != nil {
-		e.signalRetries.Add(1)
+		in.SignalRetries.Add(1)
 		for i := range replies {
-			replies[i] = signalReply{single: true}
+			replies[i] = SignalReply{Single: true}
 		}
 		return replies
 	}
 	for _, r := range replies {
-		recordSignal(r.res, r.err)
+		recordSignal(r.Res, r.Err)
 	}
-	e.settle(ctx, ch.Effects(), nil)
+	in.d.Settle(ctx, ch.Effects(), nil)
 	return replies
 }
 
 // queueSignal decides one signal of a batch and adds its writes to ch and
 // ledger; seen gains its key, so that a repeat later in the batch is a
 // duplicate. A signal the workflow does not accept adds nothing.
-func (e *Engine) queueSignal(ch *runs.Changes, ledger *store.SignalRows, req SignalRequest, exs map[uuid.UUID]*store.Exec, seen map[store.ChainKey]bool) signalReply {
-	res := SignalResult{ExecutionID: req.ExecutionID}
+func (in *Intake) queueSignal(ch *runs.Changes, ledger *store.SignalRows, req shardapi.SignalRequest, exs map[uuid.UUID]*store.Exec, seen map[store.ChainKey]bool) SignalReply {
+	res := shardapi.SignalResult{ExecutionID: req.ExecutionID}
 	ex := exs[req.ExecutionID]
 	if ex == nil {
-		return signalReply{err: fmt.Errorf("execution %s: %w", req.ExecutionID, ErrNotFound)}
+		return SignalReply{Err: fmt.Errorf("execution %s: %w", req.ExecutionID, shardapi.ErrNotFound)}
 	}
 	k := store.ChainKey{Chain: ex.ChainID, Key: req.IdempotencyKey}
 	if req.IdempotencyKey != "" && seen[k] {
-		return signalReply{res: res}
+		return SignalReply{Res: res}
 	}
 	if ex.ContinuedTo != nil {
 		ex = exs[*ex.ContinuedTo] // redirectSignals put the chain's current run there
 	}
 	res.ExecutionID = ex.ID
 	switch {
-	case IsTerminal(ex.State):
-		return signalReply{err: &TerminalError{ExecutionID: ex.ID.String(), State: ex.State}}
+	case shardapi.IsTerminal(ex.State):
+		return SignalReply{Err: &shardapi.TerminalError{ExecutionID: ex.ID.String(), State: ex.State}}
 	}
-	if err := e.reg.ValidateSignal(ex.WorkflowName, req.SignalName, req.Payload); err != nil {
-		return signalReply{err: err}
+	if err := in.d.Reg.ValidateSignal(ex.WorkflowName, req.SignalName, req.Payload); err != nil {
+		return SignalReply{Err: err}
 	}
 	if req.IdempotencyKey != "" {
 		seen[k] = true
@@ -174,7 +176,7 @@ func (e *Engine) queueSignal(ch *runs.Changes, ledger *store.SignalRows, req Sig
 		SignalName: req.SignalName, Payload: runs.InputOrNull(req.Payload), IdempotencyKey: req.IdempotencyKey})
 	ch.AppendEvents(ex, []harvest.Command{cmd}, true)
 	res.Delivered = true
-	return signalReply{res: res}
+	return SignalReply{Res: res}
 }
 
 // redirectSignals locks the current run of the chain of every run in exs

@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/loop"
-	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/internal/wftask"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // First workflow tasks of new runs (eager start).
@@ -52,7 +52,7 @@ type firstTasks struct {
 // folds each task's effect on its run into cols, and keeps the rest of its
 // writes for queue. dbNow is the transaction's start in workflow time: the
 // created_at of the events the batch appends; ahead is its clock offset.
-func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time.Time, ahead time.Duration, early bool) (*firstTasks, error) {
+func (in *Intake) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time.Time, ahead time.Duration, early bool) (*firstTasks, error) {
 	f := &firstTasks{ch: runs.New(), fails: &pgx.Batch{}}
 	f.ch.Ahead = ahead
 	f.ch.Stamps = make(map[uuid.UUID]time.Time, cols.len())
@@ -61,54 +61,77 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 	budget, cancel := context.WithTimeout(ctx, firstTaskBudget)
 	defer cancel()
 	for i, id := range cols.ids {
-		cols.at[i] = dbNow
-		pre := cols.early[i]
-		if !early || (pre != nil && pre.at.Before(dbNow.Add(-earlyStale))) {
-			pre = nil
-		}
-		if cols.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {
-			f.left++
-			continue
-		}
-		ex := &store.Exec{ID: id, WorkflowName: cols.names[i], WorkflowID: cols.wids[i], State: StateRunning,
-			NextEventID: 1, CreatedAt: dbNow, ChainID: id}
-		var (
-			res    harvest.TaskResult
-			runErr error
-		)
-		if pre.done() {
-			cols.at[i], ex.CreatedAt, res = pre.at, pre.at, pre.res
-		} else {
-			started := harvest.Event{EventID: 0, Type: harvest.EventType(cols.eventType[i]),
-				Data: json.RawMessage(cols.eventData[i]), Timestamp: dbNow}
-			res, runErr = e.wf.RunTask(budget, wftask.Claimed{Ex: ex, DBNow: dbNow, History: []harvest.Event{started}})
-		}
-		f.ch.Stamps[id] = cols.at[i]
-		switch {
-		case runErr != nil && budget.Err() != nil:
-			f.left++ // cut short by the budget: the workflow loop runs it
-			continue
-		case runErr != nil:
-			e.wf.QueueFail(f.fails, ex, 0, runErr)
-			f.left++
-			continue
-		case runs.ContinuesAsNew(res):
-			f.left++ // the hand-over inserts a run of its own: the workflow loop runs it
-			continue
-		}
-		if err := f.ch.ApplyTask(ex, res, cols.at[i], outbox.Route); err != nil {
+		ran, err := in.firstTask(budget, f, cols, i, dbNow, early)
+		if err != nil {
 			return nil, err
 		}
-		at[id] = i
-		cols.ran[i] = true
-		if res.Closed {
-			f.ch.NewRunsReport = f.ch.NewRunsReport || isChildKey(cols.keys[i])
+		if ran {
+			at[id] = i
 		}
 	}
 	f.ch.AddStarted(cols.ids, cols.at, cols.eventType, cols.eventData)
 	if n := f.ch.TaskCount(); n > 0 {
-		f.ch.Direct = e.act.Reserve(n)
+		f.ch.Direct = in.d.Reserve(n)
 	}
+	f.fold(cols, at)
+	return f, nil
+}
+
+// firstTask runs the first task of run i of cols, or takes the one its
+// start ran early, and applies it to f's changes; ran is false when the
+// run is left to the workflow loop (delayed, out of budget, failed, or
+// continued as new).
+func (in *Intake) firstTask(budget context.Context, f *firstTasks, cols *runColumns, i int, dbNow time.Time, early bool) (ran bool, err error) {
+	id := cols.ids[i]
+	cols.at[i] = dbNow
+	pre := cols.early[i]
+	if !early || (pre != nil && pre.at.Before(dbNow.Add(-EarlyStale))) {
+		pre = nil
+	}
+	if cols.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {
+		f.left++
+		return false, nil
+	}
+	ex := &store.Exec{ID: id, WorkflowName: cols.names[i], WorkflowID: cols.wids[i], State: shardapi.StateRunning,
+		NextEventID: 1, CreatedAt: dbNow, ChainID: id}
+	var (
+		res    harvest.TaskResult
+		runErr error
+	)
+	if pre.done() {
+		cols.at[i], ex.CreatedAt, res = pre.at, pre.at, pre.res
+	} else {
+		started := harvest.Event{EventID: 0, Type: harvest.EventType(cols.eventType[i]),
+			Data: json.RawMessage(cols.eventData[i]), Timestamp: dbNow}
+		res, runErr = in.d.WF.RunTask(budget, wftask.Claimed{Ex: ex, DBNow: dbNow, History: []harvest.Event{started}})
+	}
+	f.ch.Stamps[id] = cols.at[i]
+	switch {
+	case runErr != nil && budget.Err() != nil:
+		f.left++ // cut short by the budget: the workflow loop runs it
+		return false, nil
+	case runErr != nil:
+		in.d.WF.QueueFail(f.fails, ex, 0, runErr)
+		f.left++
+		return false, nil
+	case runs.ContinuesAsNew(res):
+		f.left++ // the hand-over inserts a run of its own: the workflow loop runs it
+		return false, nil
+	}
+	if err := f.ch.ApplyTask(ex, res, cols.at[i], in.d.Route); err != nil {
+		return false, err
+	}
+	cols.ran[i] = true
+	if res.Closed {
+		f.ch.NewRunsReport = f.ch.NewRunsReport || isChildKey(cols.keys[i])
+	}
+	return true, nil
+}
+
+// fold folds the updates of the runs whose first task ran (at: their
+// index in cols) into cols: their next event id, and their state, output,
+// error and slot if the task closed them.
+func (f *firstTasks) fold(cols *runColumns, at map[uuid.UUID]int) {
 	for _, u := range f.ch.TakeUpdates() {
 		i := at[u.ID]
 		cols.next[i] = u.Next
@@ -117,7 +140,6 @@ func (e *Engine) runFirstTasks(ctx context.Context, cols *runColumns, dbNow time
 			cols.holdsSlot[i] = !u.ReleaseSlot
 		}
 	}
-	return f, nil
 }
 
 // isChildKey reports whether a run's idempotency key is a child's.

@@ -1,6 +1,6 @@
 //go:build harvest_broken_claim
 
-package engine
+package intake
 
 // skipStartClaim disables the start-claim check. Only the deliberately
 // broken build of the fault suite sets it (scripts/chaos.sh --broken), to

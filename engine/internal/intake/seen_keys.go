@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"hash/maphash"
@@ -55,6 +55,6 @@ func (k *seenKeys) has(name, key string) bool {
 // best probed (LookupStartKey) before anything else. An unknown key is
 // likely fresh; its start may skip the probe if it probes after a
 // failure instead (see StartRequest.Probed).
-func (e *Engine) KnownStartKey(name, key string) bool {
-	return e.keys.has(name, key) || e.claims.has(name, key)
+func (in *Intake) KnownStartKey(name, key string) bool {
+	return in.keys.has(name, key) || in.claims.has(name, key)
 }

@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"cmp"
@@ -13,8 +13,10 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -29,8 +31,8 @@ type StartRequest struct {
 	// IdempotencyKey, when set, dedups the start within the window on
 	// (WorkflowName, IdempotencyKey), ahead of every other check.
 	IdempotencyKey string
-	ReusePolicy    ReusePolicy
-	ConflictPolicy ConflictPolicy
+	ReusePolicy    shardapi.ReusePolicy
+	ConflictPolicy shardapi.ConflictPolicy
 	// AllowTerminate permits policy cells that terminate a running run.
 	AllowTerminate bool
 	// Delay and StartAt (at most one) make the first workflow task due
@@ -43,11 +45,11 @@ type StartRequest struct {
 	ExecutionTimeout *time.Duration
 	RunTimeout       *time.Duration
 	// Callbacks are POSTed when the run closes (at least once).
-	Callbacks []Callback
+	Callbacks []shardapi.Callback
 	// Placement, when set, is the catalog epoch this start was placed
-	// under: the start is refused (MovedError) if a newer epoch claimed
+	// under: the start is refused (shardapi.MovedError) if a newer epoch claimed
 	// its routing key here for another shard.
-	Placement *Placement
+	Placement *shardapi.Placement
 	// Probed says the caller already looked the key up (the read-only
 	// replay probe) and found no live claim, or will look it up if the
 	// start fails (a replay must never fail a fresh start's checks):
@@ -71,53 +73,53 @@ type StartRequest struct {
 // LookupStartKey is the read-only replay probe: the run a live claim of
 // (name, key) points to. ok is false when the key is unclaimed or expired.
 // A claim it has seen live is answered from memory (see claimCache).
-func (e *Engine) LookupStartKey(ctx context.Context, name, key string) (StartResult, bool, error) {
-	if res, ok := e.cachedReplay(name, key); ok {
+func (in *Intake) LookupStartKey(ctx context.Context, name, key string) (shardapi.StartResult, bool, error) {
+	if res, ok := in.cachedReplay(name, key); ok {
 		return res, true, nil
 	}
-	gen, seen := e.claims.generation(), time.Now()
-	res, left, err := e.lookupStartKey(ctx, name, key)
-	if errors.Is(err, ErrNotFound) {
-		return StartResult{}, false, nil
+	gen, seen := in.claims.generation(), time.Now()
+	res, left, err := in.lookupStartKey(ctx, name, key)
+	if errors.Is(err, shardapi.ErrNotFound) {
+		return shardapi.StartResult{}, false, nil
 	}
 	if err != nil {
-		return StartResult{}, false, err
+		return shardapi.StartResult{}, false, err
 	}
-	e.keys.add(name, key)
-	if e.owning.Load() {
-		e.claims.put(gen, key, res, seen, left)
+	in.keys.add(name, key)
+	if in.d.Fence.Owning.Load() {
+		in.claims.put(gen, key, res, seen, left)
 	}
 	return res, true, nil
 }
 
 // cachedReplay is the cached answer to a replay of (name, key), while
 // this engine owns the shard.
-func (e *Engine) cachedReplay(name, key string) (StartResult, bool) {
-	if !e.owning.Load() {
-		return StartResult{}, false
+func (in *Intake) cachedReplay(name, key string) (shardapi.StartResult, bool) {
+	if !in.d.Fence.Owning.Load() {
+		return shardapi.StartResult{}, false
 	}
-	return e.claims.get(name, key, time.Now(), func(r StartResult) bool { return e.closed.IsOpen(r.ExecutionID) })
+	return in.claims.get(name, key, time.Now(), func(r shardapi.StartResult) bool { return in.d.Watch.IsOpen(r.ExecutionID) })
 }
 
-func lookupClaim(ctx context.Context, q store.Querier, name, key string, windowMS int64) (StartResult, error) {
+func lookupClaim(ctx context.Context, q store.Querier, name, key string, windowMS int64) (shardapi.StartResult, error) {
 	res, _, err := lookupClaimLeft(ctx, q, name, key, windowMS)
 	return res, err
 }
 
 // lookupClaimLeft is lookupClaim with the time the claim has left to live
 // by the database's clock.
-func lookupClaimLeft(ctx context.Context, q store.Querier, name, key string, windowMS int64) (StartResult, time.Duration, error) {
+func lookupClaimLeft(ctx context.Context, q store.Querier, name, key string, windowMS int64) (shardapi.StartResult, time.Duration, error) {
 	c, err := store.LookupClaim(ctx, q, name, key, windowMS)
 	if err != nil {
-		return StartResult{}, 0, store.Translate(err)
+		return shardapi.StartResult{}, 0, store.Translate(err)
 	}
 	return claimResult(name, c), secondsLeft(c.LeftS), nil
 }
 
 // claimResult is the answer to a replay of a key of workflow name whose
 // live claim is c.
-func claimResult(name string, c store.Claim) StartResult {
-	res := StartResult{ExecutionID: c.ExecutionID, WorkflowName: name, WorkflowID: deref(c.WorkflowID),
+func claimResult(name string, c store.Claim) shardapi.StartResult {
+	res := shardapi.StartResult{ExecutionID: c.ExecutionID, WorkflowName: name, WorkflowID: deref(c.WorkflowID),
 		State: deref(c.State), Deduplicated: true}
 	setLatest(&res, c.Latest, c.LatestState)
 	return res
@@ -132,17 +134,17 @@ const maxSlotRaces = 5
 // StartWorkflow starts a run, deduplicating by idempotency key first and
 // then applying the reuse/conflict matrix to the run holding the workflow
 // id. N concurrent starts with one key create exactly one run.
-func (e *Engine) StartWorkflow(ctx context.Context, req StartRequest) (StartResult, error) {
-	res, err := e.startWorkflow(ctx, req)
+func (in *Intake) StartWorkflow(ctx context.Context, req StartRequest) (shardapi.StartResult, error) {
+	res, err := in.startWorkflow(ctx, req)
 	recordStart(res, err)
 	if err == nil && req.IdempotencyKey != "" && res.ExecutionID != uuid.Nil {
-		e.keys.add(req.WorkflowName, req.IdempotencyKey)
+		in.keys.add(req.WorkflowName, req.IdempotencyKey)
 	}
 	return res, err
 }
 
-func recordStart(res StartResult, err error) {
-	var conflict *ConflictError
+func recordStart(res shardapi.StartResult, err error) {
+	var conflict *shardapi.ConflictError
 	switch {
 	case errors.As(err, &conflict):
 		metrics.Starts.WithLabelValues("rejected").Inc()
@@ -157,65 +159,65 @@ func recordStart(res StartResult, err error) {
 	}
 }
 
-func (e *Engine) startWorkflow(ctx context.Context, req StartRequest) (StartResult, error) {
-	if err := e.checkOwning(); err != nil {
-		return StartResult{}, err
+func (in *Intake) startWorkflow(ctx context.Context, req StartRequest) (shardapi.StartResult, error) {
+	if err := in.d.Fence.CheckOwning(); err != nil {
+		return shardapi.StartResult{}, err
 	}
 	if req.WorkflowName == "" {
-		return StartResult{}, fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)
+		return shardapi.StartResult{}, fmt.Errorf("workflow name is empty: %w", shardapi.ErrInvalidArgument)
 	}
 	if req.IdempotencyKey != "" && !req.Probed {
-		if res, ok, err := e.LookupStartKey(ctx, req.WorkflowName, req.IdempotencyKey); err != nil || ok {
+		if res, ok, err := in.LookupStartKey(ctx, req.WorkflowName, req.IdempotencyKey); err != nil || ok {
 			return res, err
 		}
 	}
-	if err := e.freshChecks(ctx, &req); err != nil {
-		return StartResult{}, err
+	if err := in.FreshChecks(ctx, &req); err != nil {
+		return shardapi.StartResult{}, err
 	}
 	if req.WorkflowID == "" {
 		req.WorkflowID, req.mintedID = uuid.NewString(), true
 	}
-	return e.groupStart(ctx, req)
+	return in.groupStart(ctx, req)
 }
 
 // startSingle runs one prepared start in a transaction of its own.
-func (e *Engine) startSingle(ctx context.Context, req StartRequest) (StartResult, error) {
+func (in *Intake) startSingle(ctx context.Context, req StartRequest) (shardapi.StartResult, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := e.startTx(ctx, req)
-		if errors.Is(err, ErrDuplicate) && attempt < maxSlotRaces {
+		res, err := in.startTx(ctx, req)
+		if errors.Is(err, shardapi.ErrDuplicate) && attempt < maxSlotRaces {
 			continue // lost a race for the workflow id slot: re-read the winner
 		}
 		return res, err
 	}
 }
 
-// freshChecks runs, in this order, every check a fresh start needs and a
+// FreshChecks runs, in this order, every check a fresh start needs and a
 // keyed replay skips: registered workflow, input schema, delay/start_at,
 // completion callbacks (SSRF), admission gate, the caller's own checks.
-func (e *Engine) freshChecks(ctx context.Context, req *StartRequest) error {
-	if !e.reg.HasWorkflow(req.WorkflowName) {
-		return fmt.Errorf("workflow %q: %w", req.WorkflowName, ErrUnknownWorkflow)
+func (in *Intake) FreshChecks(ctx context.Context, req *StartRequest) error {
+	if !in.d.Reg.HasWorkflow(req.WorkflowName) {
+		return fmt.Errorf("workflow %q: %w", req.WorkflowName, shardapi.ErrUnknownWorkflow)
 	}
-	if err := e.reg.ValidateInput(req.WorkflowName, req.Input); err != nil {
+	if err := in.d.Reg.ValidateInput(req.WorkflowName, req.Input); err != nil {
 		return err
 	}
-	due, err := e.schedule(req.Delay, req.StartAt)
+	due, err := in.schedule(req.Delay, req.StartAt)
 	if err != nil {
 		return err
 	}
 	req.dueAt = due
-	if err := e.resolveTimeouts(req); err != nil {
+	if err := in.resolveTimeouts(req); err != nil {
 		return err
 	}
-	if len(req.Callbacks) > MaxCallbacks {
-		return fmt.Errorf("at most %d completion callbacks: %w", MaxCallbacks, ErrInvalidArgument)
+	if len(req.Callbacks) > shardapi.MaxCallbacks {
+		return fmt.Errorf("at most %d completion callbacks: %w", shardapi.MaxCallbacks, shardapi.ErrInvalidArgument)
 	}
 	for _, cb := range req.Callbacks {
-		if err := e.cfg.CallbackPolicy.CheckURL(ctx, cb.URL); err != nil {
+		if err := in.d.Policy.CheckURL(ctx, cb.URL); err != nil {
 			return err
 		}
 	}
-	if err := e.checkGate(ctx, req.WorkflowName); err != nil {
+	if err := in.checkGate(ctx, req.WorkflowName); err != nil {
 		return err
 	}
 	if req.FreshChecks != nil {
@@ -229,33 +231,33 @@ const startAtPastMax = 5 * time.Minute
 
 // schedule resolves delay/start_at into the first task's due time, in
 // workflow time.
-func (e *Engine) schedule(delay *time.Duration, startAt *time.Time) (*time.Time, error) {
+func (in *Intake) schedule(delay *time.Duration, startAt *time.Time) (*time.Time, error) {
 	switch {
 	case delay != nil && startAt != nil:
-		return nil, fmt.Errorf("send delay or start_at, not both: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("send delay or start_at, not both: %w", shardapi.ErrInvalidArgument)
 	case delay != nil:
 		if *delay < 0 {
-			return nil, fmt.Errorf("delay %s is negative: %w", *delay, ErrInvalidArgument)
+			return nil, fmt.Errorf("delay %s is negative: %w", *delay, shardapi.ErrInvalidArgument)
 		}
-		due := e.now().Add(*delay)
+		due := in.d.Now().Add(*delay)
 		return &due, nil
 	case startAt != nil:
-		if e.now().Sub(*startAt) > startAtPastMax {
-			return nil, fmt.Errorf("start_at %s is more than %s in the past: %w", startAt.Format(time.RFC3339), startAtPastMax, ErrInvalidArgument)
+		if in.d.Now().Sub(*startAt) > startAtPastMax {
+			return nil, fmt.Errorf("start_at %s is more than %s in the past: %w", startAt.Format(time.RFC3339), startAtPastMax, shardapi.ErrInvalidArgument)
 		}
 		return startAt, nil
 	}
 	return nil, nil
 }
 
-func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, error) {
+func (in *Intake) startTx(ctx context.Context, req StartRequest) (shardapi.StartResult, error) {
 	var (
-		res     StartResult
+		res     shardapi.StartResult
 		closed  runs.Effects // of a replaced run
-		newID   = NewExecutionID(e.cfg.ShardID)
+		newID   = shardapi.NewExecutionID(in.d.ShardID)
 		claimed = true
 		prior   *store.Exec
-		moved   *MovedError
+		moved   *shardapi.MovedError
 	)
 	// One round trip: fence, placement check, claim the key, lock the run
 	// holding the id.
@@ -264,48 +266,48 @@ func (e *Engine) startTx(ctx context.Context, req StartRequest) (StartResult, er
 			queuePlacementCheck(b, req.WorkflowName, req.Placement, &moved)
 		}
 		if req.IdempotencyKey != "" && !skipStartClaim {
-			store.QueueClaimKey(b, req.WorkflowName, req.IdempotencyKey, newID, int(e.cfg.ShardID),
-				e.cfg.IdempotencyWindow.Milliseconds(), &claimed)
+			store.QueueClaimKey(b, req.WorkflowName, req.IdempotencyKey, newID, int(in.d.ShardID),
+				in.d.Window.Milliseconds(), &claimed)
 		}
 		queueSlotHolder(b, req.WorkflowName, req.WorkflowID, &prior)
 	}
-	err := e.withFencedBatch(ctx, queue, func(tx *fence.Tx) error {
+	err := in.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		if moved != nil {
 			return moved
 		}
 		if !claimed {
 			var err error
-			res, err = lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, e.cfg.IdempotencyWindow.Milliseconds())
+			res, err = lookupClaim(ctx, tx, req.WorkflowName, req.IdempotencyKey, in.d.Window.Milliseconds())
 			return err
 		}
-		switch decideStart(prior.StateOrNone(), req.ReusePolicy, req.ConflictPolicy) {
-		case decideReject:
-			return &ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
-		case decideAttach:
-			res = StartResult{ExecutionID: prior.ID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: prior.State}
-			return e.pointClaim(ctx, tx, req, prior.ID)
-		case decideTerminateAndStart:
+		switch DecideStart(prior.StateOrNone(), req.ReusePolicy, req.ConflictPolicy) {
+		case DecideReject:
+			return &shardapi.ConflictError{ExistingExecutionID: prior.ID.String(), ExistingState: prior.State}
+		case DecideAttach:
+			res = shardapi.StartResult{ExecutionID: prior.ID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: prior.State}
+			return in.pointClaim(ctx, tx, req, prior.ID)
+		case DecideTerminateAndStart:
 			if !req.AllowTerminate {
-				return ErrTerminateNotAllowed
+				return shardapi.ErrTerminateNotAllowed
 			}
 			var err error
-			if closed, err = runs.CloseNow(ctx, tx, prior, StateTerminated, "replaced by a new start", newID.String()); err != nil {
+			if closed, err = runs.CloseNow(ctx, tx, prior, shardapi.StateTerminated, "replaced by a new start", newID.String()); err != nil {
 				return err
 			}
 		}
 		if err := releaseSlot(ctx, tx, prior); err != nil {
 			return err
 		}
-		res = StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, StartedFresh: true}
+		res = shardapi.StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: shardapi.StateRunning, StartedFresh: true}
 		return createRun(ctx, tx, newID, req)
 	})
 	if err != nil {
-		return StartResult{}, err
+		return shardapi.StartResult{}, err
 	}
 	if res.StartedFresh {
-		e.nudge(e.wfWake)
+		loop.Nudge(in.d.Wake)
 	}
-	e.settle(ctx, closed, nil)
+	in.d.Settle(ctx, closed, nil)
 	return res, nil
 }
 
@@ -322,7 +324,7 @@ func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest
 	started := startedCommand(req)
 	b := &pgx.Batch{}
 	store.QueueInsertRun(b, newRun(id, queue, req))
-	store.QueueStartedEvent(b, id, string(started.Type), string(started.Data), micros(tx.Ahead()))
+	store.QueueStartedEvent(b, id, string(started.Type), string(started.Data), tx.Ahead().Microseconds())
 	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
 		headers, err := json.Marshal(cb.Headers)
@@ -339,7 +341,7 @@ func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest
 
 // pointClaim makes the request's claim point at an attached run, so
 // retries of the key return that run.
-func (e *Engine) pointClaim(ctx context.Context, tx *fence.Tx, req StartRequest, id uuid.UUID) error {
+func (in *Intake) pointClaim(ctx context.Context, tx *fence.Tx, req StartRequest, id uuid.UUID) error {
 	if req.IdempotencyKey == "" {
 		return nil
 	}
@@ -376,7 +378,7 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 	if queue == "" {
 		queue = harvest.DefaultQueue
 	}
-	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning, ChainID: id}
+	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: shardapi.StateRunning, ChainID: id}
 	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", store.Translate(err))

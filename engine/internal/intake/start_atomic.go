@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Atomic starts: all of a batch's starts or none.
@@ -20,23 +21,23 @@ import (
 // deduplicated, as a single start would be: a batch re-sent after a lost
 // answer creates nothing and answers every start as before.
 
-// StartAtomic starts every request of reqs, or none: see AtomicError. On
+// StartAtomic starts every request of reqs, or none: see shardapi.AtomicError. On
 // success it answers each request in order.
-func (e *Engine) StartAtomic(ctx context.Context, reqs []StartRequest) ([]StartResult, error) {
-	if err := e.checkOwning(); err != nil {
+func (in *Intake) StartAtomic(ctx context.Context, reqs []StartRequest) ([]shardapi.StartResult, error) {
+	if err := in.d.Fence.CheckOwning(); err != nil {
 		return nil, err
 	}
-	if len(reqs) == 0 || len(reqs) > MaxAtomicStarts {
-		return nil, fmt.Errorf("an atomic batch holds 1 to %d starts, not %d: %w", MaxAtomicStarts, len(reqs), ErrInvalidArgument)
+	if len(reqs) == 0 || len(reqs) > shardapi.MaxAtomicStarts {
+		return nil, fmt.Errorf("an atomic batch holds 1 to %d starts, not %d: %w", shardapi.MaxAtomicStarts, len(reqs), shardapi.ErrInvalidArgument)
 	}
-	out := make([]StartResult, len(reqs))
-	fresh, idx, err := e.prepareAtomic(ctx, reqs, out)
+	out := make([]shardapi.StartResult, len(reqs))
+	fresh, idx, err := in.prepareAtomic(ctx, reqs, out)
 	if err != nil || len(fresh) == 0 {
-		return e.answerAtomic(reqs, out, err)
+		return in.answerAtomic(reqs, out, err)
 	}
-	res, err := e.commitAtomic(ctx, fresh)
+	res, err := in.commitAtomic(ctx, fresh)
 	if err != nil {
-		var ae *AtomicError
+		var ae *shardapi.AtomicError
 		if errors.As(err, &ae) {
 			ae.Index = idx[ae.Index]
 		}
@@ -45,22 +46,22 @@ func (e *Engine) StartAtomic(ctx context.Context, reqs []StartRequest) ([]StartR
 	for j, i := range idx {
 		out[i] = res[j]
 	}
-	return e.answerAtomic(reqs, out, nil)
+	return in.answerAtomic(reqs, out, nil)
 }
 
 // prepareAtomic answers the starts whose keys have a live claim (into out)
 // and runs the fresh checks of the others: those, with their indexes.
-func (e *Engine) prepareAtomic(ctx context.Context, reqs []StartRequest, out []StartResult) ([]StartRequest, []int, error) {
+func (in *Intake) prepareAtomic(ctx context.Context, reqs []StartRequest, out []shardapi.StartResult) ([]StartRequest, []int, error) {
 	var (
 		fresh []StartRequest
 		idx   []int
 	)
 	for i, req := range reqs {
 		if req.WorkflowName == "" {
-			return nil, nil, &AtomicError{Index: i, Err: fmt.Errorf("workflow name is empty: %w", ErrInvalidArgument)}
+			return nil, nil, &shardapi.AtomicError{Index: i, Err: fmt.Errorf("workflow name is empty: %w", shardapi.ErrInvalidArgument)}
 		}
 		if req.IdempotencyKey != "" {
-			res, ok, err := e.LookupStartKey(ctx, req.WorkflowName, req.IdempotencyKey)
+			res, ok, err := in.LookupStartKey(ctx, req.WorkflowName, req.IdempotencyKey)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -69,8 +70,8 @@ func (e *Engine) prepareAtomic(ctx context.Context, reqs []StartRequest, out []S
 				continue
 			}
 		}
-		if err := e.freshChecks(ctx, &req); err != nil {
-			return nil, nil, &AtomicError{Index: i, Err: err}
+		if err := in.FreshChecks(ctx, &req); err != nil {
+			return nil, nil, &shardapi.AtomicError{Index: i, Err: err}
 		}
 		if req.WorkflowID == "" {
 			req.WorkflowID, req.mintedID = uuid.NewString(), true
@@ -83,62 +84,62 @@ func (e *Engine) prepareAtomic(ctx context.Context, reqs []StartRequest, out []S
 // commitAtomic commits reqs as one atomic start batch; a batch that lost a
 // race with a concurrent start of one of its workflow ids is planned again
 // (the race's winner is then an open run: a conflict).
-func (e *Engine) commitAtomic(ctx context.Context, reqs []StartRequest) ([]StartResult, error) {
+func (in *Intake) commitAtomic(ctx context.Context, reqs []StartRequest) ([]shardapi.StartResult, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := e.commitAtomicOnce(ctx, reqs)
-		if errors.Is(err, ErrDuplicate) && attempt < maxSlotRaces {
+		res, err := in.commitAtomicOnce(ctx, reqs)
+		if errors.Is(err, shardapi.ErrDuplicate) && attempt < maxSlotRaces {
 			continue
 		}
 		return res, err
 	}
 }
 
-func (e *Engine) commitAtomicOnce(runCtx context.Context, reqs []StartRequest) ([]StartResult, error) {
-	ctx, cancel := context.WithTimeout(runCtx, e.cfg.LeaseTTL)
+func (in *Intake) commitAtomicOnce(runCtx context.Context, reqs []StartRequest) ([]shardapi.StartResult, error) {
+	ctx, cancel := context.WithTimeout(runCtx, in.d.LeaseTTL)
 	defer cancel()
-	p := newBatchPlan(reqs, e.cfg.ShardID)
+	p := newBatchPlan(reqs, in.d.ShardID)
 	p.atomic = true
-	replies, err := e.commitBatch(runCtx, ctx, p, e.sendTwoTrips)
+	replies, err := in.commitBatch(runCtx, ctx, p, in.sendTwoTrips)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]StartResult, len(replies))
+	out := make([]shardapi.StartResult, len(replies))
 	for i, r := range replies {
-		if r.single || r.err != nil {
+		if r.Single || r.Err != nil {
 			// A claim gone between the batch's claim and its read: it
 			// cannot expire inside a transaction, so this is not seen.
-			return nil, &AtomicError{Index: i, Err: cmpErr(r.err, fmt.Errorf("claim vanished: %w", ErrUnavailable))}
+			return nil, &shardapi.AtomicError{Index: i, Err: cmpErr(r.Err, fmt.Errorf("claim vanished: %w", shardapi.ErrUnavailable))}
 		}
-		out[i] = r.res
+		out[i] = r.Res
 	}
 	return out, nil
 }
 
-// atomicRefusal is the AtomicError of the first start of an atomic plan
+// atomicRefusal is the shardapi.AtomicError of the first start of an atomic plan
 // that the batch cannot create or answer, nil when there is none.
 func (p *batchPlan) atomicRefusal() error {
 	for i, f := range p.fate {
 		switch {
 		case f == fateMoved:
-			return &AtomicError{Index: i, Err: p.moved[i]}
+			return &shardapi.AtomicError{Index: i, Err: p.moved[i]}
 		case f == fateSingle && p.holder[i]:
-			return &AtomicError{Index: i, Err: fmt.Errorf("workflow id %q has an open run: %w", p.reqs[i].WorkflowID, ErrWorkflowIDBusy)}
+			return &shardapi.AtomicError{Index: i, Err: fmt.Errorf("workflow id %q has an open run: %w", p.reqs[i].WorkflowID, shardapi.ErrWorkflowIDBusy)}
 		case f == fateSingle:
-			return &AtomicError{Index: i, Err: fmt.Errorf("workflow id %q is used by another start of the batch: %w", p.reqs[i].WorkflowID, ErrInvalidArgument)}
+			return &shardapi.AtomicError{Index: i, Err: fmt.Errorf("workflow id %q is used by another start of the batch: %w", p.reqs[i].WorkflowID, shardapi.ErrInvalidArgument)}
 		}
 	}
 	return nil
 }
 
 // answerAtomic records an atomic batch's outcome as StartWorkflow does.
-func (e *Engine) answerAtomic(reqs []StartRequest, out []StartResult, err error) ([]StartResult, error) {
+func (in *Intake) answerAtomic(reqs []StartRequest, out []shardapi.StartResult, err error) ([]shardapi.StartResult, error) {
 	if err != nil {
 		return nil, err
 	}
 	for i, res := range out {
 		recordStart(res, nil)
 		if reqs[i].IdempotencyKey != "" {
-			e.keys.add(reqs[i].WorkflowName, reqs[i].IdempotencyKey)
+			in.keys.add(reqs[i].WorkflowName, reqs[i].IdempotencyKey)
 		}
 	}
 	return out, nil

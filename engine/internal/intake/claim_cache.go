@@ -1,10 +1,11 @@
-package engine
+package intake
 
 import (
 	"sync"
 	"time"
 
 	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // claimCache remembers live start claims, with the state of the run each
@@ -40,7 +41,7 @@ type claimCache struct {
 
 // cachedClaim is a replay answer and the local time it may be used until.
 type cachedClaim struct {
-	res   StartResult
+	res   shardapi.StartResult
 	until time.Time
 }
 
@@ -75,13 +76,13 @@ func (c *claimCache) generation() uint64 {
 // a sixty-fourth of left for a database clock that jumps ahead (a bigger
 // jump can make the database see the claim expire first). Unknown states
 // (a claim whose run is not on this shard) are not cached.
-func (c *claimCache) put(gen uint64, key string, res StartResult, seen time.Time, left time.Duration) {
+func (c *claimCache) put(gen uint64, key string, res shardapi.StartResult, seen time.Time, left time.Duration) {
 	if res.State == "" || left <= 0 {
 		return
 	}
 	res.StartedFresh, res.Deduplicated = false, true
 	e := cachedClaim{res: res, until: seen.Add(left - left/64)}
-	if res.State == StateRunning && e.until.After(seen.Add(c.runningFor)) {
+	if res.State == shardapi.StateRunning && e.until.After(seen.Add(c.runningFor)) {
 		e.until = seen.Add(c.runningFor)
 	}
 	c.mu.Lock()
@@ -94,15 +95,15 @@ func (c *claimCache) put(gen uint64, key string, res StartResult, seen time.Time
 
 // get returns the cached answer of (name, key) if it may still be used at
 // now; open reports whether a RUNNING run is still known open.
-func (c *claimCache) get(name, key string, now time.Time, open func(StartResult) bool) (StartResult, bool) {
+func (c *claimCache) get(name, key string, now time.Time, open func(shardapi.StartResult) bool) (shardapi.StartResult, bool) {
 	c.mu.Lock()
 	e, ok := c.entries.Get(nameKey{name, key})
 	c.mu.Unlock()
 	if !ok || !e.usable(now) {
-		return StartResult{}, false
+		return shardapi.StartResult{}, false
 	}
-	if e.res.State == StateRunning && !open(e.res) {
-		return StartResult{}, false
+	if e.res.State == shardapi.StateRunning && !open(e.res) {
+		return shardapi.StartResult{}, false
 	}
 	return e.res, true
 }

@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Continue-as-new chains.
@@ -87,7 +88,7 @@ func currentOfChain(ctx context.Context, q store.Querier, chain uuid.UUID) (uuid
 }
 
 // setLatest fills a replay answer r's current run of the chain.
-func setLatest(r *StartResult, id *uuid.UUID, state *string) {
+func setLatest(r *shardapi.StartResult, id *uuid.UUID, state *string) {
 	if id != nil {
 		r.LatestExecutionID, r.LatestState = *id, deref(state)
 	}

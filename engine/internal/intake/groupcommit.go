@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"cmp"
@@ -17,6 +17,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -42,95 +43,95 @@ import (
 //     start of a batch that fails as a whole (e.g. a unique violation from a
 //     racing single-path start), except that a lost lease fails them all.
 
-// startCall is one start waiting for its batch.
-type startCall struct {
+// StartCall is one start waiting for its batch.
+type StartCall struct {
 	req   StartRequest
-	reply chan startReply // buffered: the batcher never blocks on it
+	reply chan StartReply // buffered: the batcher never blocks on it
 }
 
-// startReply is the batch's answer to one start.
-type startReply struct {
-	res StartResult
-	err error
-	// single sends the start through the single path.
-	single bool
+// StartReply is the batch's answer to one start.
+type StartReply struct {
+	Res shardapi.StartResult
+	Err error
+	// Single sends the start through the single path.
+	Single bool
 }
 
 // runStartBatcher starts the start batcher of this run of the engine;
 // StartBatchMax 1 (or the fault suite's broken build) turns it off.
-func (e *Engine) runStartBatcher(ctx context.Context) {
-	if e.cfg.StartBatchMax <= 1 || skipStartClaim {
-		e.starts.Store(nil)
+func (in *Intake) runStartBatcher(ctx context.Context) {
+	if in.d.StartBatchMax <= 1 || skipStartClaim {
+		in.Starts.Store(nil)
 		return
 	}
-	g := loop.NewBatcher[*startCall](e.cfg.StartBatchMax)
-	e.starts.Store(g)
-	e.spawn(ctx, func(ctx context.Context) { g.Run(ctx, 1, func(calls []*startCall) { e.answerStarts(ctx, calls) }) })
+	g := loop.NewBatcher[*StartCall](in.d.StartBatchMax)
+	in.Starts.Store(g)
+	in.d.Spawn(ctx, func(ctx context.Context) { g.Run(ctx, 1, func(calls []*StartCall) { in.answerStarts(ctx, calls) }) })
 }
 
 // groupStart runs a prepared start through the batcher, or alone when
 // group commit is off. A caller whose ctx ends before the batcher takes its
 // start gets ctx.Err(); a taken start gets its batch's answer.
-func (e *Engine) groupStart(ctx context.Context, req StartRequest) (StartResult, error) {
-	g := e.starts.Load()
+func (in *Intake) groupStart(ctx context.Context, req StartRequest) (shardapi.StartResult, error) {
+	g := in.Starts.Load()
 	if g == nil {
-		return e.startSingle(ctx, req)
+		return in.startSingle(ctx, req)
 	}
-	e.prepareEarly(ctx, &req)
-	c := &startCall{req: req, reply: make(chan startReply, 1)}
+	in.PrepareEarly(ctx, &req)
+	c := &StartCall{req: req, reply: make(chan StartReply, 1)}
 	switch err := g.Submit(ctx, c); {
 	case errors.Is(err, loop.ErrBatcherStopped):
-		return e.startSingle(ctx, req) // the single path says why
+		return in.startSingle(ctx, req) // the single path says why
 	case err != nil:
-		return StartResult{}, err
+		return shardapi.StartResult{}, err
 	}
-	return e.fromReply(ctx, req, <-c.reply)
+	return in.FromReply(ctx, req, <-c.reply)
 }
 
-// fromReply turns a batch's reply into the start's outcome.
-func (e *Engine) fromReply(ctx context.Context, req StartRequest, r startReply) (StartResult, error) {
-	if r.single {
-		return e.startSingle(ctx, req)
+// FromReply turns a batch's reply into the start's outcome.
+func (in *Intake) FromReply(ctx context.Context, req StartRequest, r StartReply) (shardapi.StartResult, error) {
+	if r.Single {
+		return in.startSingle(ctx, req)
 	}
-	return r.res, r.err
+	return r.Res, r.Err
 }
 
 // answerStarts commits one group of starts and answers each caller.
-func (e *Engine) answerStarts(ctx context.Context, calls []*startCall) {
+func (in *Intake) answerStarts(ctx context.Context, calls []*StartCall) {
 	reqs := make([]StartRequest, len(calls))
 	for i, c := range calls {
 		reqs[i] = c.req
 	}
-	for i, r := range e.startBatch(ctx, reqs) {
+	for i, r := range in.StartBatch(ctx, reqs) {
 		calls[i].reply <- r
 	}
 }
 
-// startBatch runs prepared starts as one transaction and answers each: in
+// StartBatch runs prepared starts as one transaction and answers each: in
 // one round trip when its starts look fresh (one_trip.go), else, or when
 // that finds they were not, in two.
-func (e *Engine) startBatch(runCtx context.Context, reqs []StartRequest) []startReply {
+func (in *Intake) StartBatch(runCtx context.Context, reqs []StartRequest) []StartReply {
 	metrics.StartBatchSize.Observe(float64(len(reqs)))
 	// A batch answers many callers: bound it even if the database hangs.
-	ctx, cancel := context.WithTimeout(runCtx, e.cfg.LeaseTTL)
+	ctx, cancel := context.WithTimeout(runCtx, in.d.LeaseTTL)
 	defer cancel()
-	if p := newBatchPlan(reqs, e.cfg.ShardID); e.oneTripFits(p) {
-		out, err := e.commitBatch(runCtx, ctx, p, e.sendOneTrip)
+	if p := newBatchPlan(reqs, in.d.ShardID); in.oneTripFits(p) {
+		out, err := in.commitBatch(runCtx, ctx, p, in.sendOneTrip)
 		switch {
 		case err == nil:
-			e.batchTrips[0].Add(1)
+			in.BatchTrips[0].Add(1)
 			metrics.StartBatches.WithLabelValues("one_trip").Inc()
 			return out
 		case !errors.Is(err, store.ErrExpectation):
-			e.batchTrips[3].Add(1)
+			in.BatchTrips[3].Add(1)
 			metrics.StartBatches.WithLabelValues("one_trip_failed").Inc()
 			return out
 		}
-		e.oneTripMissed(err)
+		in.oneTripMissed(err)
 	}
-	e.batchTrips[1].Add(1)
+	in.BatchTrips[1].Add(1)
 	metrics.StartBatches.WithLabelValues("two_trips").Inc()
-	out, _ := e.commitBatch(runCtx, ctx, newBatchPlan(reqs, e.cfg.ShardID), e.sendTwoTrips)
+	out, _ := in.commitBatch(runCtx, ctx, newBatchPlan(reqs, in.d.ShardID), in.sendTwoTrips)
 	return out
 }
 
@@ -143,16 +144,16 @@ type firstTaskRunner func(*runColumns) (func(*pgx.Batch), error)
 
 // commitBatch runs p's transaction with send and answers its starts. err
 // is send's: store.ErrExpectation means nothing was written and out is nil.
-func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send batchSender) (out []startReply, err error) {
+func (in *Intake) commitBatch(runCtx, ctx context.Context, p *batchPlan, send batchSender) (out []StartReply, err error) {
 	var (
 		first *firstTasks
 		open  []uuid.UUID
 	)
 	// Before the transaction begins: no earlier than the now() the
 	// batch's claims get.
-	gen, seen := e.claims.generation(), time.Now()
+	gen, seen := in.claims.generation(), time.Now()
 	err = send(ctx, p, func(runs *runColumns) (func(*pgx.Batch), error) {
-		f, err := e.runFirstTasks(ctx, runs, p.dbNow, p.ahead, p.oneTrip)
+		f, err := in.runFirstTasks(ctx, runs, p.dbNow, p.ahead, p.oneTrip)
 		if err != nil {
 			return nil, err
 		}
@@ -163,35 +164,35 @@ func (e *Engine) commitBatch(runCtx, ctx context.Context, p *batchPlan, send bat
 		// Before the COMMIT: from then on any transaction (a dispatched
 		// activity's, a terminate's) may close them.
 		open = p.openRuns()
-		e.closed.Opened(open...)
+		in.d.Watch.Opened(open...)
 	})
 	if err != nil {
-		e.closed.Unopened(open...)
+		in.d.Watch.Unopened(open...)
 	}
-	e.settle(runCtx, first.effects(), err)
+	in.d.Settle(runCtx, first.effects(), err)
 	switch {
 	case errors.Is(err, store.ErrExpectation):
 		return nil, err
 	case err != nil:
-		e.log.Debug().Err(err).Int("starts", len(p.reqs)).Msg("start batch failed, its starts run alone")
+		in.d.Log.Debug().Err(err).Int("starts", len(p.reqs)).Msg("start batch failed, its starts run alone")
 		return p.replies(err), err
 	}
-	p.cacheClaims(e.claims, gen, seen, e.cfg.IdempotencyWindow)
+	p.cacheClaims(in.claims, gen, seen, in.d.Window)
 	return p.replies(nil), nil
 }
 
 // sendTwoTrips claims the batch's keys and reads its slot holders behind
 // the fence, then writes and commits in a second round trip.
-func (e *Engine) sendTwoTrips(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error {
+func (in *Intake) sendTwoTrips(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error {
 	var sent time.Time
-	return e.withFencedBatch(ctx, func(b *pgx.Batch) {
-		p.queueClaimsAndHolders(b, e.cfg.IdempotencyWindow)
+	return in.d.Fence.DoBatch(ctx, func(b *pgx.Batch) {
+		p.queueClaimsAndHolders(b, in.d.Window)
 		sent = time.Now() // the connection is ours: the batch goes out next
 	},
 		func(tx *fence.Tx) error {
-			e.clock.Observe(sent, p.dbNow)
+			in.d.Clock.Observe(sent, p.dbNow)
 			p.ahead, p.dbNow = tx.Ahead(), p.dbNow.Add(tx.Ahead()) // workflow time
-			return p.write(ctx, &pgx.Batch{}, tx.CommitWith, e.cfg.IdempotencyWindow, first, beforeCommit)
+			return p.write(ctx, &pgx.Batch{}, tx.CommitWith, in.d.Window, first, beforeCommit)
 		})
 }
 
@@ -212,7 +213,7 @@ func (p *batchPlan) cacheClaims(c *claimCache, gen uint64, seen time.Time, windo
 func (p *batchPlan) openRuns() []uuid.UUID {
 	var ids []uuid.UUID
 	for i, f := range p.fate {
-		if f == fateCreate && p.res[i].State == StateRunning {
+		if f == fateCreate && p.res[i].State == shardapi.StateRunning {
 			ids = append(ids, p.ids[i])
 		}
 	}
@@ -239,16 +240,16 @@ type batchPlan struct {
 	ids     []uuid.UUID // execution id minted per start
 	fate    []batchFate
 	first   []int // fateRepeat: the index of the start whose key it repeats
-	res     []StartResult
-	byKey   map[nameKey]int // (name, key) → first start with it
-	bySlot  map[nameKey]int // (name, workflow id) → first start with it
-	claimed []bool          // the batch claimed the start's key
-	left    []time.Duration // fateClaimed: the time the found claim has left
-	holder  []bool          // the start's workflow id has a slot holder
-	moved   []*MovedError   // a newer epoch redirected the start's routing key
-	fresh   int             // runs created
-	dbNow   time.Time       // the transaction's start (a one-trip batch: its estimate), in workflow time
-	ahead   time.Duration   // the transaction's clock offset (fence.Tx.Ahead)
+	res     []shardapi.StartResult
+	byKey   map[nameKey]int        // (name, key) → first start with it
+	bySlot  map[nameKey]int        // (name, workflow id) → first start with it
+	claimed []bool                 // the batch claimed the start's key
+	left    []time.Duration        // fateClaimed: the time the found claim has left
+	holder  []bool                 // the start's workflow id has a slot holder
+	moved   []*shardapi.MovedError // a newer epoch redirected the start's routing key
+	fresh   int                    // runs created
+	dbNow   time.Time              // the transaction's start (a one-trip batch: its estimate), in workflow time
+	ahead   time.Duration          // the transaction's clock offset (fence.Tx.Ahead)
 	// oneTrip: the batch is sent in one trip, and the early first tasks of
 	// its starts are used (one_trip.go).
 	oneTrip bool
@@ -267,11 +268,11 @@ func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
 	n := len(reqs)
 	p := &batchPlan{
 		shard: shard, reqs: reqs, ids: make([]uuid.UUID, n), fate: make([]batchFate, n), first: make([]int, n),
-		res: make([]StartResult, n), byKey: make(map[nameKey]int, n), bySlot: make(map[nameKey]int, n),
-		claimed: make([]bool, n), left: make([]time.Duration, n), holder: make([]bool, n), moved: make([]*MovedError, n),
+		res: make([]shardapi.StartResult, n), byKey: make(map[nameKey]int, n), bySlot: make(map[nameKey]int, n),
+		claimed: make([]bool, n), left: make([]time.Duration, n), holder: make([]bool, n), moved: make([]*shardapi.MovedError, n),
 	}
 	for i, r := range reqs {
-		p.ids[i] = NewExecutionID(shard)
+		p.ids[i] = shardapi.NewExecutionID(shard)
 		if r.early != nil {
 			p.ids[i] = r.early.id
 		}
@@ -366,7 +367,7 @@ func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 }
 
 // queuePlacementChecks queues, for the starts placed under a catalog epoch
-// (see Placement), their routing keys' placement locks and the read of
+// (see shardapi.Placement), their routing keys' placement locks and the read of
 // their redirects; a start whose key a newer epoch redirected is moved.
 func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
 	if len(c.placedNames) == 0 {
@@ -374,7 +375,7 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
 	}
 	store.QueuePlacementLocks(b, c.placements(), placementLockClass)
 	store.QueueMovedKeys(b, c.placements(), func(i int32, epoch int64, shard int32) {
-		p.moved[i] = &MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
+		p.moved[i] = &shardapi.MovedError{Shard: uint16(shard), Epoch: uint64(epoch)}
 	})
 }
 
@@ -387,101 +388,155 @@ func (p *batchPlan) queuePlacementChecks(b *pgx.Batch, c planColumns) {
 // writes after them. beforeCommit runs just before the round trip.
 func (p *batchPlan) write(ctx context.Context, b *pgx.Batch, commit func(context.Context, *pgx.Batch) error,
 	window time.Duration, first firstTaskRunner, beforeCommit func()) error {
-	var (
-		drop     struct{ names, keys []string }
-		dropIDs  []uuid.UUID
-		look     struct{ names, keys []string }
-		runs     runColumns
-		cbIDs    []uuid.UUID
-		cbIdx    []int32
-		cbURL    []string
-		cbHeader []string
-	)
-	for i, r := range p.reqs {
-		if p.fate[i] != fateCreate {
-			continue
-		}
-		keyed := r.IdempotencyKey != ""
-		switch {
-		case p.moved[i] != nil:
-			p.fate[i] = fateMoved // its key was not claimed: nothing to undo
-			continue
-		case keyed && !p.claimed[i]:
-			p.fate[i] = fateClaimed
-			look.names, look.keys = append(look.names, r.WorkflowName), append(look.keys, r.IdempotencyKey)
-			continue
-		case p.holder[i]:
-			p.fate[i] = fateSingle
-			if keyed {
-				drop.names, drop.keys = append(drop.names, r.WorkflowName), append(drop.keys, r.IdempotencyKey)
-				dropIDs = append(dropIDs, p.ids[i])
-			}
-			continue
-		}
-		runs.add(i, p.ids[i], r, p.dbNow)
-		for j, cb := range r.Callbacks {
-			headers, err := json.Marshal(cb.Headers)
-			if err != nil {
-				return fmt.Errorf("encode callback headers: %w", err)
-			}
-			cbIDs, cbIdx, cbURL, cbHeader = append(cbIDs, p.ids[i]), append(cbIdx, int32(j)), append(cbURL, cb.URL), append(cbHeader, string(headers))
-		}
-		p.res[i] = StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
-			State: StateRunning, StartedFresh: true}
-		p.fresh++
+	w, err := p.decide()
+	if err != nil {
+		return err
 	}
 	if p.atomic {
 		if err := p.atomicRefusal(); err != nil {
 			return err
 		}
 	}
-	after := func(*pgx.Batch) {}
-	if runs.len() > 0 {
-		var err error
-		if after, err = first(&runs); err != nil {
-			return err
-		}
-		for j, i := range runs.reqIdx {
-			p.res[i].State = runs.states[j]
-		}
-		if p.oneTrip && slices.Contains(runs.holdsSlot, false) {
-			return &store.ExpectError{What: expectHolding}
-		}
+	after, err := p.runFirst(&w.runs, first)
+	if err != nil {
+		return err
 	}
-	if len(dropIDs) > 0 {
-		store.QueueDropClaims(b, drop.names, drop.keys, dropIDs)
-	}
-	if len(look.keys) > 0 {
-		found := make(map[int]bool, len(look.keys))
-		store.QueueLookupClaims(b, look.names, look.keys, window.Milliseconds(), func(n int, c store.Claim) {
-			k := nameKey{look.names[n], look.keys[n]}
-			i := p.byKey[k]
-			found[i] = true
-			p.res[i] = claimResult(k.name, c)
-			p.left[i] = secondsLeft(c.LeftS)
-		}, func() {
-			// A claim gone since (it cannot expire within a batch, but
-			// correctness over speed): the single path decides.
-			for i := range p.reqs {
-				if p.fate[i] == fateClaimed && !found[i] {
-					p.fate[i] = fateSingle
-				}
-			}
-		})
-	}
-	if runs.len() > 0 {
-		runs.queue(b)
-		p.queueTimeouts(b, &runs)
-	}
-	if len(cbIDs) > 0 {
-		store.QueueInsertCallbacks(b, cbIDs, cbIdx, cbURL, cbHeader)
-	}
+	p.queueWrites(b, w, window)
 	after(b)
 	beforeCommit()
 	if err := commit(ctx, b); err != nil {
 		return fmt.Errorf("start batch: %w", store.Translate(err))
 	}
 	return nil
+}
+
+// batchWrites is what a batch writes besides its first tasks' writes:
+// the claims it drops and looks up, the runs it creates and their
+// callbacks.
+type batchWrites struct {
+	drop     struct{ names, keys []string }
+	dropIDs  []uuid.UUID
+	look     struct{ names, keys []string }
+	runs     runColumns
+	cbIDs    []uuid.UUID
+	cbIdx    []int32
+	cbURL    []string
+	cbHeader []string
+}
+
+// decide settles the fate of every start that may create a run, from its
+// claim, its slot holder and its placement, and collects the writes.
+func (p *batchPlan) decide() (*batchWrites, error) {
+	w := &batchWrites{}
+	for i, r := range p.reqs {
+		if p.fate[i] != fateCreate || !p.settleFate(w, i, r) {
+			continue
+		}
+		if err := p.create(w, i, r); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// settleFate reports whether start i is created in the batch; when it is
+// not, it sets the start's fate and adds the drop or the lookup of its
+// claim to w.
+func (p *batchPlan) settleFate(w *batchWrites, i int, r StartRequest) bool {
+	keyed := r.IdempotencyKey != ""
+	switch {
+	case p.moved[i] != nil:
+		p.fate[i] = fateMoved // its key was not claimed: nothing to undo
+	case keyed && !p.claimed[i]:
+		p.fate[i] = fateClaimed
+		w.look.names, w.look.keys = append(w.look.names, r.WorkflowName), append(w.look.keys, r.IdempotencyKey)
+	case p.holder[i]:
+		p.fate[i] = fateSingle
+		if keyed {
+			w.drop.names, w.drop.keys = append(w.drop.names, r.WorkflowName), append(w.drop.keys, r.IdempotencyKey)
+			w.dropIDs = append(w.dropIDs, p.ids[i])
+		}
+	default:
+		return true
+	}
+	return false
+}
+
+// create adds start i's run and callbacks to w, and answers it.
+func (p *batchPlan) create(w *batchWrites, i int, r StartRequest) error {
+	w.runs.add(i, p.ids[i], r, p.dbNow)
+	for j, cb := range r.Callbacks {
+		headers, err := json.Marshal(cb.Headers)
+		if err != nil {
+			return fmt.Errorf("encode callback headers: %w", err)
+		}
+		w.cbIDs, w.cbIdx = append(w.cbIDs, p.ids[i]), append(w.cbIdx, int32(j))
+		w.cbURL, w.cbHeader = append(w.cbURL, cb.URL), append(w.cbHeader, string(headers))
+	}
+	p.res[i] = shardapi.StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
+		State: shardapi.StateRunning, StartedFresh: true}
+	p.fresh++
+	return nil
+}
+
+// runFirst runs the new runs' first tasks (first), answers each start
+// with its run's state, and returns what queues the tasks' writes. A
+// one-trip batch whose new run gave its slot up misses (ExpectHolding).
+func (p *batchPlan) runFirst(runs *runColumns, first firstTaskRunner) (func(*pgx.Batch), error) {
+	if runs.len() == 0 {
+		return func(*pgx.Batch) {}, nil
+	}
+	after, err := first(runs)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range runs.reqIdx {
+		p.res[i].State = runs.states[j]
+	}
+	if p.oneTrip && slices.Contains(runs.holdsSlot, false) {
+		return nil, &store.ExpectError{What: ExpectHolding}
+	}
+	return after, nil
+}
+
+// queueWrites queues w: the dropped claims, the lookups of live claims,
+// the new runs with their timeout timers, their callbacks.
+func (p *batchPlan) queueWrites(b *pgx.Batch, w *batchWrites, window time.Duration) {
+	if len(w.dropIDs) > 0 {
+		store.QueueDropClaims(b, w.drop.names, w.drop.keys, w.dropIDs)
+	}
+	if len(w.look.keys) > 0 {
+		p.queueLookups(b, w.look.names, w.look.keys, window)
+	}
+	if w.runs.len() > 0 {
+		w.runs.queue(b)
+		p.queueTimeouts(b, &w.runs)
+	}
+	if len(w.cbIDs) > 0 {
+		store.QueueInsertCallbacks(b, w.cbIDs, w.cbIdx, w.cbURL, w.cbHeader)
+	}
+}
+
+// queueLookups queues the read of the live claims of the starts whose
+// keys the batch found claimed; a claim gone since sends its start
+// through the single path.
+func (p *batchPlan) queueLookups(b *pgx.Batch, names, keys []string, window time.Duration) {
+	found := make(map[int]bool, len(keys))
+	store.QueueLookupClaims(b, names, keys, window.Milliseconds(), func(n int, c store.Claim) {
+		k := nameKey{names[n], keys[n]}
+		i := p.byKey[k]
+		found[i] = true
+		p.res[i] = claimResult(k.name, c)
+		p.left[i] = secondsLeft(c.LeftS)
+	}, func() {
+		// A claim gone since (it cannot expire within a batch, but
+		// correctness over speed): the single path decides.
+		for i := range p.reqs {
+			if p.fate[i] == fateClaimed && !found[i] {
+				p.fate[i] = fateSingle
+			}
+		}
+	})
 }
 
 // runColumns are the columns of the runs a batch creates, one slice each.
@@ -517,7 +572,7 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
 	c.reqIdx = append(c.reqIdx, i)
 	c.ran = append(c.ran, false)
 	c.next = append(c.next, 1)
-	c.states = append(c.states, StateRunning)
+	c.states = append(c.states, shardapi.StateRunning)
 	c.outputs, c.errs = append(c.outputs, nil), append(c.errs, nil)
 	c.holdsSlot = append(c.holdsSlot, true)
 	c.ids = append(c.ids, id)
@@ -545,7 +600,7 @@ func (c *runColumns) queue(b *pgx.Batch) {
 // that are still running, due from the times their events are stamped.
 func (p *batchPlan) queueTimeouts(b *pgx.Batch, runs *runColumns) {
 	for j, i := range runs.reqIdx {
-		if runs.states[j] == StateRunning {
+		if runs.states[j] == shardapi.StateRunning {
 			queueTimeoutTimers(b, runs.ids[j], runs.at[j], p.reqs[i].timeouts)
 		}
 	}
@@ -561,16 +616,16 @@ func textOrNil(s string) *string {
 // replies answers every start of the batch. A batch that failed as a whole
 // sends its starts through the single path, but a lost lease (or a stopped
 // engine) is every start's answer.
-func (p *batchPlan) replies(err error) []startReply {
-	out := make([]startReply, len(p.reqs))
+func (p *batchPlan) replies(err error) []StartReply {
+	out := make([]StartReply, len(p.reqs))
 	if err != nil {
-		var lost *OwnershipLostError
-		final := errors.As(err, &lost) || errors.Is(err, ErrNotRunning)
+		var lost *shardapi.OwnershipLostError
+		final := errors.As(err, &lost) || errors.Is(err, shardapi.ErrNotRunning)
 		for i := range out {
 			if final {
-				out[i].err = err
+				out[i].Err = err
 			} else {
-				out[i].single = true
+				out[i].Single = true
 			}
 		}
 		return out
@@ -578,11 +633,11 @@ func (p *batchPlan) replies(err error) []startReply {
 	for i := range out {
 		switch p.fate[i] {
 		case fateCreate, fateClaimed:
-			out[i].res = p.res[i]
+			out[i].Res = p.res[i]
 		case fateSingle:
-			out[i].single = true
+			out[i].Single = true
 		case fateMoved:
-			out[i].err = p.moved[i]
+			out[i].Err = p.moved[i]
 		}
 	}
 	for i := range out {
@@ -590,8 +645,8 @@ func (p *batchPlan) replies(err error) []startReply {
 			continue
 		}
 		out[i] = out[p.first[i]]
-		if !out[i].single && out[i].err == nil {
-			out[i].res.Deduplicated, out[i].res.StartedFresh = true, false
+		if !out[i].Single && out[i].Err == nil {
+			out[i].Res.Deduplicated, out[i].Res.StartedFresh = true, false
 		}
 	}
 	return out

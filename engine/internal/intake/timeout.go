@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/engine/shardapi"
 )
 
 // Workflow timeouts.
@@ -37,8 +38,8 @@ func (t runTimeout) timerID() string { return runs.TimeoutTimerPrefix + t.kind }
 
 // resolveTimeouts fills req.timeouts from its own timeouts and the
 // workflow's defaults.
-func (e *Engine) resolveTimeouts(req *StartRequest) error {
-	defaults := e.reg.WorkflowTimeouts(req.WorkflowName)
+func (in *Intake) resolveTimeouts(req *StartRequest) error {
+	defaults := in.d.Reg.WorkflowTimeouts(req.WorkflowName)
 	req.timeouts = nil
 	for _, t := range []struct {
 		kind string
@@ -50,7 +51,7 @@ func (e *Engine) resolveTimeouts(req *StartRequest) error {
 			d = *t.own
 		}
 		if d < 0 {
-			return fmt.Errorf("%s_timeout %s is negative: %w", t.kind, d, ErrInvalidArgument)
+			return fmt.Errorf("%s_timeout %s is negative: %w", t.kind, d, shardapi.ErrInvalidArgument)
 		}
 		if d > 0 {
 			req.timeouts = append(req.timeouts, runTimeout{kind: t.kind, d: d})
@@ -72,6 +73,6 @@ func queueTimeoutTimers(b *pgx.Batch, id uuid.UUID, at time.Time, timeouts []run
 // itself: due d after tx's workflow time.
 func queueTimeoutTimersNow(b *pgx.Batch, tx *fence.Tx, id uuid.UUID, timeouts []runTimeout) {
 	for _, t := range timeouts {
-		store.QueueTimerIn(b, id, t.timerID(), micros(tx.Ahead()+t.d))
+		store.QueueTimerIn(b, id, t.timerID(), (tx.Ahead() + t.d).Microseconds())
 	}
 }

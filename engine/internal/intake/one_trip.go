@@ -1,4 +1,4 @@
-package engine
+package intake
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/internal/wftask"
+	"github.com/harvestd/harvest/engine/shardapi"
 	"github.com/harvestd/harvest/internal/metrics"
 )
 
@@ -33,7 +34,7 @@ import (
 //
 // The assumptions, in order: the lease epoch is the engine's (the fence);
 // the estimated time is no later than the transaction's now() and at most
-// maxClockLag before it; no routing key moved (placed starts); every key's
+// MaxClockLag before it; no routing key moved (placed starts); every key's
 // claim was made (none was live); no workflow id's slot is held.
 //
 // The last needs no statement of its own: every run a batch creates holds
@@ -55,7 +56,7 @@ import (
 // decreases, so the history still never goes back.
 //
 // After a batch missed because a key or slot was taken, the next
-// oneTripPause batches take two trips straight away: a load of replays
+// OneTripPause batches take two trips straight away: a load of replays
 // would otherwise pay for both.
 
 // The assumptions a one-trip batch checks, as harvest_expect names them.
@@ -65,8 +66,8 @@ const (
 	expectPlaced  = "no routing key moved"
 	expectFresh   = "every key fresh"
 	expectNoSlots = "no slot held"
-	// expectHolding: every new run holds its slot (heldSlot's premise).
-	expectHolding = "every new run holding its slot"
+	// ExpectHolding: every new run holds its slot (heldSlot's premise).
+	ExpectHolding = "every new run holding its slot"
 )
 
 // slotIndex is the unique index of the runs that hold their workflow
@@ -83,9 +84,9 @@ func heldSlot(err error) error {
 	return err
 }
 
-// taken says a key, a slot or a routing key was taken: what replays and
+// Taken says a key, a slot or a routing key was taken: what replays and
 // reused workflow ids make fail, unlike a lost lease or a clock off.
-func taken(a *store.ExpectError) bool {
+func Taken(a *store.ExpectError) bool {
 	return a.What == expectFresh || a.What == expectNoSlots || a.What == expectPlaced
 }
 
@@ -94,25 +95,25 @@ const (
 	// one-trip batch stamps its events: room for the estimate's error (a
 	// sample's round trip, up to the fastest of a window).
 	clockLead = 2 * time.Millisecond
-	// maxClockLag bounds how far before its transaction's now() a batch's
+	// MaxClockLag bounds how far before its transaction's now() a batch's
 	// stamp may be: a first task runs for at most firstTaskBudget.
-	maxClockLag = firstTaskBudget + 2*time.Second
-	// oneTripPause is how many batches after a miss take two trips.
-	oneTripPause = 32
-	// earlyStale is how much older than its batch's time an early first
+	MaxClockLag = firstTaskBudget + 2*time.Second
+	// OneTripPause is how many batches after a miss take two trips.
+	OneTripPause = 32
+	// EarlyStale is how much older than its batch's time an early first
 	// task may be and still be used (a batch stuck behind a slow one runs
 	// the task again rather than fail its time check).
-	earlyStale = maxClockLag - firstTaskBudget - 500*time.Millisecond
+	EarlyStale = MaxClockLag - firstTaskBudget - 500*time.Millisecond
 )
 
 // oneTripFits says whether p may be sent in one trip: it creates runs,
 // the clock has been measured, and no miss paused the one-trip path.
-func (e *Engine) oneTripFits(p *batchPlan) bool {
-	if !e.clock.Measured() {
+func (in *Intake) oneTripFits(p *batchPlan) bool {
+	if !in.d.Clock.Measured() {
 		return false
 	}
-	if e.oneTripPaused.Load() > 0 {
-		e.oneTripPaused.Add(-1)
+	if in.OneTripPaused.Load() > 0 {
+		in.OneTripPaused.Add(-1)
 		return false
 	}
 	for _, f := range p.fate {
@@ -126,47 +127,47 @@ func (e *Engine) oneTripFits(p *batchPlan) bool {
 // oneTripMissed counts a miss, and pauses the one-trip path when a key or
 // a slot was taken (a lost lease or a clock off stops nothing here: the
 // two-trip batch that follows fences, and measures the clock again).
-func (e *Engine) oneTripMissed(err error) {
+func (in *Intake) oneTripMissed(err error) {
 	metrics.StartBatches.WithLabelValues("one_trip_missed").Inc()
-	e.batchTrips[2].Add(1)
+	in.BatchTrips[2].Add(1)
 	var a *store.ExpectError
-	if errors.As(err, &a) && taken(a) {
-		e.oneTripPaused.Store(oneTripPause)
+	if errors.As(err, &a) && Taken(a) {
+		in.OneTripPaused.Store(OneTripPause)
 	}
-	e.log.Debug().Err(err).Msg("one-trip start batch missed, retried in two")
+	in.d.Log.Debug().Err(err).Msg("one-trip start batch missed, retried in two")
 }
 
 // sendOneTrip assumes every start of p that may create a run does (its
 // key fresh, its slot free, its routing key not moved), runs the first
 // tasks at the estimated time, and sends the whole transaction at once.
-func (e *Engine) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error {
-	tx, b, err := e.beginFenced(ctx)
+func (in *Intake) sendOneTrip(ctx context.Context, p *batchPlan, first firstTaskRunner, beforeCommit func()) error {
+	tx, b, err := in.d.Fence.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Release(context.WithoutCancel(ctx))
 	// Taken once the connection is ours: waiting for it uses no margin.
-	at, ok := e.clock.At(clockLead)
+	at, ok := in.d.Clock.At(clockLead)
 	if !ok {
 		return &store.ExpectError{What: "a measured database clock"}
 	}
 	p.ahead, p.dbNow = tx.Ahead(), at.Add(tx.Ahead()) // workflow time
-	store.QueueExpectEpoch(b, e.epoch.Load(), expectFence)
-	p.queueAssumptions(b, e.cfg.IdempotencyWindow)
+	store.QueueExpectEpoch(b, in.d.Fence.Epoch.Load(), expectFence)
+	p.queueAssumptions(b, in.d.Window)
 	var (
 		dbNow, sent time.Time
 	)
 	p.oneTrip, p.stampLo, p.stampHi = true, p.dbNow, p.dbNow
 	commit := func(ctx context.Context, b *pgx.Batch) error { return heldSlot(tx.CommitWith(ctx, b)) }
-	err = p.write(ctx, b, commit, e.cfg.IdempotencyWindow, first, func() {
+	err = p.write(ctx, b, commit, in.d.Window, first, func() {
 		beforeCommit()
 		// Last before the COMMIT: the first tasks have stamped the events
 		// (in workflow time: the check takes the clock's offset off).
-		store.QueueExpectTime(b, p.stampHi.Add(-p.ahead), p.stampLo.Add(-p.ahead), maxClockLag.Milliseconds(), expectTime, &dbNow)
+		store.QueueExpectTime(b, p.stampHi.Add(-p.ahead), p.stampLo.Add(-p.ahead), MaxClockLag.Milliseconds(), expectTime, &dbNow)
 		sent = time.Now() // the batch goes out next
 	})
 	if !dbNow.IsZero() && !sent.IsZero() {
-		e.clock.Observe(sent, dbNow)
+		in.d.Clock.Observe(sent, dbNow)
 	}
 	return err
 }
@@ -191,15 +192,15 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 	}
 }
 
-// sampleClock measures the database's clock once (see fence.Clock).
-func (e *Engine) sampleClock(ctx context.Context) {
+// SampleClock measures the database's clock once (see fence.Clock).
+func (in *Intake) SampleClock(ctx context.Context) {
 	sent := time.Now()
-	db, err := store.Now(ctx, e.pool)
+	db, err := store.Now(ctx, in.d.Pool)
 	if err != nil {
-		e.log.Debug().Err(err).Msg("database clock not measured")
+		in.d.Log.Debug().Err(err).Msg("database clock not measured")
 		return
 	}
-	e.clock.Observe(sent, db)
+	in.d.Clock.Observe(sent, db)
 }
 
 // earlyStart is what a start's own goroutine prepares while the batch
@@ -225,27 +226,27 @@ func (s *earlyStart) startedOr(req StartRequest) harvest.Command {
 	return startedCommand(req)
 }
 
-// prepareEarly runs the first task of a start headed for a batch in the
+// PrepareEarly runs the first task of a start headed for a batch in the
 // start's own goroutine, when the batch is likely to go in one trip: off
 // the batcher, whose one goroutine every start of the shard waits for. A
 // task that fails or runs out of time is left to the batch.
-func (e *Engine) prepareEarly(ctx context.Context, req *StartRequest) {
-	if req.dueAt != nil || e.oneTripPaused.Load() > 0 {
+func (in *Intake) PrepareEarly(ctx context.Context, req *StartRequest) {
+	if req.dueAt != nil || in.OneTripPaused.Load() > 0 {
 		return
 	}
-	at, ok := e.clock.At(clockLead)
+	at, ok := in.d.Clock.At(clockLead)
 	if !ok {
 		return
 	}
-	at = at.Add(e.ahead()) // workflow time
-	s := &earlyStart{id: NewExecutionID(e.cfg.ShardID), at: at, started: startedCommand(*req)}
+	at = at.Add(in.d.Ahead()) // workflow time
+	s := &earlyStart{id: shardapi.NewExecutionID(in.d.ShardID), at: at, started: startedCommand(*req)}
 	req.early = s
-	ex := &store.Exec{ID: s.id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: StateRunning,
+	ex := &store.Exec{ID: s.id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: shardapi.StateRunning,
 		NextEventID: 1, CreatedAt: at, ChainID: s.id}
 	started := harvest.Event{EventID: 0, Type: s.started.Type, Data: s.started.Data, Timestamp: at}
 	ctx, cancel := context.WithTimeout(ctx, firstTaskBudget)
 	defer cancel()
-	res, err := e.wf.RunTask(ctx, wftask.Claimed{Ex: ex, DBNow: at, History: []harvest.Event{started}})
+	res, err := in.d.WF.RunTask(ctx, wftask.Claimed{Ex: ex, DBNow: at, History: []harvest.Event{started}})
 	if err == nil {
 		s.res, s.ran = res, true
 	}
