@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/harvestd/harvest/engine/internal/loop"
 )
 
 // Workflow time.
@@ -68,9 +70,9 @@ func (e *Engine) clockLoop(ctx context.Context) {
 			return
 		case <-ch:
 		}
-		e.nudge(e.tmWake)
+		loop.Nudge(e.tmWake)
 		e.act.WakeDue()
-		e.nudge(e.wfWake)
-		e.nudge(e.schWake)
+		loop.Nudge(e.wfWake)
+		loop.Nudge(e.schWake)
 	}
 }

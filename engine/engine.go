@@ -147,7 +147,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.running {
 		return errors.New("engine already started")
 	}
-	epoch, err := e.acquireLease(ctx)
+	epoch, err := e.fence.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	e.cancel = cancel
 	e.running = true
-	e.spawn(loopCtx, e.renewLoop)
+	e.spawn(loopCtx, e.fence.Run)
 	for range e.cfg.WorkflowWorkers {
 		e.spawn(loopCtx, e.wf.Run)
 	}
@@ -175,12 +175,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.clockLoop)
 	e.in.Run(loopCtx)
 	e.act.RunCompletions(loopCtx)
-	e.nudge(e.wfWake)
-	e.nudge(e.actWake)
-	e.nudge(e.tmWake)
-	e.nudge(e.obWake)
-	e.nudge(e.schWake)
-	e.nudge(e.dfWake)
+	loop.Nudge(e.wfWake)
+	loop.Nudge(e.actWake)
+	loop.Nudge(e.tmWake)
+	loop.Nudge(e.obWake)
+	loop.Nudge(e.schWake)
+	loop.Nudge(e.dfWake)
 	e.log.Info().Int64("epoch", epoch).Msg("shard lease acquired")
 	return nil
 }
@@ -194,7 +194,7 @@ func (e *Engine) Stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
 	defer cancel()
-	if err := e.releaseLease(ctx); err != nil {
+	if err := e.fence.Release(ctx); err != nil {
 		e.log.Warn().Err(err).Msg("lease release failed")
 	}
 }
@@ -252,9 +252,6 @@ func (e *Engine) spawn(ctx context.Context, loop func(context.Context)) {
 		loop(ctx)
 	}()
 }
-
-// nudge wakes a loop without blocking.
-func (e *Engine) nudge(ch chan struct{}) { loop.Nudge(ch) }
 
 // IdempotencyWindow is how long this engine's start keys deduplicate.
 func (e *Engine) IdempotencyWindow() time.Duration { return e.cfg.IdempotencyWindow }

@@ -32,7 +32,7 @@ func (e *Engine) wake(s loop.Set) {
 		ch  chan struct{}
 	}{{loop.Workflow, e.wfWake}, {loop.Timer, e.tmWake}, {loop.Callback, e.cbWake}, {loop.Outbox, e.obWake}} {
 		if s.Has(l.bit) {
-			e.nudge(l.ch)
+			loop.Nudge(l.ch)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func TestFencedTx(t *testing.T) {
 	t.Cleanup(pool.Close)
 	e, err := New(pool, b.reg, testConfig("node-a"))
 	require.NoError(t, err)
-	epoch, err := e.acquireLease(ctx)
+	epoch, err := e.fence.Acquire(ctx)
 	require.NoError(t, err)
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
@@ -56,14 +56,14 @@ func TestFencedTx(t *testing.T) {
 	}
 
 	t.Run("CommitWithCommitsInItsBatch", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fence.Tx) error { return tx.CommitWith(ctx, insert("with")) })
+		err := e.fence.Do(ctx, func(tx *fence.Tx) error { return tx.CommitWith(ctx, insert("with")) })
 		require.NoError(t, err)
 		require.True(t, stored("with"))
 		connsClean(t)
 	})
 
 	t.Run("WorkWithoutCommitWithIsCommittedAfter", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fence.Tx) error {
+		err := e.fence.Do(ctx, func(tx *fence.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('plain')`)
 			return err
 		})
@@ -73,7 +73,7 @@ func TestFencedTx(t *testing.T) {
 	})
 
 	t.Run("NothingRunsAfterTheCommit", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fence.Tx) error {
+		err := e.fence.Do(ctx, func(tx *fence.Tx) error {
 			if err := tx.CommitWith(ctx, insert("first")); err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func TestFencedTx(t *testing.T) {
 	})
 
 	t.Run("AFailedStatementRollsBackTheTransaction", func(t *testing.T) {
-		err := e.withTx(ctx, func(tx *fence.Tx) error {
+		err := e.fence.Do(ctx, func(tx *fence.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('earlier')`); err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ func TestFencedTx(t *testing.T) {
 
 	t.Run("AnErrorOfTheWorkRollsBack", func(t *testing.T) {
 		boom := errors.New("boom")
-		err := e.withTx(ctx, func(tx *fence.Tx) error {
+		err := e.fence.Do(ctx, func(tx *fence.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO fenced_probe (k) VALUES ('undone')`); err != nil {
 				return err
 			}
@@ -116,7 +116,7 @@ func TestFencedTx(t *testing.T) {
 
 	t.Run("AFailedFenceBatchRollsBack", func(t *testing.T) {
 		ran := false
-		err := e.withFencedBatch(ctx, func(batch *pgx.Batch) {
+		err := e.fence.DoBatch(ctx, func(batch *pgx.Batch) {
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('fenced')`)
 			batch.Queue(`SELECT 1/0`)
 		}, func(*fence.Tx) error { ran = true; return nil })
@@ -129,7 +129,7 @@ func TestFencedTx(t *testing.T) {
 	t.Run("ACancelWhileTheCommitIsInFlightDoesNotCutIt", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		err := e.withTx(cctx, func(tx *fence.Tx) error {
+		err := e.fence.Do(cctx, func(tx *fence.Tx) error {
 			batch := &pgx.Batch{}
 			batch.Queue(`SELECT pg_sleep(0.3)`)
 			batch.Queue(`INSERT INTO fenced_probe (k) VALUES ('in-flight')`)
@@ -147,7 +147,7 @@ func TestFencedTx(t *testing.T) {
 
 	t.Run("ACancelledContextLeavesNoOpenTransaction", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
-		err := e.withTx(cctx, func(tx *fence.Tx) error {
+		err := e.fence.Do(cctx, func(tx *fence.Tx) error {
 			if _, err := tx.Exec(cctx, `INSERT INTO fenced_probe (k) VALUES ('cancelled')`); err != nil {
 				return err
 			}
