@@ -70,9 +70,9 @@ func (e *Engine) clockLoop(ctx context.Context) {
 			return
 		case <-ch:
 		}
-		loop.Nudge(e.tmWake)
+		loop.Nudge(e.bus.Timer)
 		e.act.WakeDue()
-		loop.Nudge(e.wfWake)
-		loop.Nudge(e.schWake)
+		loop.Nudge(e.bus.Workflow)
+		loop.Nudge(e.bus.Schedule)
 	}
 }

@@ -52,11 +52,11 @@ type Engine struct {
 	// deferred are the shard's deferred starts (internal/deferred).
 	deferred *deferred.Starts
 
-	wfWake  chan struct{}
-	actWake chan struct{}
+	// bus wakes the loops.
+	bus *loop.Bus
 	// act runs activity attempts (internal/activity).
-	act    *activity.Attempts
-	tmWake chan struct{}
+	act *activity.Attempts
+	// closed wakes the waiters of runs that close (runs.Watch).
 	closed *runs.Watch
 	// read answers the reads of runs (internal/read).
 	read *read.Reader
@@ -65,14 +65,7 @@ type Engine struct {
 	wf *wftask.Runner
 	// in admits starts, signals, cancels and terminates
 	// (internal/intake).
-	in     *intake.Intake
-	cbWake chan struct{}
-	// obWake wakes the outbox loop.
-	obWake chan struct{}
-	// schWake wakes the schedule fire loop.
-	schWake chan struct{}
-	// dfWake wakes the deferred fire loop.
-	dfWake chan struct{}
+	in *intake.Intake
 	// clock estimates the database's time (the fence's and the one-trip
 	// start batches').
 	clock fence.Clock
@@ -93,18 +86,12 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		cfg.Activities = reg
 	}
 	e := &Engine{
-		pool:    pool,
-		reg:     reg,
-		cfg:     cfg,
-		log:     cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
-		wfWake:  make(chan struct{}, 1),
-		actWake: make(chan struct{}, 1),
-		tmWake:  make(chan struct{}, 1),
-		closed:  runs.NewWatch(),
-		cbWake:  make(chan struct{}, 1),
-		obWake:  make(chan struct{}, 1),
-		schWake: make(chan struct{}, 1),
-		dfWake:  make(chan struct{}, 1),
+		pool:   pool,
+		reg:    reg,
+		cfg:    cfg,
+		log:    cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
+		bus:    loop.NewBus(),
+		closed: runs.NewWatch(),
 	}
 	e.fence = fence.New(fence.Config{Pool: pool, ShardID: cfg.ShardID, NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
 		TakeOver: cfg.TakeOver, Ahead: e.ahead, Clock: &e.clock, Lost: e.lostLease, Log: e.log})
@@ -175,12 +162,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.clockLoop)
 	e.in.Run(loopCtx)
 	e.act.RunCompletions(loopCtx)
-	loop.Nudge(e.wfWake)
-	loop.Nudge(e.actWake)
-	loop.Nudge(e.tmWake)
-	loop.Nudge(e.obWake)
-	loop.Nudge(e.schWake)
-	loop.Nudge(e.dfWake)
+	e.bus.All()
 	e.log.Info().Int64("epoch", epoch).Msg("shard lease acquired")
 	return nil
 }

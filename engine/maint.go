@@ -11,8 +11,8 @@ import (
 // newMaint makes the maintenance services (internal/maint), each with
 // the Deps it declares and a logger of its own.
 func (e *Engine) newMaint() {
-	e.timers = maint.NewTimers(e.service("timers"), e.tmWake)
-	e.callbacks = maint.NewCallbacks(e.service("callbacks"), e.cbWake, e.cfg.CallbackPolicy, e.GetExecution)
+	e.timers = maint.NewTimers(e.service("timers"), e.bus.Timer)
+	e.callbacks = maint.NewCallbacks(e.service("callbacks"), e.bus.Callback, e.cfg.CallbackPolicy, e.GetExecution)
 	e.sweeper = maint.NewSweeper(e.service("sweeper"), e.cfg.SweepInterval, e.cfg.SweepBatch, e.cfg.IdempotencyWindow)
 	e.analyzer = maint.NewAnalyzer(e.service("analyzer"))
 }

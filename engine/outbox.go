@@ -14,7 +14,7 @@ import (
 // the table of its kinds.
 func (e *Engine) newOutbox() {
 	d := outbox.Deps{Service: e.service("outbox"), Outbound: outboxOutbound{e.cfg.Outbound}, RetryMax: e.cfg.TaskRetryMax}
-	e.outbox = outbox.New(d, e.obWake, outboxKinds())
+	e.outbox = outbox.New(d, e.bus.Outbox, outboxKinds())
 }
 
 // outboxKinds is every kind of outbox row: the outbox's command kinds,

@@ -20,14 +20,14 @@ func (e *Engine) service(name string) runs.Service {
 
 // newSchedules makes the schedules (internal/schedule) with their Deps.
 func (e *Engine) newSchedules() {
-	e.schedules = schedule.New(schedule.Deps{Service: e.service("schedules"), HasWorkflow: e.reg.HasWorkflow}, e.schWake)
+	e.schedules = schedule.New(schedule.Deps{Service: e.service("schedules"), HasWorkflow: e.reg.HasWorkflow}, e.bus.Schedule)
 }
 
 // newDeferred makes the deferred starts (internal/deferred) with their
 // Deps.
 func (e *Engine) newDeferred() {
 	e.deferred = deferred.New(deferred.Deps{Service: e.service("deferred"), HasWorkflow: e.reg.HasWorkflow,
-		ShardID: e.cfg.ShardID, BatchInputBytes: e.cfg.BatchInputBytes, AfterClose: e.cfg.batchClosedHook}, e.dfWake)
+		ShardID: e.cfg.ShardID, BatchInputBytes: e.cfg.BatchInputBytes, AfterClose: e.cfg.batchClosedHook}, e.bus.Deferred)
 }
 
 // ScheduleFireKey is the idempotency key of a schedule's fire at nominal:

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 
-	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 )
 
@@ -22,17 +21,5 @@ func (e *Engine) settle(ctx context.Context, fx runs.Effects, err error) {
 	if len(fx.Closed) > 0 {
 		e.closed.FireWith(fx.Outcomes, fx.Closed...)
 	}
-	e.wake(fx.Wake)
-}
-
-// wake nudges the loops s names.
-func (e *Engine) wake(s loop.Set) {
-	for _, l := range []struct {
-		bit loop.Set
-		ch  chan struct{}
-	}{{loop.Workflow, e.wfWake}, {loop.Timer, e.tmWake}, {loop.Callback, e.cbWake}, {loop.Outbox, e.obWake}} {
-		if s.Has(l.bit) {
-			loop.Nudge(l.ch)
-		}
-	}
+	e.bus.Wake(fx.Wake)
 }

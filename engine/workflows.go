@@ -17,7 +17,7 @@ import (
 func (e *Engine) newRunner() *wftask.Runner {
 	return wftask.New(wftask.Deps{Reg: e.reg, Pool: e.pool, Fence: e.fence, Settle: e.settle, Route: outbox.Route,
 		Reserve: func(n int) *runs.Direct { return e.act.Reserve(n) }, Owning: e.Owning, Crash: e.cfg.crashHook,
-		Log: e.log.With().Str("service", "workflow_tasks").Logger(), Wake: e.wfWake, Poll: e.cfg.PollInterval,
+		Log: e.log.With().Str("service", "workflow_tasks").Logger(), Wake: e.bus.Workflow, Poll: e.cfg.PollInterval,
 		Batch: e.cfg.WorkflowTaskBatch, TaskTimeout: e.cfg.WorkflowTaskTimeout, RetryMax: e.cfg.TaskRetryMax,
 		CacheEntries: e.cfg.StateCacheEntries, CacheBytes: e.cfg.StateCacheBytes})
 }
