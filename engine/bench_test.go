@@ -77,6 +77,12 @@ func BenchmarkDedupHit(b *testing.B) {
 // BenchmarkSignalKeyed: keyed signals spread over 64 running runs.
 func BenchmarkSignalKeyed(b *testing.B) {
 	e := benchEngine(b)
+	benchSignals(b, e, e.Signal)
+}
+
+// benchSignals sends keyed signals spread over 64 running runs of e,
+// from 32 concurrent callers, through send.
+func benchSignals(b *testing.B, e *Engine, send func(context.Context, SignalRequest) (SignalResult, error)) {
 	var runs []uuid.UUID
 	for range 64 {
 		r, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: "block"})
@@ -89,7 +95,7 @@ func BenchmarkSignalKeyed(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
-			_, err := e.Signal(context.Background(), SignalRequest{ExecutionID: runs[i%64], SignalName: "noise", IdempotencyKey: fmt.Sprint("s", i)})
+			_, err := send(context.Background(), SignalRequest{ExecutionID: runs[i%64], SignalName: "noise", IdempotencyKey: fmt.Sprint("s", i)})
 			if err != nil {
 				b.Error(err)
 				return
@@ -123,26 +129,7 @@ func BenchmarkOneActivityWorkflow(b *testing.B) {
 // the single path (a transaction each, as when a signal batch fails).
 func BenchmarkSignalSingle(b *testing.B) {
 	e := benchEngine(b)
-	var runs []uuid.UUID
-	for range 64 {
-		r, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: "block"})
-		require.NoError(b, err)
-		runs = append(runs, r.ExecutionID)
-	}
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			_, err := e.signalTx(context.Background(), SignalRequest{ExecutionID: runs[i%64], SignalName: "noise", IdempotencyKey: fmt.Sprint("s", i)})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "signals/s")
+	benchSignals(b, e, e.signalTx)
 }
 
 // BenchmarkTerminate: terminations of running runs (a close through the
