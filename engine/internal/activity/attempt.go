@@ -399,7 +399,7 @@ func (a *Attempts) writeOutcome(ctx context.Context, tx *fence.Tx, t Task, ex *s
 	store.QueueDeleteTask(b, t.TaskID)
 	ch.Ahead = tx.Ahead()
 	ch.AppendEvents(ex, []harvest.Command{ev}, true)
-	ch.Queue(b)
+	ch.QueueSingle(b)
 	if err := tx.CommitWith(ctx, b); err != nil {
 		return runs.Effects{}, fmt.Errorf("write: %w", store.Translate(err))
 	}

@@ -20,7 +20,7 @@ import (
 // change set as the batches.
 func (ch *Changes) Send(ctx context.Context, tx *fence.Tx, b *pgx.Batch) error {
 	ch.Ahead = tx.Ahead()
-	ch.Queue(b)
+	ch.QueueSingle(b)
 	return tx.Send(ctx, b)
 }
 
