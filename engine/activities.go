@@ -8,6 +8,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/activity"
+	"github.com/harvestd/harvest/engine/internal/runs"
 )
 
 // ActivityRunner runs one attempt of an activity by name on its JSON
@@ -17,6 +18,13 @@ type ActivityRunner = activity.Runner
 // ActivityResolver finds the HTTP activities registered at run time
 // (internal/activity).
 type ActivityResolver = activity.Resolver
+
+// Workflow timeout kinds, the suffixes of the reserved timer ids of a
+// run's execution and run timeouts (internal/runs).
+const (
+	TimeoutExecution = runs.TimeoutExecution
+	TimeoutRun       = runs.TimeoutRun
+)
 
 // Activity timeout types, as recorded in ActivityTimedOut.
 const (

@@ -67,10 +67,10 @@ func callbackClient(p ssrf.Policy) *http.Client {
 func (c *Callbacks) Run(ctx context.Context) {
 	loop.Drain(ctx, c.wake, c.d.Poll, c.d.Log, func(ctx context.Context) (bool, error) {
 		n, err := c.deliverDue(ctx)
-		if err != nil {
-			err = fmt.Errorf("callback delivery: %w", err)
+		if err != nil && ctx.Err() == nil {
+			c.d.Log.Warn().Err(err).Msg("callback delivery failed")
 		}
-		return n == callbackBatch, err
+		return err == nil && n == callbackBatch, nil
 	})
 }
 

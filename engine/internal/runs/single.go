@@ -34,8 +34,8 @@ func (ch *Changes) oneRun() *Update {
 		return nil
 	}
 	u := ch.updates[0]
-	if u.Clear && !u.Closes {
-		return nil
+	if (u.Clear || !u.Appended) && !u.Closes {
+		return nil // a cleared task, or a wake with nothing appended: the batched UPDATE says it
 	}
 	for _, id := range ch.events.ids {
 		if id != u.ID {

@@ -44,6 +44,11 @@ func TestOneRun(t *testing.T) {
 			ch.ClearWorkflowTask(newExec())
 			return ch
 		}, false},
+		{"AWakeWithoutEvents", func() *Changes {
+			ch := New()
+			ch.AppendEvents(newExec(), nil, true)
+			return ch
+		}, false},
 		{"Nothing", New, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
