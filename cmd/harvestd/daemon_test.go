@@ -109,14 +109,40 @@ func childEnv() []string {
 	return env
 }
 
-// freeAddr is 127.0.0.1 with a port that was free a moment ago.
+// freeAddr is 127.0.0.1 with a port that was free a moment ago and that
+// no earlier call in this test binary returned: the kernel hands a closed
+// port out again, and two daemons of one cluster (or of two parallel
+// tests) given the same --raft-addr would fail to start.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := l.Addr().String()
+		require.NoError(t, l.Close())
+		if givenAddrs.claim(addr) {
+			return addr
+		}
+	}
+}
+
+// givenAddrs are the addresses freeAddr has returned.
+var givenAddrs = addrSet{seen: map[string]bool{}}
+
+type addrSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// claim records addr and reports whether it was new.
+func (s *addrSet) claim(addr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[addr] {
+		return false
+	}
+	s.seen[addr] = true
+	return true
 }
 
 // waitReady polls /readyz until it answers 200; it fails at once if the
@@ -329,4 +355,17 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestFreeAddrNeverRepeats pins what the cluster tests rely on: within a
+// test binary, freeAddr never returns an address twice, even though the
+// kernel may hand a just-closed port out again.
+func TestFreeAddrNeverRepeats(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for range 200 {
+		addr := freeAddr(t)
+		require.False(t, seen[addr], "freeAddr returned %s twice", addr)
+		seen[addr] = true
+	}
 }
