@@ -43,6 +43,8 @@ var (
 	// ErrPartialHistory is returned for a history file that holds one page
 	// of a longer history (its next_cursor is set): fetch it with --all.
 	ErrPartialHistory = errors.New("history file holds one page of the history (next_cursor is set): fetch every page with harvestctl workflow history --all")
+	// ErrPointer matches every malformed JSON pointer (ParsePointer).
+	ErrPointer = errors.New("malformed JSON pointer")
 )
 
 // ErrorInfo is the wire form of a failure as recorded in history.

@@ -37,8 +37,9 @@ type workflowDef struct {
 	run    func(ctx Context, input json.RawMessage) (json.RawMessage, error)
 	schema *jsonschema.Schema // nil: any input
 	// signals are the declared signals by name; nil: any signal.
-	signals  map[string]SignalDecl
-	timeouts WorkflowTimeouts
+	signals     map[string]SignalDecl
+	timeouts    WorkflowTimeouts
+	concurrency ConcurrencyLimit
 }
 
 type activityDef struct {
@@ -175,11 +176,12 @@ func (r *Registry) workflow(name string) (workflowDef, bool) {
 // Workflow is a typed workflow definition: declare it once, register it,
 // and use it (later) from typed clients so names cannot drift.
 type Workflow[In, Out any] struct {
-	name     string
-	fn       func(ctx Context, in In) (Out, error)
-	schema   json.RawMessage
-	signals  []SignalDecl
-	timeouts WorkflowTimeouts
+	name        string
+	fn          func(ctx Context, in In) (Out, error)
+	schema      json.RawMessage
+	signals     []SignalDecl
+	timeouts    WorkflowTimeouts
+	concurrency ConcurrencyLimit
 }
 
 // NewWorkflow declares a workflow named name.
@@ -199,7 +201,10 @@ func (w *Workflow[In, Out]) registration() (registration, error) {
 	if err != nil {
 		return registration{}, err
 	}
-	def := workflowDef{name: w.name, run: w.run, schema: sch, signals: sigs, timeouts: w.timeouts}
+	if err := w.concurrency.Validate(); err != nil {
+		return registration{}, fmt.Errorf("workflow %s: concurrency limit: %w", w.name, err)
+	}
+	def := workflowDef{name: w.name, run: w.run, schema: sch, signals: sigs, timeouts: w.timeouts, concurrency: w.concurrency}
 	return registration{kind: "workflow", name: w.name, wf: def}, nil
 }
 

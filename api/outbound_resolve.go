@@ -37,7 +37,7 @@ func (o *Outbound) Resolve(ctx context.Context, workflowName, workflowID string)
 		if err != nil {
 			return uuid.Nil, fmt.Errorf("probe shard %d for workflow id: %w", shard, err)
 		}
-		if r.Holder != nil && r.Holder.State == engine.StateRunning {
+		if r.Holder != nil && !engine.IsTerminal(r.Holder.State) {
 			return r.Holder.ExecutionID, nil
 		}
 	}

@@ -96,6 +96,8 @@ type Demo struct {
 	Approver    *harvest.Workflow[ApproverInput, string]
 	// Tally counts a batch start's collected inputs (tally.go).
 	Tally *harvest.Workflow[[]json.RawMessage, int]
+	// Report runs under a concurrency limit per customer (report.go).
+	Report *harvest.Workflow[ReportInput, string]
 }
 
 // New binds the demo definitions to svc.
@@ -132,6 +134,7 @@ func New(svc *Services) *Demo {
 	d.ParentChain = harvest.NewWorkflow(ParentChainName, d.parentChain)
 	d.Approver = harvest.NewWorkflow(ApproverName, d.approver)
 	d.Tally = harvest.NewWorkflow(TallyName, d.tally)
+	d.Report = newReport()
 	return d
 }
 
@@ -195,7 +198,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
 	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
-		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally}
+		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally, d.Report}
 }
 
 // Register adds the demo definitions to reg.

@@ -69,6 +69,7 @@ func ParseExecutionID(s string) (uuid.UUID, error) { return shardapi.ParseExecut
 
 // Execution states (shardapi/execution.go).
 const (
+	StateQueued         = shardapi.StateQueued
 	StateRunning        = shardapi.StateRunning
 	StateCompleted      = shardapi.StateCompleted
 	StateFailed         = shardapi.StateFailed

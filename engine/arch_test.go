@@ -27,6 +27,7 @@ var layers = map[string]int{
 	"engine/internal/outbox":   5,
 	"engine/internal/schedule": 5,
 	"engine/internal/deferred": 5,
+	"engine/internal/flow":     5,
 	"engine/internal/maint":    5,
 	"engine/internal/intake":   4,
 	"engine/internal/wftask":   4,

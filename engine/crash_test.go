@@ -50,8 +50,14 @@ func (b *testBundle) registerCrashWorkflows(t *testing.T) {
 	})))
 	b.registerRefundOnCancel(t)
 	b.registerOutboxWorkflows(t)
-	require.NoError(t, b.reg.Register(outboxCrashWF, outboxByIDCrashWF))
+	require.NoError(t, b.reg.Register(outboxCrashWF, outboxByIDCrashWF, limitedCrashWF))
 }
+
+// limitedCrashWF is under a concurrency limit: its run starts QUEUED and
+// passes the flow dispatcher before its code runs.
+var limitedCrashWF = harvest.NewWorkflow("crash_limited", func(_ harvest.Context, in string) (string, error) {
+	return in, nil
+}).WithConcurrency(harvest.ConcurrencyLimit{MaxRunning: 1})
 
 // outboxCrashWF starts a collect child, signals it "a" and "stop" from
 // the parent (two external signals) and returns the child's result: every
@@ -162,6 +168,10 @@ func crashScenarios(pool *pgxpool.Pool) map[loop.CrashPoint]crashScenario {
 		crashTimeoutFire: {
 			req: StartRequest{WorkflowName: "block", RunTimeout: &runTimeout}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
 			state: StateTimedOut,
+		},
+		crashFlowBeforeCommit: {
+			req: StartRequest{WorkflowName: "crash_limited", Input: []byte(`"ran"`)}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
+			state: StateCompleted, output: `"ran"`,
 		},
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/harvestd/harvest/engine/internal/activity"
 	"github.com/harvestd/harvest/engine/internal/deferred"
+	"github.com/harvestd/harvest/engine/internal/flow"
 	"github.com/harvestd/harvest/engine/internal/intake"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
@@ -68,6 +69,11 @@ import (
 //   - crashDeferredBeforeCommit: due items are closed and their outbox
 //     rows written, before the commit.
 //   - crashDeferredCommitted: they are committed, the outbox not woken.
+//
+// And the flow dispatcher's (internal/flow):
+//
+//   - crashFlowBeforeCommit: queued runs were made RUNNING, before the
+//     commit.
 const (
 	crashLoaded          = wftask.CrashLoaded
 	crashRan             = wftask.CrashRan
@@ -90,6 +96,8 @@ const (
 
 	crashDeferredBeforeCommit = deferred.CrashBeforeCommit
 	crashDeferredCommitted    = deferred.CrashCommitted
+
+	crashFlowBeforeCommit = flow.CrashBeforeCommit
 )
 
 // crashPoints lists every crash point; crash tests iterate over it.
@@ -99,4 +107,5 @@ var crashPoints = []loop.CrashPoint{
 	crashOutboxClaimed, crashOutboxResolved, crashOutboxPerformed, crashOutboxRecord, crashChildClose,
 	crashScheduleBeforeCommit, crashScheduleCommitted,
 	crashDeferredBeforeCommit, crashDeferredCommitted,
+	crashFlowBeforeCommit,
 }

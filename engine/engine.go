@@ -14,6 +14,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/activity"
 	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/flow"
 	"github.com/harvestd/harvest/engine/internal/intake"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
@@ -51,6 +52,10 @@ type Engine struct {
 	schedules *schedule.Schedules
 	// deferred are the shard's deferred starts (internal/deferred).
 	deferred *deferred.Starts
+	// flow promotes queued runs (internal/flow); limited: some workflow
+	// is under a concurrency limit.
+	flow    *flow.Dispatcher
+	limited bool
 
 	// bus wakes the loops.
 	bus *loop.Bus
@@ -108,6 +113,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	e.newOutbox()
 	e.newSchedules()
 	e.newDeferred()
+	e.newFlow()
 	return e, nil
 }
 
@@ -142,6 +148,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.in.Forget()
 	e.wf.Purge()
 	e.in.SampleClock(ctx)
+	e.flow.Look(ctx)
 	e.epoch.Store(epoch)
 	e.owning.Store(true)
 	loopCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -158,6 +165,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.spawn(loopCtx, e.outbox.Run)
 	e.spawn(loopCtx, e.schedules.Run)
 	e.spawn(loopCtx, e.deferred.Run)
+	e.spawn(loopCtx, e.flow.Run)
 	e.spawn(loopCtx, e.analyzer.Run)
 	e.spawn(loopCtx, e.clockLoop)
 	e.in.Run(loopCtx)

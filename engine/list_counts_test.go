@@ -66,7 +66,7 @@ func TestListStartedRangeAndCounts(t *testing.T) {
 		require.Equal(t, int64(0), p.Counts[StateFailed], "every state is present")
 		whole, err := e.List(context.Background(), ListQuery{Counts: true, WorkflowName: "block"})
 		require.NoError(t, err)
-		require.Equal(t, map[string]int64{StateRunning: 3, StateCompleted: 2, StateFailed: 0, StateCancelled: 0, StateTimedOut: 0,
+		require.Equal(t, map[string]int64{StateQueued: 0, StateRunning: 3, StateCompleted: 2, StateFailed: 0, StateCancelled: 0, StateTimedOut: 0,
 			StateTerminated: 0, StateContinuedAsNew: 0}, whole.Counts)
 		none, err := e.List(context.Background(), ListQuery{Counts: true, WorkflowName: "nope"})
 		require.NoError(t, err)

@@ -21,5 +21,6 @@ func (e *Engine) settle(ctx context.Context, fx runs.Effects, err error) {
 	if len(fx.Closed) > 0 {
 		e.closed.FireWith(fx.Outcomes, fx.Closed...)
 	}
+	e.settleFlow(fx)
 	e.bus.Wake(fx.Wake)
 }

@@ -2,6 +2,9 @@ package shardapi
 
 // Execution states.
 const (
+	// StateQueued: a run of a workflow under a concurrency limit waits
+	// for a slot (its code has not run yet).
+	StateQueued         = "QUEUED"
 	StateRunning        = "RUNNING"
 	StateCompleted      = "COMPLETED"
 	StateFailed         = "FAILED"
@@ -11,5 +14,6 @@ const (
 	StateContinuedAsNew = "CONTINUED_AS_NEW"
 )
 
-// IsTerminal reports whether a state is closed.
-func IsTerminal(state string) bool { return state != StateRunning }
+// IsTerminal reports whether a state is closed: neither running nor
+// queued.
+func IsTerminal(state string) bool { return state != StateRunning && state != StateQueued }

@@ -40,7 +40,7 @@ func IsDefinite(err error) bool {
 // RunningHolder is the execution id of a workflow id's slot holder h
 // (ok: one holds it) when it is running; an ErrNotFound otherwise.
 func RunningHolder(workflowName, workflowID string, h SlotHolder, ok bool) (uuid.UUID, error) {
-	if !ok || h.State != StateRunning {
+	if !ok || IsTerminal(h.State) {
 		return uuid.Nil, fmt.Errorf("no running run of workflow %s id %q: %w", workflowName, workflowID, ErrNotFound)
 	}
 	return h.ExecutionID, nil

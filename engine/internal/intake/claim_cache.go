@@ -82,7 +82,7 @@ func (c *claimCache) put(gen uint64, key string, res shardapi.StartResult, seen 
 	}
 	res.StartedFresh, res.Deduplicated = false, true
 	e := cachedClaim{res: res, until: seen.Add(left - left/64)}
-	if res.State == shardapi.StateRunning && e.until.After(seen.Add(c.runningFor)) {
+	if !shardapi.IsTerminal(res.State) && e.until.After(seen.Add(c.runningFor)) {
 		e.until = seen.Add(c.runningFor)
 	}
 	c.mu.Lock()
@@ -102,7 +102,7 @@ func (c *claimCache) get(name, key string, now time.Time, open func(shardapi.Sta
 	if !ok || !e.usable(now) {
 		return shardapi.StartResult{}, false
 	}
-	if e.res.State == shardapi.StateRunning && !open(e.res) {
+	if !shardapi.IsTerminal(e.res.State) && !open(e.res) {
 		return shardapi.StartResult{}, false
 	}
 	return e.res, true

@@ -20,7 +20,8 @@ import (
 // returns the cancellation. A repeat finds the recorded request and
 // writes nothing (Newly=false). A closed run is a *shardapi.TerminalError. A run
 // that continued as new passes the request on to its chain's current run
-// (shardapi.CloseResult.ExecutionID).
+// (shardapi.CloseResult.ExecutionID). A QUEUED run, whose code has not
+// run, closes CANCELLED at once (freeing its place in the queue).
 func (in *Intake) Cancel(ctx context.Context, id uuid.UUID, reason string) (shardapi.CloseResult, error) {
 	res := shardapi.CloseResult{ExecutionID: id, Reason: reason, State: shardapi.StateRunning, CancelRequested: true}
 	var fx runs.Effects
@@ -33,6 +34,11 @@ func (in *Intake) Cancel(ctx context.Context, id uuid.UUID, reason string) (shar
 		res.ExecutionID = ex.ID
 		if shardapi.IsTerminal(ex.State) {
 			return &shardapi.TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
+		}
+		if ex.State == shardapi.StateQueued {
+			res.State, res.Newly = shardapi.StateCancelled, true
+			fx, err = runs.CloseNow(ctx, tx, ex, shardapi.StateCancelled, reason, "")
+			return err
 		}
 		requested, err := hasCancelRequest(ctx, tx, ex.ID)
 		if err != nil || requested {

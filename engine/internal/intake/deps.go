@@ -48,8 +48,12 @@ type Deps struct {
 	Window        time.Duration
 	LeaseTTL      time.Duration
 	StartBatchMax int
-	// Wake wakes the workflow loop.
+	// Wake wakes the workflow loop (the flow dispatcher is woken through
+	// Settle, by loop.Flow).
 	Wake chan struct{}
+	// Limit is the concurrency limit of a workflow (nil: the registry's,
+	// harvest.Workflow.WithConcurrency).
+	Limit func(name string) harvest.ConcurrencyLimit
 	// Spawn runs a loop until the engine stops.
 	Spawn func(ctx context.Context, loop func(context.Context))
 }

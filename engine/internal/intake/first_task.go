@@ -44,8 +44,10 @@ const firstTaskBudget = 250 * time.Millisecond
 type firstTasks struct {
 	ch    *runs.Changes
 	fails *pgx.Batch // failed tasks' records, after the runs' inserts
-	// left counts the runs inserted with their first task still due.
-	left int
+	// left counts the runs inserted with their first task still due,
+	// queued those that wait for a slot (their first task runs once the
+	// flow dispatcher gives them one).
+	left, queued int
 }
 
 // runFirstTasks runs the first workflow task of every new run due now,
@@ -87,6 +89,10 @@ func (in *Intake) firstTask(budget context.Context, f *firstTasks, cols *runColu
 	pre := cols.early[i]
 	if !early || (pre != nil && pre.at.Before(dbNow.Add(-EarlyStale))) {
 		pre = nil
+	}
+	if cols.states[i] == shardapi.StateQueued {
+		f.queued++
+		return false, nil
 	}
 	if cols.dueAt[i] != nil || (budget.Err() != nil && !pre.done()) {
 		f.left++
@@ -166,5 +172,6 @@ func (f *firstTasks) effects() runs.Effects {
 	}
 	fx := f.ch.Effects()
 	fx.Wake.Add(loop.Workflow, f.left > 0)
+	fx.Wake.Add(loop.Flow, f.queued > 0)
 	return fx
 }

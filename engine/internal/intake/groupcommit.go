@@ -213,7 +213,7 @@ func (p *batchPlan) cacheClaims(c *claimCache, gen uint64, seen time.Time, windo
 func (p *batchPlan) openRuns() []uuid.UUID {
 	var ids []uuid.UUID
 	for i, f := range p.fate {
-		if f == fateCreate && p.res[i].State == shardapi.StateRunning {
+		if f == fateCreate && !shardapi.IsTerminal(p.res[i].State) {
 			ids = append(ids, p.ids[i])
 		}
 	}
@@ -474,7 +474,7 @@ func (p *batchPlan) create(w *batchWrites, i int, r StartRequest) error {
 		w.cbURL, w.cbHeader = append(w.cbURL, cb.URL), append(w.cbHeader, string(headers))
 	}
 	p.res[i] = shardapi.StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
-		State: shardapi.StateRunning, StartedFresh: true}
+		State: r.state(), StartedFresh: true}
 	p.fresh++
 	return nil
 }
@@ -551,9 +551,13 @@ type runColumns struct {
 	dueAt                []*time.Time
 	eventType, eventData []string
 
-	ran           []bool
-	next          []int64
-	states        []string
+	ran    []bool
+	next   []int64
+	states []string
+	// flows: the runs of limited workflows (created QUEUED) and their
+	// flows.
+	flowIDs       []uuid.UUID
+	flows         []store.Flow
 	outputs, errs []*string
 	holdsSlot     []bool
 	// callbacks: some run has completion callbacks (the batch inserts them).
@@ -572,7 +576,10 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
 	c.reqIdx = append(c.reqIdx, i)
 	c.ran = append(c.ran, false)
 	c.next = append(c.next, 1)
-	c.states = append(c.states, shardapi.StateRunning)
+	c.states = append(c.states, req.state())
+	if req.flow != nil {
+		c.flowIDs, c.flows = append(c.flowIDs, id), append(c.flows, *req.flow)
+	}
 	c.outputs, c.errs = append(c.outputs, nil), append(c.errs, nil)
 	c.holdsSlot = append(c.holdsSlot, true)
 	c.ids = append(c.ids, id)
@@ -594,13 +601,16 @@ func (c *runColumns) queue(b *pgx.Batch) {
 	store.QueueInsertRuns(b, store.NewRuns{IDs: c.ids, Names: c.names, WorkflowIDs: c.wids, Queues: c.queues,
 		Inputs: c.inputs, Memos: c.memos, Keys: c.keys, StartAt: c.dueAt, Ran: c.ran, Next: c.next, States: c.states,
 		Outputs: c.outputs, Errors: c.errs, HoldsSlot: c.holdsSlot})
+	if len(c.flowIDs) > 0 {
+		store.QueueMarkQueued(b, c.flowIDs, c.flows)
+	}
 }
 
 // queueTimeouts queues the timeout timers of the runs the batch creates
 // that are still running, due from the times their events are stamped.
 func (p *batchPlan) queueTimeouts(b *pgx.Batch, runs *runColumns) {
 	for j, i := range runs.reqIdx {
-		if runs.states[j] == shardapi.StateRunning {
+		if !shardapi.IsTerminal(runs.states[j]) {
 			queueTimeoutTimers(b, runs.ids[j], runs.at[j], p.reqs[i].timeouts)
 		}
 	}

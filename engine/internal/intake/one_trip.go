@@ -231,7 +231,7 @@ func (s *earlyStart) startedOr(req StartRequest) harvest.Command {
 // the batcher, whose one goroutine every start of the shard waits for. A
 // task that fails or runs out of time is left to the batch.
 func (in *Intake) PrepareEarly(ctx context.Context, req *StartRequest) {
-	if req.dueAt != nil || in.OneTripPaused.Load() > 0 {
+	if req.dueAt != nil || req.flow != nil || in.OneTripPaused.Load() > 0 {
 		return
 	}
 	at, ok := in.d.Clock.At(clockLead)

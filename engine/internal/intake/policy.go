@@ -36,7 +36,7 @@ func DecideStart(priorState string, reuse shardapi.ReusePolicy, conflict shardap
 	switch {
 	case priorState == "":
 		return DecideFresh
-	case priorState == shardapi.StateRunning:
+	case !shardapi.IsTerminal(priorState):
 		return decideRunning(reuse, conflict)
 	}
 	switch reuse {
@@ -85,7 +85,7 @@ func DecideSignalWithStart(priorState string, reuse shardapi.ReusePolicy) Decisi
 		return DecideFresh
 	case reuse == shardapi.ReuseRejectDuplicate:
 		return DecideReject
-	case priorState != shardapi.StateRunning:
+	case shardapi.IsTerminal(priorState):
 		return DecideFresh
 	case reuse == shardapi.ReuseTerminateIfRunning:
 		return DecideTerminateAndStart

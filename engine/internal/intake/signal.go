@@ -10,6 +10,7 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/shardapi"
@@ -241,13 +242,16 @@ func (in *Intake) startAndSignal(ctx context.Context, tx *fence.Tx, req SignalWi
 	b, ch := &pgx.Batch{}, runs.New()
 	queueTimeoutTimersNow(b, tx, newID, sr.timeouts)
 	ch.AppendEvents(ex, []harvest.Command{startedCommand(sr)}, true)
-	res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, shardapi.StateRunning, true, true
+	res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, sr.state(), true, true
 	fx, err = deliverSignal(ctx, tx, b, ch, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
+	fx.Wake.Add(loop.Flow, sr.flow != nil)
 	return closed, fx, err
 }
 
 // startChecks are the fresh-start checks of a signal-with-start about to
-// create a run: its input, the admission gate, its timeouts.
+// create a run: its input, the admission gate, its timeouts, its flow
+// control (a limited workflow's run starts QUEUED, the signal waiting in
+// its history).
 func (in *Intake) startChecks(ctx context.Context, sr *StartRequest) error {
 	if err := in.d.Reg.ValidateInput(sr.WorkflowName, sr.Input); err != nil {
 		return err
@@ -255,7 +259,10 @@ func (in *Intake) startChecks(ctx context.Context, sr *StartRequest) error {
 	if err := in.checkGate(ctx, sr.WorkflowName); err != nil {
 		return err
 	}
-	return in.resolveTimeouts(sr)
+	if err := in.resolveTimeouts(sr); err != nil {
+		return err
+	}
+	return in.resolveFlow(sr)
 }
 
 // findSignalKey looks for the signal key on any run of the workflow id.

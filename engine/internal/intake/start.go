@@ -13,7 +13,6 @@ import (
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/fence"
-	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/shardapi"
@@ -59,8 +58,17 @@ type StartRequest struct {
 	// FreshChecks runs last among the checks of a genuinely fresh start
 	// (no live claim of the key).
 	FreshChecks func(ctx context.Context) error
+	// ConcurrencyKey names the start's key under its workflow's
+	// concurrency limit (it wins over the limit's key pointer); Priority
+	// (1 first … 5 last, 0: harvest.PriorityDefault) and FairnessKey order
+	// the dispatch of its run while it waits. A workflow under no limit
+	// ignores them (after checking them).
+	ConcurrencyKey string
+	Priority       int
+	FairnessKey    string
 
 	dueAt    *time.Time   // resolved from Delay/StartAt by the fresh checks
+	flow     *store.Flow  // resolved by the fresh checks: the run starts QUEUED
 	timeouts []runTimeout // resolved by the fresh checks
 	// mintedID: the engine minted WorkflowID (a random UUID), so no run
 	// can hold its slot yet and a start batch does not look for one.
@@ -193,7 +201,8 @@ func (in *Intake) startSingle(ctx context.Context, req StartRequest) (shardapi.S
 
 // FreshChecks runs, in this order, every check a fresh start needs and a
 // keyed replay skips: registered workflow, input schema, delay/start_at,
-// completion callbacks (SSRF), admission gate, the caller's own checks.
+// timeouts, flow control (priority, keys, the limit's key), completion
+// callbacks (SSRF), admission gate, the caller's own checks.
 func (in *Intake) FreshChecks(ctx context.Context, req *StartRequest) error {
 	if !in.d.Reg.HasWorkflow(req.WorkflowName) {
 		return fmt.Errorf("workflow %q: %w", req.WorkflowName, shardapi.ErrUnknownWorkflow)
@@ -207,6 +216,9 @@ func (in *Intake) FreshChecks(ctx context.Context, req *StartRequest) error {
 	}
 	req.dueAt = due
 	if err := in.resolveTimeouts(req); err != nil {
+		return err
+	}
+	if err := in.resolveFlow(req); err != nil {
 		return err
 	}
 	if len(req.Callbacks) > shardapi.MaxCallbacks {
@@ -298,14 +310,14 @@ func (in *Intake) startTx(ctx context.Context, req StartRequest) (shardapi.Start
 		if err := releaseSlot(ctx, tx, prior); err != nil {
 			return err
 		}
-		res = shardapi.StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: shardapi.StateRunning, StartedFresh: true}
+		res = shardapi.StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: req.state(), StartedFresh: true}
 		return createRun(ctx, tx, newID, req)
 	})
 	if err != nil {
 		return shardapi.StartResult{}, err
 	}
 	if res.StartedFresh {
-		loop.Nudge(in.d.Wake)
+		in.started(ctx, req)
 	}
 	in.d.Settle(ctx, closed, nil)
 	return res, nil
@@ -324,6 +336,7 @@ func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest
 	started := startedCommand(req)
 	b := &pgx.Batch{}
 	store.QueueInsertRun(b, newRun(id, queue, req))
+	req.queueMarkQueued(b, id)
 	store.QueueStartedEvent(b, id, string(started.Type), string(started.Data), tx.Ahead().Microseconds())
 	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
@@ -378,10 +391,13 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 	if queue == "" {
 		queue = harvest.DefaultQueue
 	}
-	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: shardapi.StateRunning, ChainID: id}
+	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: req.state(), ChainID: id}
 	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", store.Translate(err))
+	}
+	if err := markQueued(ctx, tx, id, req); err != nil {
+		return nil, err
 	}
 	ex.CreatedAt = at
 	return ex, nil

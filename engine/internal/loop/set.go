@@ -10,6 +10,9 @@ const (
 	Timer
 	Callback
 	Outbox
+	// Flow is the flow dispatcher: runs were queued (the engine's settle
+	// tells it; Bus.Wake does not nudge it).
+	Flow
 )
 
 // Add adds l to s when cond holds.

@@ -128,4 +128,4 @@ func (r *Reader) countByState(ctx context.Context, q shardapi.ListQuery) (map[st
 }
 
 // listStates are the states a run can be listed and counted in.
-var listStates = []string{shardapi.StateRunning, shardapi.StateCompleted, shardapi.StateFailed, shardapi.StateCancelled, shardapi.StateTimedOut, shardapi.StateTerminated, shardapi.StateContinuedAsNew}
+var listStates = []string{shardapi.StateQueued, shardapi.StateRunning, shardapi.StateCompleted, shardapi.StateFailed, shardapi.StateCancelled, shardapi.StateTimedOut, shardapi.StateTerminated, shardapi.StateContinuedAsNew}

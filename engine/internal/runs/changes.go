@@ -127,8 +127,11 @@ func (ch *Changes) update(ex *store.Exec) *Update {
 }
 
 // AppendEvents appends cmds after ex's last event and advances
-// ex.NextEventID; wake makes a workflow task due now.
+// ex.NextEventID; wake makes a workflow task due now, unless ex is QUEUED
+// (its first task runs once the flow dispatcher gives it a slot, and
+// sees what was appended meanwhile).
 func (ch *Changes) AppendEvents(ex *store.Exec, cmds []harvest.Command, wake bool) {
+	wake = wake && ex.State != shardapi.StateQueued
 	u := ch.update(ex)
 	for _, c := range cmds {
 		ch.events.add(ex.ID, ex.NextEventID, string(c.Type), string(c.Data))

@@ -126,15 +126,18 @@ func QueueUpdateRuns(b *pgx.Batch, u *RunUpdates, returning bool) *pgx.QueuedQue
 // olds[i] that continue as new, with their inputs (JSON text) and next
 // event ids. A successor takes the slot the old run gave up (a running
 // run holds it; should another run hold it, the successor does without,
-// as the old run did).
+// as the old run did), and its concurrency slot (flow.go): it starts
+// RUNNING with the old run's flow key.
 func QueueHandOvers(b *pgx.Batch, olds, news []uuid.UUID, inputs []string, next []int64) {
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
-		                                next_event_id, wf_task_due_at, chain_id, continued_from, holds_slot)
+		                                next_event_id, wf_task_due_at, chain_id, continued_from, holds_slot,
+		                                flow_key, priority, fairness_key, flow_turn)
 		SELECT u.new, x.workflow_name, x.workflow_id, 'RUNNING', x.queue, u.input::jsonb, x.memo,
 		       u.next, now(), coalesce(x.chain_id, x.execution_id), x.execution_id,
 		       NOT EXISTS (SELECT 1 FROM harvest_executions h
-		                    WHERE h.workflow_name = x.workflow_name AND h.workflow_id = x.workflow_id AND h.holds_slot)
+		                    WHERE h.workflow_name = x.workflow_name AND h.workflow_id = x.workflow_id AND h.holds_slot),
+		       x.flow_key, x.priority, x.fairness_key, x.flow_turn
 		  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bigint[]) AS u(old, new, input, next)
 		  JOIN harvest_executions x ON x.execution_id = u.old`, olds, news, inputs, next)
 }

@@ -32,8 +32,8 @@ func LookupSlotHolder(ctx context.Context, q Querier, name, workflowID string) (
 
 // DrainCounts reads what the shard holds inside the idempotency window of
 // windowMS milliseconds: the database's clock (Now), the claims' and the
-// runs' counts and newest times, and the runs not closed. ShardID and
-// WindowPassesAt are left to the caller.
+// runs' counts and newest times, and the runs not closed (running or
+// queued). ShardID and WindowPassesAt are left to the caller.
 func DrainCounts(ctx context.Context, q Querier, windowMS int64) (shardapi.DrainStatus, error) {
 	var st shardapi.DrainStatus
 	err := q.QueryRow(ctx, `
@@ -42,7 +42,7 @@ func DrainCounts(ctx context.Context, q Querier, windowMS int64) (shardapi.Drain
 		       (SELECT max(created_at) FROM harvest_start_idempotency WHERE created_at >= now() - $1 * interval '1 millisecond'),
 		       (SELECT count(*) FROM harvest_executions WHERE created_at >= now() - $1 * interval '1 millisecond'),
 		       (SELECT max(created_at) FROM harvest_executions WHERE created_at >= now() - $1 * interval '1 millisecond'),
-		       (SELECT count(*) FROM harvest_executions WHERE state = 'RUNNING')`, windowMS).
+		       (SELECT count(*) FROM harvest_executions WHERE state IN ('RUNNING', 'QUEUED'))`, windowMS).
 		Scan(&st.Now, &st.ClaimsInWindow, &st.NewestClaimAt, &st.RunsInWindow, &st.NewestRunAt, &st.RunningExecutions)
 	return st, err
 }

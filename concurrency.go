@@ -1,0 +1,117 @@
+package harvest
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Start priorities: 1 is dispatched first, 5 last; a start without one
+// has PriorityDefault. Priority orders only the dispatch of queued runs:
+// it never pre-empts a running one.
+const (
+	PriorityHighest = 1
+	PriorityDefault = 3
+	PriorityLowest  = 5
+)
+
+// ConcurrencyLimit caps how many runs of a workflow run at once. A start
+// over the limit is accepted as usual (201, or 200 for a keyed replay)
+// and its run waits in state QUEUED until a slot frees; a slot frees when
+// a run closes in any way (continue-as-new keeps it). See the README's
+// "Flow control".
+type ConcurrencyLimit struct {
+	// MaxRunning is the most runs that hold a slot at once, per key when
+	// the limit is keyed; 0 is no limit.
+	MaxRunning int
+	// KeyPointer, when set, keys the limit by a value of the input: a
+	// JSON pointer (RFC 6901) such as "/customer_id" naming a string,
+	// number or boolean, so that each value has MaxRunning slots. A start
+	// may name its key itself (concurrency_key), which wins.
+	KeyPointer string
+}
+
+// Limited reports whether the limit caps anything.
+func (l ConcurrencyLimit) Limited() bool { return l.MaxRunning > 0 }
+
+// Validate checks the limit: MaxRunning not negative, KeyPointer empty or
+// a JSON pointer.
+func (l ConcurrencyLimit) Validate() error {
+	if l.MaxRunning < 0 {
+		return fmt.Errorf("max running %d is negative", l.MaxRunning)
+	}
+	if l.KeyPointer != "" && !strings.HasPrefix(l.KeyPointer, "/") {
+		return fmt.Errorf("key pointer %q is not a JSON pointer (it starts with /)", l.KeyPointer)
+	}
+	if _, err := ParsePointer(l.KeyPointer); err != nil {
+		return err
+	}
+	return nil
+}
+
+// WithConcurrency limits how many runs of the workflow run at once.
+func (w *Workflow[In, Out]) WithConcurrency(l ConcurrencyLimit) *Workflow[In, Out] {
+	w.concurrency = l
+	return w
+}
+
+// WorkflowConcurrency returns the concurrency limit a registered workflow
+// declares (the zero limit when it has none or is not registered).
+func (r *Registry) WorkflowConcurrency(name string) ConcurrencyLimit {
+	def, _ := r.workflow(name)
+	return def.concurrency
+}
+
+// LimitedWorkflows lists the registered workflows that declare a
+// concurrency limit, with their limits.
+func (r *Registry) LimitedWorkflows() map[string]ConcurrencyLimit {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string]ConcurrencyLimit{}
+	for name, d := range r.workflows {
+		if d.concurrency.Limited() {
+			out[name] = d.concurrency
+		}
+	}
+	return out
+}
+
+// ParsePointer splits a JSON pointer (RFC 6901) into its reference
+// tokens, unescaped ("~1" is "/", "~0" is "~"): "" is the whole document.
+func ParsePointer(p string) ([]string, error) {
+	if p == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("%q does not start with /: %w", p, ErrPointer)
+	}
+	tokens := strings.Split(p[1:], "/")
+	for i, t := range tokens {
+		u, err := unescapeToken(t)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", p, err)
+		}
+		tokens[i] = u
+	}
+	return tokens, nil
+}
+
+// unescapeToken undoes a reference token's escapes; a "~" not followed
+// by 0 or 1 is an error.
+func unescapeToken(t string) (string, error) {
+	if !strings.Contains(t, "~") {
+		return t, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(t); i++ {
+		if t[i] != '~' {
+			b.WriteByte(t[i])
+			continue
+		}
+		if i+1 == len(t) || (t[i+1] != '0' && t[i+1] != '1') {
+			return "", fmt.Errorf("~ at byte %d is not ~0 or ~1: %w", i, ErrPointer)
+		}
+		b.WriteByte("~/"[t[i+1]-'0'])
+		i++
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,101 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+
+	"github.com/harvestd/harvest/engine/internal/fence"
+	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/engine/internal/runs"
+	"github.com/harvestd/harvest/engine/internal/store"
+)
+
+// dispatchBatch is the most queued runs one transaction promotes.
+const dispatchBatch = 512
+
+// CrashBeforeCommit: queued runs were promoted, before the commit (a
+// crash leaves them QUEUED, to be promoted by the next owner).
+const CrashBeforeCommit loop.CrashPoint = "flow.before_commit"
+
+// Deps is what the dispatcher uses; the engine fills it.
+type Deps struct {
+	runs.Service
+	// Limits lists the concurrency limits in force.
+	Limits func() store.Limits
+}
+
+// Dispatcher promotes the shard's queued runs.
+type Dispatcher struct {
+	d    Deps
+	poll *loop.Poller
+	// maybe: some run may be QUEUED. Cleared when a look finds none, set
+	// when a commit queues runs, so that with nothing queued neither a
+	// poll tick nor a closing run costs a statement.
+	maybe atomic.Bool
+}
+
+// New makes the dispatcher, woken by wake.
+func New(d Deps, wake chan struct{}) *Dispatcher {
+	return &Dispatcher{d: d, poll: loop.NewPoller(wake, d.Poll, d.Log)}
+}
+
+// Look reads whether some run is queued, for a lease just taken (before
+// Run: another owner may have queued runs meanwhile).
+func (x *Dispatcher) Look(ctx context.Context) {
+	queued, err := store.AnyQueued(ctx, x.d.Pool)
+	x.maybe.Store(queued || err != nil)
+}
+
+// Run promotes queued runs until ctx ends.
+func (x *Dispatcher) Run(ctx context.Context) { x.poll.Run(ctx, x.dispatch) }
+
+// Queued wakes the dispatcher for runs a commit queued.
+func (x *Dispatcher) Queued() {
+	x.maybe.Store(true)
+	x.poll.Nudge()
+}
+
+// Freed wakes the dispatcher for runs that closed (limited ones free
+// slots), unless nothing is queued.
+func (x *Dispatcher) Freed() {
+	if x.maybe.Load() {
+		x.poll.Nudge()
+	}
+}
+
+// dispatch promotes up to dispatchBatch queued runs; true if more may
+// wait for free slots.
+func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
+	if !x.maybe.Load() {
+		return false, nil
+	}
+	x.maybe.Store(false) // before the look: a commit after it sets it again
+	queued, err := store.AnyQueued(ctx, x.d.Pool)
+	if err != nil || !queued {
+		x.maybe.Store(err != nil)
+		return false, err
+	}
+	x.maybe.Store(true)
+	lim := x.d.Limits()
+	var ids []uuid.UUID
+	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
+		if ids, err = store.PromoteQueued(ctx, tx, lim, dispatchBatch); err != nil {
+			return fmt.Errorf("promote queued runs: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		return x.d.Crash.At(ctx, CrashBeforeCommit)
+	})
+	if err != nil {
+		return false, err
+	}
+	if len(ids) > 0 {
+		x.d.Log.Debug().Int("runs", len(ids)).Msg("queued runs promoted")
+		x.d.Settle(ctx, runs.Effects{Wake: loop.Workflow}, nil)
+	}
+	return len(ids) == dispatchBatch, nil
+}
