@@ -35,6 +35,12 @@ type startBody struct {
 	// override the workflow's default timeouts; 0 removes one.
 	ExecutionTimeout json.RawMessage `json:"execution_timeout"`
 	RunTimeout       json.RawMessage `json:"run_timeout"`
+	// Flow control (flow.go): the start's key under its workflow's
+	// concurrency limit, its dispatch priority (1 first … 5 last) and its
+	// fairness key.
+	ConcurrencyKey string `json:"concurrency_key"`
+	Priority       *int   `json:"priority"`
+	FairnessKey    string `json:"fairness_key"`
 }
 
 func (b *startBody) deferred() bool {
@@ -301,11 +307,16 @@ func (s *Server) startRequest(name, key string, b *startBody) (engine.StartReque
 			return engine.StartRequest{}, err
 		}
 	}
+	priority, err := b.flow()
+	if err != nil {
+		return engine.StartRequest{}, err
+	}
 	return engine.StartRequest{
 		WorkflowName: name, WorkflowID: b.WorkflowID, Input: b.Input, Queue: b.Queue, Memo: b.Memo,
 		IdempotencyKey: key, ReusePolicy: reuse, ConflictPolicy: conflict,
 		Delay: delay, StartAt: b.StartAt, Callbacks: b.CompletionCallbacks,
 		ExecutionTimeout: execTimeout, RunTimeout: runTimeout,
+		ConcurrencyKey: b.ConcurrencyKey, Priority: priority, FairnessKey: b.FairnessKey,
 	}, nil
 }
 

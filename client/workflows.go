@@ -65,6 +65,14 @@ type StartRequest struct {
 	RunTimeout       time.Duration
 	// CompletionCallbacks are POSTed the result when the run closes.
 	CompletionCallbacks []Callback
+	// ConcurrencyKey names the start's key under its workflow's
+	// concurrency limit (it wins over the limit's key pointer); Priority
+	// (1 first … 5 last; 0 is the server's default, 3) and FairnessKey
+	// order the dispatch of its run while it is QUEUED. A workflow under
+	// no limit ignores them.
+	ConcurrencyKey string
+	Priority       int
+	FairnessKey    string
 	// Wait, when positive, asks the server to wait up to this long (it
 	// caps the wait, at 30 s by default) for the run to close before it
 	// answers: StartResponse.Result is then the run's result. A replay
@@ -94,6 +102,9 @@ type startBody struct {
 	Callbacks      []Callback      `json:"completion_callbacks,omitempty"`
 	ExecTimeout    string          `json:"execution_timeout,omitempty"`
 	RunTimeout     string          `json:"run_timeout,omitempty"`
+	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
+	Priority       int             `json:"priority,omitempty"`
+	FairnessKey    string          `json:"fairness_key,omitempty"`
 }
 
 // StartResponse is the answer of a start.
@@ -126,7 +137,7 @@ type StartResponse struct {
 // Start starts (or deduplicates, or attaches to) a run of workflow name.
 func (c *Client) Start(ctx context.Context, name string, req StartRequest) (*StartResponse, error) {
 	body := startBody{WorkflowID: req.WorkflowID, Queue: req.Queue, ReusePolicy: req.ReusePolicy, ConflictPolicy: req.ConflictPolicy,
-		Callbacks: req.CompletionCallbacks}
+		Callbacks: req.CompletionCallbacks, ConcurrencyKey: req.ConcurrencyKey, Priority: req.Priority, FairnessKey: req.FairnessKey}
 	if req.Delay != 0 {
 		body.Delay = req.Delay.String()
 	}

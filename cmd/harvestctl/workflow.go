@@ -78,6 +78,9 @@ func startCommand() *cli.Command {
 			&cli.DurationFlag{Name: "run-timeout", Usage: "close this one run TIMED_OUT after this long"},
 			&cli.StringFlag{Name: "start-at", Usage: "run the first task at this RFC 3339 time (not with --delay)"},
 			&cli.StringSliceFlag{Name: "callback-url", Usage: "POST the result to this http(s) URL when the run closes (repeatable)"},
+			&cli.StringFlag{Name: "concurrency-key", Usage: "the start's key under its workflow's concurrency limit"},
+			&cli.IntFlag{Name: "priority", Usage: "dispatch priority while queued: 1 (first) to 5 (last); server default 3"},
+			&cli.StringFlag{Name: "fairness-key", Usage: "queued runs of different fairness keys (e.g. tenants) take turns"},
 		},
 		Action: startAction,
 	}
@@ -101,6 +104,7 @@ func startAction(c *cli.Context) error {
 		IdempotencyKey: c.String("idempotency-key"),
 		ReusePolicy:    client.ReusePolicy(c.String("reuse-policy")), ConflictPolicy: client.ConflictPolicy(c.String("conflict-policy")),
 		Delay: c.Duration("delay"), ExecutionTimeout: c.Duration("execution-timeout"), RunTimeout: c.Duration("run-timeout"),
+		ConcurrencyKey: c.String("concurrency-key"), Priority: c.Int("priority"), FairnessKey: c.String("fairness-key"),
 	}
 	if at := c.String("start-at"); at != "" {
 		if req.StartAt, err = time.Parse(time.RFC3339, at); err != nil {
@@ -396,7 +400,7 @@ func listCommand() *cli.Command {
 		Name:  "list",
 		Usage: "list runs, newest first",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "state", Usage: "keep runs in this state (repeatable): RUNNING, COMPLETED, FAILED, …"},
+			&cli.StringSliceFlag{Name: "state", Usage: "keep runs in this state (repeatable): QUEUED, RUNNING, COMPLETED, FAILED, …"},
 			&cli.StringFlag{Name: "workflow-name", Usage: "keep runs of this workflow"},
 			&cli.StringFlag{Name: "workflow-id", Usage: "keep runs with this business id"},
 			&cli.IntFlag{Name: "page-size", Usage: "page size, 1-200 (server default 50)"},

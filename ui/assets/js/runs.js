@@ -3,7 +3,7 @@
 import { call } from './api.js';
 import { h, fill, field, badge, when, table, notice } from './dom.js';
 
-export const STATES = ['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT', 'CONTINUED_AS_NEW'];
+export const STATES = ['QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT', 'CONTINUED_AS_NEW'];
 const PAGE_SIZE = 20;
 const FILTERS = ['state', 'workflow_name', 'workflow_id', 'started_after', 'started_before'];
 

@@ -1,0 +1,70 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest/demo"
+)
+
+func TestStartFlowControl(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	report := "/workflows/" + demo.ReportName + "/start"
+
+	t.Run("OverTheLimitIsQueuedAndVisible", func(t *testing.T) {
+		var ids []string
+		for range demo.ReportMaxRunning + 1 {
+			r := b.do(t, "POST", report, map[string]any{"input": map[string]any{"customer": "c1", "sleep_ms": 3_600_000},
+				"priority": 2, "fairness_key": "tenant-a"})
+			require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+			require.Equal(t, "QUEUED", r.Body["state"], "%s", r.Raw)
+			ids = append(ids, r.Body["execution_id"].(string))
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			list := b.do(t, "GET", "/workflows?workflow_name=report&state=QUEUED", nil)
+			require.Equal(t, http.StatusOK, list.Status, "%s", list.Raw)
+			if n := len(list.Body["workflows"].([]any)); n == 1 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "never one run queued: %s", list.Raw)
+			time.Sleep(20 * time.Millisecond)
+		}
+		states := map[string]int{}
+		for _, id := range ids {
+			d := b.do(t, "GET", "/workflows/"+id, nil)
+			states[d.Body["execution"].(map[string]any)["state"].(string)]++
+		}
+		require.Equal(t, map[string]int{"RUNNING": demo.ReportMaxRunning, "QUEUED": 1}, states)
+	})
+
+	t.Run("BadFlowFieldsAre400", func(t *testing.T) {
+		in := map[string]any{"customer": "c2"}
+		for name, c := range map[string]struct {
+			body any
+			code string
+		}{
+			"PriorityZero":       {map[string]any{"input": in, "priority": 0}, codeInvalidArgument},
+			"PriorityTooHigh":    {map[string]any{"input": in, "priority": 6}, codeInvalidArgument},
+			"PriorityNotANumber": {map[string]any{"input": in, "priority": "high"}, codeInvalidJSON},
+			"PriorityFraction":   {`{"input": {"customer": "c2"}, "priority": 1.5}`, codeInvalidJSON},
+			"PriorityHuge":       {`{"input": {"customer": "c2"}, "priority": 1e30}`, codeInvalidJSON},
+			"ConcurrencyKeyNUL":  {map[string]any{"input": in, "concurrency_key": "a\x00b"}, codeInvalidJSON},
+			"ConcurrencyKeyCtrl": {map[string]any{"input": in, "concurrency_key": "a\x01b"}, codeInvalidArgument},
+			"FairnessKeyLong":    {map[string]any{"input": in, "fairness_key": strings.Repeat("k", 257)}, codeInvalidArgument},
+			"KeyMissing":         {map[string]any{"input": map[string]any{"sleep_ms": 1}}, codeInvalidArgument},
+			"KeyNotAScalar":      {map[string]any{"input": map[string]any{"customer": []int{1}}}, codeInvalidArgument},
+		} {
+			t.Run(name, func(t *testing.T) {
+				before := b.counts(t)
+				requireError(t, b.do(t, "POST", report, c.body), http.StatusBadRequest, c.code)
+				require.Equal(t, before, b.counts(t), "a rejected start changed data")
+			})
+		}
+	})
+}
