@@ -301,6 +301,15 @@ func TestConcurrencyLimit(t *testing.T) {
 		require.Equal(t, StateCompleted, res.State, "a workflow under no limit ignores the flow fields (its first task ran in the start)")
 	})
 
+	t.Run("ManyConcurrentStartsAllRun", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		require.NoError(t, b.reg.Register(benchLimitedWF))
+		e.limited = true
+		ids := startLimited(t, e, 300, StartRequest{WorkflowName: benchLimitedWF.Name()})
+		waitTally(t, b.pool, map[string]int{StateRunning: len(ids)}, ids...)
+	})
+
 	t.Run("AKilledOwnerLeaksNoSlot", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

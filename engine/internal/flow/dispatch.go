@@ -72,13 +72,17 @@ func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
 	if !x.maybe.Load() {
 		return false, nil
 	}
-	x.maybe.Store(false) // before the look: a commit after it sets it again
+	// Cleared before the look, never after it: a commit that queues runs
+	// after the look began sets it again (Queued), and the look's answer
+	// must not undo that.
+	x.maybe.Store(false)
 	queued, err := store.AnyQueued(ctx, x.d.Pool)
-	if err != nil || !queued {
-		x.maybe.Store(err != nil)
+	if err != nil || queued {
+		x.maybe.Store(true)
+	}
+	if !queued {
 		return false, err
 	}
-	x.maybe.Store(true)
 	lim := x.d.Limits()
 	var ids []uuid.UUID
 	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+)
+
+// benchLimitedWF is block under a concurrency limit the benchmarks never
+// reach.
+var benchLimitedWF = harvest.NewWorkflow("block_limited", func(ctx harvest.Context, _ string) (string, error) {
+	return goSignal.Receive(ctx)
+}).WithConcurrency(harvest.ConcurrencyLimit{MaxRunning: 1 << 30})
+
+// limitedEngine is benchEngine with benchLimitedWF registered.
+func limitedEngine(b *testing.B) *Engine {
+	b.Helper()
+	e := benchEngine(b)
+	require.NoError(b, e.reg.Register(benchLimitedWF))
+	e.limited = true
+	return e
+}
+
+// notYetRunning counts the runs of name queued, or running with their
+// first workflow task still due.
+func notYetRunning(b *testing.B, e *Engine, name string) int {
+	var n int
+	require.NoError(b, e.pool.QueryRow(context.Background(), `
+		SELECT count(*) FROM harvest_executions
+		 WHERE workflow_name = $1 AND (state = 'QUEUED' OR wf_task_due_at IS NOT NULL)`, name).Scan(&n))
+	return n
+}
+
+// waitRunning polls until every run of name has run its first task.
+func waitRunning(b *testing.B, e *Engine, name string) {
+	deadline := time.Now().Add(time.Minute)
+	for notYetRunning(b, e, name) > 0 {
+		if time.Now().After(deadline) {
+			b.Fatal("queued runs never all ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkStartLimited is BenchmarkStartKeyed for a workflow under a
+// limit it never reaches: each start is queued, promoted by the flow
+// dispatcher and its first task run by the workflow loop; the timer runs
+// until every run's first task ran (BenchmarkStartKeyed's ran inside the
+// start).
+func BenchmarkStartLimited(b *testing.B) {
+	e := limitedEngine(b)
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: benchLimitedWF.Name(), IdempotencyKey: fmt.Sprint("k", n.Add(1))})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	waitRunning(b, e, benchLimitedWF.Name())
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")
+}
+
+// BenchmarkDispatch: b.N queued runs become due at once (their start_at,
+// an hour away when they were started, is moved to now); the timer runs
+// until the dispatcher made them all RUNNING and their first tasks ran.
+func BenchmarkDispatch(b *testing.B) {
+	e := limitedEngine(b)
+	at := time.Now().Add(time.Hour)
+	var (
+		n  atomic.Int64
+		wg sync.WaitGroup
+	)
+	for range 32 {
+		wg.Go(func() {
+			for i := n.Add(1); i <= int64(b.N); i = n.Add(1) {
+				_, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: benchLimitedWF.Name(), StartAt: &at,
+					IdempotencyKey: fmt.Sprint("d", i)})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ResetTimer()
+	_, err := e.pool.Exec(context.Background(), `UPDATE harvest_executions SET start_at = now() WHERE state = 'QUEUED'`)
+	require.NoError(b, err)
+	e.flow.Queued()
+	waitRunning(b, e, benchLimitedWF.Name())
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}
