@@ -17,6 +17,11 @@ ALTER TABLE harvest_executions ADD COLUMN flow_key text,
     ADD COLUMN priority smallint,
     ADD COLUMN fairness_key text,
     ADD COLUMN flow_turn bigint;
+-- Lean statistics, as migration 006 set for every column.
+ALTER TABLE harvest_executions ALTER COLUMN flow_key SET STATISTICS 10,
+    ALTER COLUMN priority SET STATISTICS 10,
+    ALTER COLUMN fairness_key SET STATISTICS 10,
+    ALTER COLUMN flow_turn SET STATISTICS 10;
 CREATE INDEX harvest_executions_flow_held ON harvest_executions (workflow_name, flow_key)
     WHERE state = 'RUNNING' AND flow_key IS NOT NULL;
 CREATE INDEX harvest_executions_flow_queued ON harvest_executions (workflow_name, flow_key, priority, flow_turn)
