@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -60,13 +59,7 @@ func (s *Server) flow(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	sts := make([]engine.FlowStatus, len(shards))
-	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i, shard := range shards {
-		wg.Go(func() { sts[i], errs[i] = s.flowOf(c, shard) })
-	}
-	wg.Wait()
+	sts, errs := eachShard(shards, func(shard uint16) (engine.FlowStatus, error) { return s.flowOf(c, shard) })
 	out := flowResponse{Limits: []engine.FlowLimit{}, Keys: []shardFlowKey{}}
 	for i, err := range errs {
 		if err != nil && len(shards) == 1 {

@@ -40,13 +40,7 @@ func (s *Server) list(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	pages := make([]engine.ListPage, len(shards))
-	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i, shard := range shards {
-		wg.Go(func() { pages[i], errs[i] = s.listShard(c, shard, q) })
-	}
-	wg.Wait()
+	pages, errs := eachShard(shards, func(shard uint16) (engine.ListPage, error) { return s.listShard(c, shard, q) })
 	var out listResponse
 	for i, err := range errs {
 		if err == nil {
@@ -116,6 +110,19 @@ func (s *Server) remoteList(c *gin.Context, t Target, q engine.ListQuery) (engin
 	var page engine.ListPage
 	err := s.readShard(c, t, "/workflows", "list", &page)
 	return page, err
+}
+
+// eachShard reads every shard at once with read; the answers and errors
+// are in the order of shards.
+func eachShard[T any](shards []uint16, read func(uint16) (T, error)) ([]T, []error) {
+	out := make([]T, len(shards))
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, shard := range shards {
+		wg.Go(func() { out[i], errs[i] = read(shard) })
+	}
+	wg.Wait()
+	return out, errs
 }
 
 // queryShards is the shards a read over every shard asks: all of the
