@@ -112,6 +112,7 @@ var documented = map[string]access{
 	"GET /api/harvest/cluster/members":             needRead,
 	"GET /api/harvest/cluster/routing":             needRead,
 	"GET /api/harvest/workflows":                   needRead,
+	"GET /api/harvest/flow":                        needRead,
 	"GET /api/harvest/workflows/:id":               needRead,
 	"GET /api/harvest/workflows/:id/result":        needRead,
 	"GET /api/harvest/workflows/:id/children":      needRead,

@@ -1,7 +1,11 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine"
@@ -22,4 +26,86 @@ func (b *startBody) flow() (int, error) {
 			p, harvest.PriorityHighest, harvest.PriorityLowest))
 	}
 	return *b.Priority, nil
+}
+
+// flowReader is what GET /flow needs of a shard served here.
+type flowReader interface {
+	FlowStatus(ctx context.Context) (engine.FlowStatus, error)
+}
+
+var _ flowReader = (*engine.Engine)(nil)
+
+// flowResponse is the answer of GET /flow: the limits in force and, per
+// shard, the concurrency keys in use.
+type flowResponse struct {
+	Limits []engine.FlowLimit `json:"limits"`
+	Keys   []shardFlowKey     `json:"keys"`
+	// Status is "partial" when some shards could not be read.
+	Status            string   `json:"status,omitempty"`
+	UnavailableShards []uint16 `json:"unavailable_shards,omitempty"`
+}
+
+// shardFlowKey is one concurrency key of one shard.
+type shardFlowKey struct {
+	Shard uint16 `json:"shard"`
+	engine.Occupancy
+}
+
+// flow handles GET /flow: every shard's flow status, merged. Limits are
+// counted per shard, so a key may show once per shard that holds its runs.
+func (s *Server) flow(c *gin.Context) {
+	shards, err := s.queryShards(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	sts, errs := eachShard(shards, func(shard uint16) (engine.FlowStatus, error) { return s.flowOf(c, shard) })
+	out := flowResponse{Limits: []engine.FlowLimit{}, Keys: []shardFlowKey{}}
+	for i, err := range errs {
+		if err != nil && len(shards) == 1 {
+			s.fail(c, err)
+			return
+		}
+		out.add(shards[i], sts[i], err)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// add merges one shard's status (or its failure) into out.
+func (out *flowResponse) add(shard uint16, st engine.FlowStatus, err error) {
+	if err != nil {
+		out.Status = "partial"
+		out.UnavailableShards = append(out.UnavailableShards, shard)
+		return
+	}
+	if len(out.Limits) == 0 {
+		out.Limits = append(out.Limits, st.Limits...)
+	}
+	for _, k := range st.Keys {
+		out.Keys = append(out.Keys, shardFlowKey{Shard: shard, Occupancy: k})
+	}
+}
+
+// flowOf reads one shard's flow status, here or from its owner.
+func (s *Server) flowOf(c *gin.Context, shard uint16) (engine.FlowStatus, error) {
+	t, err := s.router.ForShard(shard)
+	if err != nil {
+		return engine.FlowStatus{}, err
+	}
+	if r, ok := t.Shard.(flowReader); ok {
+		return r.FlowStatus(c.Request.Context())
+	}
+	if c.GetHeader(ForwardedHeader) != "" || t.URL == "" {
+		return engine.FlowStatus{}, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
+			msg: fmt.Sprintf("shard %d is not served here; owner %q", shard, t.Owner)}
+	}
+	var remote flowResponse
+	if err := s.readShard(c, t, "/flow", "flow", &remote); err != nil {
+		return engine.FlowStatus{}, err
+	}
+	st := engine.FlowStatus{Limits: remote.Limits}
+	for _, k := range remote.Keys {
+		st.Keys = append(st.Keys, k.Occupancy)
+	}
+	return st, nil
 }

@@ -43,6 +43,17 @@ func TestStartFlowControl(t *testing.T) {
 		require.Equal(t, map[string]int{"RUNNING": demo.ReportMaxRunning, "QUEUED": 1}, states)
 	})
 
+	t.Run("FlowShowsLimitsAndKeys", func(t *testing.T) {
+		r := b.do(t, "GET", "/flow", nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Contains(t, r.Body["limits"], map[string]any{"workflow_name": demo.ReportName,
+			"max_running": float64(demo.ReportMaxRunning), "key_pointer": "/customer"})
+		require.Equal(t, []any{map[string]any{"shard": float64(0), // SingleShard routes every shard id to its one engine as shard 0
+			"workflow_name": demo.ReportName, "key": "c1",
+			"running": float64(demo.ReportMaxRunning), "queued": float64(1)}}, r.Body["keys"])
+		requireError(t, b.do(t, "GET", "/flow?shard=9", nil), http.StatusBadRequest, codeInvalidArgument)
+	})
+
 	t.Run("BadFlowFieldsAre400", func(t *testing.T) {
 		in := map[string]any{"customer": "c2"}
 		for name, c := range map[string]struct {

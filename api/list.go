@@ -35,22 +35,12 @@ func (s *Server) list(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	shards := s.router.Shards()
-	if v, ok := c.GetQuery("shard"); ok {
-		n, err := strconv.ParseUint(v, 10, 16)
-		if err != nil || !slices.Contains(shards, uint16(n)) {
-			s.fail(c, badRequest(codeInvalidArgument, fmt.Sprintf("shard %q is not a shard of the catalog", v)))
-			return
-		}
-		shards = []uint16{uint16(n)}
+	shards, err := s.queryShards(c)
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
-	pages := make([]engine.ListPage, len(shards))
-	errs := make([]error, len(shards))
-	var wg sync.WaitGroup
-	for i, shard := range shards {
-		wg.Go(func() { pages[i], errs[i] = s.listShard(c, shard, q) })
-	}
-	wg.Wait()
+	pages, errs := eachShard(shards, func(shard uint16) (engine.ListPage, error) { return s.listShard(c, shard, q) })
 	var out listResponse
 	for i, err := range errs {
 		if err == nil {
@@ -117,31 +107,66 @@ func (s *Server) listShard(c *gin.Context, shard uint16, q engine.ListQuery) (en
 }
 
 func (s *Server) remoteList(c *gin.Context, t Target, q engine.ListQuery) (engine.ListPage, error) {
+	var page engine.ListPage
+	err := s.readShard(c, t, "/workflows", "list", &page)
+	return page, err
+}
+
+// eachShard reads every shard at once with read; the answers and errors
+// are in the order of shards.
+func eachShard[T any](shards []uint16, read func(uint16) (T, error)) ([]T, []error) {
+	out := make([]T, len(shards))
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, shard := range shards {
+		wg.Go(func() { out[i], errs[i] = read(shard) })
+	}
+	wg.Wait()
+	return out, errs
+}
+
+// queryShards is the shards a read over every shard asks: all of the
+// catalog's, or the one the internal ?shard=N names (used between nodes).
+func (s *Server) queryShards(c *gin.Context) ([]uint16, error) {
+	shards := s.router.Shards()
+	v, ok := c.GetQuery("shard")
+	if !ok {
+		return shards, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 16)
+	if err != nil || !slices.Contains(shards, uint16(n)) {
+		return nil, badRequest(codeInvalidArgument, fmt.Sprintf("shard %q is not a shard of the catalog", v))
+	}
+	return []uint16{uint16(n)}, nil
+}
+
+// readShard sends the request's GET of path, with its query and
+// ?shard=N, to t's owner (signed as this node, for the caller) and
+// decodes the answer into out; what names the read in errors.
+func (s *Server) readShard(c *gin.Context, t Target, path, what string, out any) error {
 	v := c.Request.URL.Query()
 	v.Set("shard", strconv.Itoa(int(t.ShardID)))
-	u := t.URL + BasePath + "/workflows?" + v.Encode()
-	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodGet, t.URL+BasePath+path+"?"+v.Encode(), nil)
 	if err != nil {
-		return engine.ListPage{}, err
+		return err
 	}
 	s.signNode(req, NodeSig{To: t.Owner, Identity: identity(c)})
 	res, err := s.client.Do(req)
 	if err != nil {
-		return engine.ListPage{}, &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: "list shard: " + err.Error()}
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, msg: what + " shard: " + err.Error()}
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		return engine.ListPage{}, err
+		return err
 	}
 	if res.StatusCode != http.StatusOK {
-		return engine.ListPage{}, &apiError{status: res.StatusCode, code: codeUnavailable, msg: fmt.Sprintf("list shard %d: HTTP %d", t.ShardID, res.StatusCode)}
+		return &apiError{status: res.StatusCode, code: codeUnavailable, msg: fmt.Sprintf("%s shard %d: HTTP %d", what, t.ShardID, res.StatusCode)}
 	}
-	var page engine.ListPage
-	if err := json.Unmarshal(raw, &page); err != nil {
-		return engine.ListPage{}, fmt.Errorf("decode shard %d list: %w", t.ShardID, err)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decode shard %d %s: %w", t.ShardID, what, err)
 	}
-	return page, nil
+	return nil
 }
 
 // mergePages merges per-shard pages (each sorted, each after the same

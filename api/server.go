@@ -90,6 +90,7 @@ func (s *Server) routes() {
 	s.activityRoutes(g)
 	s.uiRoutes(top, g)
 	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)
+	s.handle(g, http.MethodGet, "/flow", needRead, s.flow)
 	s.handle(g, http.MethodPost, "/workflows/batch_start", needWrite, s.batchStart)
 	// Gin needs one wildcard name per path position: :id is the workflow
 	// name on start routes and the execution id everywhere else. A start

@@ -108,6 +108,33 @@ func TestServerStartFields(t *testing.T) {
 		require.Equal(t, ptr(true), again.Deduplicated)
 	})
 
+	t.Run("FlowFieldsQueueAndShow", func(t *testing.T) {
+		t.Parallel()
+		b := setupServer(t)
+		req := client.StartRequest{Input: map[string]any{"customer": "ignored", "sleep_ms": 3_600_000}, ConcurrencyKey: "k1",
+			Priority: 1, FairnessKey: "tenant"}
+		for range demo.ReportMaxRunning + 1 {
+			res, err := b.api.Start(ctxT(t), demo.ReportName, req)
+			require.NoError(t, err)
+			require.Equal(t, "QUEUED", res.State)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			st, err := b.api.Flow(ctxT(t))
+			require.NoError(t, err)
+			require.Contains(t, st.Limits, client.FlowLimit{WorkflowName: demo.ReportName, MaxRunning: demo.ReportMaxRunning, KeyPointer: "/customer"})
+			if len(st.Keys) == 1 && st.Keys[0].Running == demo.ReportMaxRunning {
+				require.Equal(t, client.FlowKey{Shard: st.Keys[0].Shard, WorkflowName: demo.ReportName, Key: "k1",
+					Running: demo.ReportMaxRunning, Queued: 1}, st.Keys[0], "the caller's key wins over the pointer")
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "never %d running: %+v", demo.ReportMaxRunning, st)
+			time.Sleep(20 * time.Millisecond)
+		}
+		_, err := b.api.Start(ctxT(t), demo.ReportName, client.StartRequest{Input: req.Input, Priority: 9})
+		require.Error(t, err, "priority 9 is refused")
+	})
+
 	t.Run("ConflictPolicyAloneBringsStartedFresh", func(t *testing.T) {
 		t.Parallel()
 		b := setupServer(t)

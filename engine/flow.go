@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -45,10 +46,36 @@ func (e *Engine) settleFlow(fx runs.Effects) {
 	}
 }
 
-// Occupancy reads the shard's concurrency keys in use: per workflow
-// name and key, the runs running and queued.
-func (e *Engine) Occupancy(ctx context.Context) ([]Occupancy, error) {
-	return store.FlowOccupancy(ctx, e.pool)
+// FlowLimit is a workflow's concurrency limit as the shard applies it.
+type FlowLimit struct {
+	WorkflowName string `json:"workflow_name"`
+	MaxRunning   int    `json:"max_running"`
+	KeyPointer   string `json:"key_pointer,omitempty"`
+}
+
+// FlowStatus is a shard's flow control: the limits it applies, and its
+// concurrency keys in use (per workflow name and key, the runs running
+// and queued).
+type FlowStatus struct {
+	Limits []FlowLimit `json:"limits"`
+	Keys   []Occupancy `json:"keys"`
+}
+
+// FlowStatus reads the shard's flow control.
+func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
+	keys, err := store.FlowOccupancy(ctx, e.pool)
+	if err != nil {
+		return FlowStatus{}, fmt.Errorf("read flow occupancy: %w", err)
+	}
+	st := FlowStatus{Limits: []FlowLimit{}, Keys: keys}
+	decl := e.reg.LimitedWorkflows()
+	for _, name := range slices.Sorted(maps.Keys(decl)) {
+		st.Limits = append(st.Limits, FlowLimit{WorkflowName: name, MaxRunning: decl[name].MaxRunning, KeyPointer: decl[name].KeyPointer})
+	}
+	if st.Keys == nil {
+		st.Keys = []Occupancy{}
+	}
+	return st, nil
 }
 
 // MaxFlowKeyBytes bounds a start's concurrency and fairness keys.

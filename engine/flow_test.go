@@ -199,13 +199,14 @@ func TestConcurrencyLimit(t *testing.T) {
 			ConcurrencyKey: "own"})
 		waitTally(t, b.pool, map[string]int{StateRunning: 1, StateQueued: 1}, a...)
 		waitTally(t, b.pool, map[string]int{StateRunning: 2}, append(num, given...)...)
-		occ, err := e.Occupancy(ctxT(t))
+		st, err := e.FlowStatus(ctxT(t))
 		require.NoError(t, err)
 		require.Equal(t, []Occupancy{
 			{WorkflowName: limitedKeyedWF.Name(), Key: "7", Running: 1},
 			{WorkflowName: limitedKeyedWF.Name(), Key: "a", Running: 1, Queued: 1},
 			{WorkflowName: limitedKeyedWF.Name(), Key: "own", Running: 1},
-		}, occ)
+		}, st.Keys)
+		require.Contains(t, st.Limits, FlowLimit{WorkflowName: limitedKeyedWF.Name(), MaxRunning: 1, KeyPointer: "/customer"})
 	})
 
 	t.Run("QueuedRunsCancelAndTerminateAtOnce", func(t *testing.T) {
@@ -222,9 +223,9 @@ func TestConcurrencyLimit(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, StateTerminated, res.State)
 		require.Equal(t, map[string]int{StateRunning: 1}, tally(t, b.pool, first))
-		occ, err := e.Occupancy(ctxT(t))
+		st, err := e.FlowStatus(ctxT(t))
 		require.NoError(t, err)
-		require.Equal(t, []Occupancy{{WorkflowName: limitedOneWF.Name(), Key: "", Running: 1}}, occ)
+		require.Equal(t, []Occupancy{{WorkflowName: limitedOneWF.Name(), Key: "", Running: 1}}, st.Keys)
 	})
 
 	t.Run("ASignalWaitsInTheQueuedRunsHistory", func(t *testing.T) {

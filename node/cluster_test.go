@@ -439,6 +439,29 @@ func TestClusterRouting(t *testing.T) {
 		require.Equal(t, "COMPLETED", res.Body["state"])
 	})
 
+	// GET /flow reads every shard, those of other nodes through their
+	// owners: each node sees the same keys.
+	t.Run("FlowReadsEveryShard", func(t *testing.T) {
+		for i := range 6 {
+			r := call(t, c.live()[i%3], "POST", "/workflows/report/start", map[string]any{"workflow_id": fmt.Sprintf("flow-%d", i),
+				"input": map[string]any{"customer": "flow-c", "sleep_ms": 3_600_000}})
+			require.Equal(t, http.StatusCreated, r.Status, "%v", r.Body)
+		}
+		for _, n := range c.live() {
+			r := call(t, n, "GET", "/flow", nil)
+			require.Equal(t, http.StatusOK, r.Status, "%v", r.Body)
+			require.Nil(t, r.Body["status"], "every shard read via %s: %v", n.NodeID(), r.Body)
+			runs := 0.0
+			for _, k := range r.Body["keys"].([]any) {
+				k := k.(map[string]any)
+				if k["key"] == "flow-c" {
+					runs += k["running"].(float64) + k["queued"].(float64)
+				}
+			}
+			require.Equal(t, 6.0, runs, "via %s: %v", n.NodeID(), r.Body)
+		}
+	})
+
 	t.Run("ListMergesAllShards", func(t *testing.T) {
 		seen := map[string]bool{}
 		cursor := ""

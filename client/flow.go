@@ -1,0 +1,44 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// FlowLimit is a workflow's concurrency limit as the shards apply it.
+type FlowLimit struct {
+	WorkflowName string `json:"workflow_name"`
+	MaxRunning   int    `json:"max_running"`
+	// KeyPointer is the JSON pointer into the input that keys the limit;
+	// empty: one limit for the workflow name.
+	KeyPointer string `json:"key_pointer,omitempty"`
+}
+
+// FlowKey is one concurrency key in use on one shard: the runs holding a
+// slot and the runs QUEUED for one.
+type FlowKey struct {
+	Shard        uint16 `json:"shard"`
+	WorkflowName string `json:"workflow_name"`
+	Key          string `json:"key"`
+	Running      int64  `json:"running"`
+	Queued       int64  `json:"queued"`
+}
+
+// FlowStatus is the cluster's flow control: the limits in force and the
+// keys in use. Status "partial" names the shards that could not be read.
+type FlowStatus struct {
+	Limits            []FlowLimit `json:"limits"`
+	Keys              []FlowKey   `json:"keys"`
+	Status            string      `json:"status,omitempty"`
+	UnavailableShards []uint16    `json:"unavailable_shards,omitempty"`
+}
+
+// Flow reads the flow control: limits and, per shard, the concurrency
+// keys in use (GET /flow).
+func (c *Client) Flow(ctx context.Context) (*FlowStatus, error) {
+	var st FlowStatus
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/flow"}, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}

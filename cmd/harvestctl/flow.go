@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/harvestd/harvest/client"
+)
+
+func flowCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "flow",
+		Usage:  "show flow control: the concurrency limits in force and, per shard, each key's runs running and queued",
+		Action: flowAction,
+	}
+}
+
+func flowAction(c *cli.Context) error {
+	s, err := begin(c)
+	if err != nil {
+		return err
+	}
+	st, err := s.api.Flow(c.Context)
+	if err != nil {
+		return failed(err)
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return failed(err)
+	}
+	return s.emit(raw, func(tw *tabwriter.Writer) { flowTable(tw, st) })
+}
+
+// flowTable lists the limits, then the keys in use.
+func flowTable(tw *tabwriter.Writer, st *client.FlowStatus) {
+	row(tw, "WORKFLOW", "MAX RUNNING", "KEY POINTER")
+	for _, l := range st.Limits {
+		row(tw, l.WorkflowName, strconv.Itoa(l.MaxRunning), l.KeyPointer)
+	}
+	row(tw, "")
+	row(tw, "SHARD", "WORKFLOW", "KEY", "RUNNING", "QUEUED")
+	for _, k := range st.Keys {
+		row(tw, strconv.Itoa(int(k.Shard)), k.WorkflowName, strconv.Quote(k.Key),
+			strconv.FormatInt(k.Running, 10), strconv.FormatInt(k.Queued, 10))
+	}
+	if st.Status == "partial" {
+		row(tw, "")
+		row(tw, "partial: shards not read", shardList(st.UnavailableShards))
+	}
+}
