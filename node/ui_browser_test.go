@@ -62,10 +62,15 @@ func (u *uiTab) buttons(label string) int {
 	return browsertest.Eval[int](u.Browser, fmt.Sprintf(`[...document.querySelectorAll('button')].filter(b => b.textContent.trim() === %q).length`, label))
 }
 
-// click clicks the button whose text is label.
+// click clicks the button whose text is label, found and clicked in one
+// step in the page: the live run page re-renders its actions as events
+// arrive, and a button looked up first could be replaced before a
+// mouse click reached it (CI lost a Terminate click so).
 func (u *uiTab) click(label string) {
 	u.t.Helper()
-	u.Do(chromedp.Click(chromedp.JSPath(fmt.Sprintf(`[...document.querySelectorAll('button')].find(b => b.textContent.trim() === %q)`, label))))
+	require.True(u.t, browsertest.Eval[bool](u.Browser, fmt.Sprintf(
+		`(b => !!b && (b.click(), true))([...document.querySelectorAll('button')].find(b => b.textContent.trim() === %q))`, label)),
+		"no button %q", label)
 }
 
 // follow clicks the link sel finds, in one step in the page (a refresh
