@@ -34,7 +34,11 @@ func TestRotate(t *testing.T) {
 	}
 	for _, step := range steps {
 		for _, n := range nodes {
-			require.NoError(t, n.Rotate(context.Background(), step.key), step.name)
+			// Rotate waits for its metadata broadcast to go out (5 s by
+			// default); a loaded CI machine needed more.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*convergeDeadline)
+			require.NoError(t, n.Rotate(ctx, step.key), step.name)
+			cancel()
 		}
 		waitAlive(t, convergeDeadline, nodes, ids(nodes)...)
 		if step.name == "DropTheOldKey" {

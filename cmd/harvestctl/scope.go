@@ -24,6 +24,7 @@ var commandScopes = map[string]client.TokenScope{
 	"workflow result":            client.ScopeRead,
 	"workflow history":           client.ScopeRead,
 	"workflow list":              client.ScopeRead,
+	"flow":                       client.ScopeRead,
 	"workflow cancel":            client.ScopeWrite,
 	"workflow terminate":         client.ScopeAdmin,
 	"cluster members":            client.ScopeRead,
