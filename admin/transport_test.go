@@ -82,16 +82,20 @@ func TestRaftHandshake(t *testing.T) {
 				RPCHeader: raft.RPCHeader{ID: []byte("rogue"), Addr: []byte(trans.LocalAddr())},
 				Term:      term + 10,
 			}
+			// The acceptor's first bytes are its handshake challenge: a
+			// client without the handshake reads them as the RPC's answer,
+			// which fails to decode or decodes to nothing granted (CI saw
+			// both). What matters is that the RPC is not honoured.
 			var resp raft.AppendEntriesResponse
 			err := trans.AppendEntries(raft.ServerID(id), raft.ServerAddress(a.Addr()), req, &resp)
-			require.Error(t, err, "%s: AppendEntries went through", name)
+			require.True(t, err != nil || !resp.Success, "%s: AppendEntries went through", name)
 		}
 		var vote raft.RequestVoteResponse
 		err = plain.RequestVote(raft.ServerID(id), raft.ServerAddress(a.Addr()), &raft.RequestVoteRequest{
 			RPCHeader: raft.RPCHeader{ID: []byte("rogue"), Addr: []byte(plain.LocalAddr())},
 			Term:      term + 10, LeadershipTransfer: true,
 		}, &vote)
-		require.Error(t, err, "RequestVote went through")
+		require.True(t, err != nil || !vote.Granted, "RequestVote went through")
 
 		require.Equal(t, term, rn.raft.CurrentTerm(), "the leader's term moved")
 		require.Equal(t, raft.Leader, rn.raft.State())
