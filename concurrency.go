@@ -61,6 +61,10 @@ func (r *Registry) WorkflowConcurrency(name string) ConcurrencyLimit {
 	return def.concurrency
 }
 
+// HasLimits reports, without a lock, whether some registered workflow
+// declares a concurrency limit.
+func (r *Registry) HasLimits() bool { return r.limited.Load() }
+
 // LimitedWorkflows lists the registered workflows that declare a
 // concurrency limit, with their limits.
 func (r *Registry) LimitedWorkflows() map[string]ConcurrencyLimit {

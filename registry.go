@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -30,6 +31,8 @@ type Registry struct {
 	mu         sync.RWMutex
 	workflows  map[string]workflowDef
 	activities map[string]activityDef
+	// limited: some workflow declares a concurrency limit (HasLimits).
+	limited atomic.Bool
 }
 
 type workflowDef struct {
@@ -161,6 +164,9 @@ func (r *Registry) taken(g registration) bool {
 func (r *Registry) add(g registration) {
 	if g.kind == "workflow" {
 		r.workflows[g.name] = g.wf
+		if g.wf.concurrency.Limited() {
+			r.limited.Store(true)
+		}
 		return
 	}
 	r.activities[g.name] = g.act

@@ -24,7 +24,6 @@ func limitedEngine(b *testing.B) *Engine {
 	b.Helper()
 	e := benchEngine(b)
 	require.NoError(b, e.reg.Register(benchLimitedWF))
-	e.limited = true
 	return e
 }
 

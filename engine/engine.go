@@ -52,10 +52,8 @@ type Engine struct {
 	schedules *schedule.Schedules
 	// deferred are the shard's deferred starts (internal/deferred).
 	deferred *deferred.Starts
-	// flow promotes queued runs (internal/flow); limited: some workflow
-	// is under a concurrency limit.
-	flow    *flow.Dispatcher
-	limited bool
+	// flow promotes queued runs (internal/flow).
+	flow *flow.Dispatcher
 
 	// bus wakes the loops.
 	bus *loop.Bus

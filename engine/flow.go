@@ -17,21 +17,31 @@ import (
 // a slot and the runs queued for one.
 type Occupancy = store.Occupancy
 
-// newFlow makes the flow dispatcher (internal/flow) with its Deps. The
-// limits are the registry's as the engine is made.
+// newFlow makes the flow dispatcher (internal/flow) with its Deps; the
+// limits are the registry's, read as they are needed.
 func (e *Engine) newFlow() {
-	e.limited = len(e.reg.LimitedWorkflows()) > 0
 	e.flow = flow.New(flow.Deps{Service: e.service("flow"), Limits: e.limits}, e.bus.Flow)
 }
 
-// limits are the concurrency limits the registry's workflows declare.
+// limits are the concurrency limits the registry's workflows declare,
+// as the dispatcher's statement takes them.
 func (e *Engine) limits() store.Limits {
 	var lim store.Limits
-	decl := e.reg.LimitedWorkflows()
-	for _, name := range slices.Sorted(maps.Keys(decl)) {
-		lim.Names, lim.Max = append(lim.Names, name), append(lim.Max, int32(decl[name].MaxRunning))
+	for _, l := range e.flowLimits() {
+		lim.Names, lim.Max = append(lim.Names, l.WorkflowName), append(lim.Max, int32(l.MaxRunning))
 	}
 	return lim
+}
+
+// flowLimits are the concurrency limits the registry's workflows
+// declare, by workflow name.
+func (e *Engine) flowLimits() []FlowLimit {
+	decl := e.reg.LimitedWorkflows()
+	out := make([]FlowLimit, 0, len(decl))
+	for _, name := range slices.Sorted(maps.Keys(decl)) {
+		out = append(out, FlowLimit{WorkflowName: name, MaxRunning: decl[name].MaxRunning, KeyPointer: decl[name].KeyPointer})
+	}
+	return out
 }
 
 // settleFlow wakes the flow dispatcher for a commit that queued runs,
@@ -41,7 +51,7 @@ func (e *Engine) settleFlow(fx runs.Effects) {
 	switch {
 	case fx.Wake.Has(loop.Flow):
 		e.flow.Queued()
-	case len(fx.Closed) > 0 && e.limited:
+	case len(fx.Closed) > 0 && e.reg.HasLimits():
 		e.flow.Freed()
 	}
 }
@@ -67,11 +77,7 @@ func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
 	if err != nil {
 		return FlowStatus{}, fmt.Errorf("read flow occupancy: %w", err)
 	}
-	st := FlowStatus{Limits: []FlowLimit{}, Keys: keys}
-	decl := e.reg.LimitedWorkflows()
-	for _, name := range slices.Sorted(maps.Keys(decl)) {
-		st.Limits = append(st.Limits, FlowLimit{WorkflowName: name, MaxRunning: decl[name].MaxRunning, KeyPointer: decl[name].KeyPointer})
-	}
+	st := FlowStatus{Limits: e.flowLimits(), Keys: keys}
 	if st.Keys == nil {
 		st.Keys = []Occupancy{}
 	}

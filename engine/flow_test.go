@@ -306,7 +306,6 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Parallel()
 		b, e := setupLimited(t)
 		require.NoError(t, b.reg.Register(benchLimitedWF))
-		e.limited = true
 		ids := startLimited(t, e, 300, StartRequest{WorkflowName: benchLimitedWF.Name()})
 		waitTally(t, b.pool, map[string]int{StateRunning: len(ids)}, ids...)
 	})

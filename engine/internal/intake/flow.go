@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -70,7 +71,7 @@ func checkFlowKey(name, v string) error {
 	switch {
 	case len(v) > MaxFlowKeyBytes:
 		return fmt.Errorf("%s is %d bytes, more than %d: %w", name, len(v), MaxFlowKeyBytes, shardapi.ErrInvalidArgument)
-	case !utf8.ValidString(v) || bytes.IndexByte([]byte(v), 0) >= 0:
+	case !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0:
 		return fmt.Errorf("%s is not valid UTF-8 without NUL: %w", name, shardapi.ErrInvalidArgument)
 	}
 	return nil

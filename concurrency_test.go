@@ -1,0 +1,60 @@
+package harvest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestConcurrencyLimitRegistration(t *testing.T) {
+	t.Parallel()
+	fn := func(Context, string) (string, error) { return "", nil }
+	t.Run("HasLimitsOnlyWithALimitedWorkflow", func(t *testing.T) {
+		t.Parallel()
+		r := NewRegistry()
+		require.NoError(t, r.Register(NewWorkflow("plain", fn), NewWorkflow("zero", fn).WithConcurrency(ConcurrencyLimit{})))
+		require.False(t, r.HasLimits())
+		require.Empty(t, r.LimitedWorkflows())
+		require.NoError(t, r.Register(NewWorkflow("capped", fn).WithConcurrency(ConcurrencyLimit{MaxRunning: 2, KeyPointer: "/a~1b"})))
+		require.True(t, r.HasLimits())
+		require.Equal(t, map[string]ConcurrencyLimit{"capped": {MaxRunning: 2, KeyPointer: "/a~1b"}}, r.LimitedWorkflows())
+	})
+	for _, c := range []struct {
+		name string
+		lim  ConcurrencyLimit
+	}{
+		{"NegativeMax", ConcurrencyLimit{MaxRunning: -1}},
+		{"PointerWithoutSlash", ConcurrencyLimit{MaxRunning: 1, KeyPointer: "customer"}},
+		{"BadEscape", ConcurrencyLimit{MaxRunning: 1, KeyPointer: "/a~2"}},
+	} {
+		t.Run("Refused"+c.name, func(t *testing.T) {
+			t.Parallel()
+			require.Error(t, NewRegistry().Register(NewWorkflow("w", fn).WithConcurrency(c.lim)))
+		})
+	}
+}
+
+func TestParsePointer(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		{"", nil, true},
+		{"/customer", []string{"customer"}, true},
+		{"/a~1b/c~0d/0", []string{"a/b", "c~d", "0"}, true},
+		{"/", []string{""}, true},
+		{"x", nil, false},
+		{"/a~", nil, false},
+		{"/a~x", nil, false},
+	} {
+		got, err := ParsePointer(c.in)
+		if !c.ok {
+			require.ErrorIs(t, err, ErrPointer, c.in)
+			continue
+		}
+		require.NoError(t, err, c.in)
+		require.Equal(t, c.want, got, c.in)
+	}
+}
