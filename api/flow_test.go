@@ -18,11 +18,12 @@ func TestStartFlowControl(t *testing.T) {
 
 	t.Run("OverTheLimitIsQueuedAndVisible", func(t *testing.T) {
 		var ids []string
-		for range demo.ReportMaxRunning + 1 {
+		for i := range demo.ReportMaxRunning + 1 {
 			r := b.do(t, "POST", report, map[string]any{"input": map[string]any{"customer": "c1", "sleep_ms": 3_600_000},
 				"priority": 2, "fairness_key": "tenant-a"})
 			require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
-			require.Equal(t, "QUEUED", r.Body["state"], "%s", r.Raw)
+			want := map[bool]string{true: "RUNNING", false: "QUEUED"}[i < demo.ReportMaxRunning] // free slots first
+			require.Equal(t, want, r.Body["state"], "%s", r.Raw)
 			ids = append(ids, r.Body["execution_id"].(string))
 		}
 		deadline := time.Now().Add(20 * time.Second)

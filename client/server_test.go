@@ -113,10 +113,11 @@ func TestServerStartFields(t *testing.T) {
 		b := setupServer(t)
 		req := client.StartRequest{Input: map[string]any{"customer": "ignored", "sleep_ms": 3_600_000}, ConcurrencyKey: "k1",
 			Priority: 1, FairnessKey: "tenant"}
-		for range demo.ReportMaxRunning + 1 {
+		for i := range demo.ReportMaxRunning + 1 {
 			res, err := b.api.Start(ctxT(t), demo.ReportName, req)
 			require.NoError(t, err)
-			require.Equal(t, "QUEUED", res.State)
+			require.Equal(t, map[bool]string{true: "RUNNING", false: "QUEUED"}[i < demo.ReportMaxRunning], res.State,
+				"the first %d take free slots, the next queues", demo.ReportMaxRunning)
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for {

@@ -49,10 +49,10 @@ func waitRunning(b *testing.B, e *Engine, name string) {
 }
 
 // BenchmarkStartLimited is BenchmarkStartKeyed for a workflow under a
-// limit it never reaches: each start is queued, promoted by the flow
-// dispatcher and its first task run by the workflow loop; the timer runs
-// until every run's first task ran (BenchmarkStartKeyed's ran inside the
-// start).
+// limit it never reaches: each start takes a free slot in its own batch
+// (the key's lock, the read of its use, the flow columns) and runs its
+// first task there; the timer runs until every run's first task ran (none
+// should be left to the dispatcher).
 func BenchmarkStartLimited(b *testing.B) {
 	e := limitedEngine(b)
 	var n atomic.Int64

@@ -142,6 +142,9 @@ func crashScenarios(pool *pgxpool.Pool) map[loop.CrashPoint]crashScenario {
 		state: StateCompleted, output: `"sig"`,
 	}
 	runTimeout := 300 * time.Millisecond
+	// A delayed start of a limited workflow waits QUEUED, for the
+	// dispatcher (an undelayed one would take its free slot in the start).
+	queuedFor := time.Millisecond
 	return map[loop.CrashPoint]crashScenario{
 		crashLoaded: signalled, crashRan: signalled, crashBeforeCommit: signalled, crashCommitted: signalled,
 		crashSignal: signalled,
@@ -170,7 +173,7 @@ func crashScenarios(pool *pgxpool.Pool) map[loop.CrashPoint]crashScenario {
 			state: StateTimedOut,
 		},
 		crashFlowBeforeCommit: {
-			req: StartRequest{WorkflowName: "crash_limited", Input: []byte(`"ran"`)}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
+			req: StartRequest{WorkflowName: "crash_limited", Input: []byte(`"ran"`), Delay: &queuedFor}, act: func(*Engine, uuid.UUID, <-chan struct{}) {},
 			state: StateCompleted, output: `"ran"`,
 		},
 	}

@@ -13,10 +13,11 @@ import (
 // flow flags and reads the flow through the CLI.
 func TestFlow(t *testing.T) {
 	b := setup(t)
-	for range demo.ReportMaxRunning + 1 {
+	for i := range demo.ReportMaxRunning + 1 {
 		r := b.okJSON(t, "workflow", "start", demo.ReportName, "--input-json", `{"customer":"acme","sleep_ms":3600000}`,
 			"--priority", "2", "--fairness-key", "tenant-a")
-		require.Equal(t, "QUEUED", r["state"])
+		require.Equal(t, map[bool]string{true: "RUNNING", false: "QUEUED"}[i < demo.ReportMaxRunning], r["state"],
+			"free slots first, then the queue")
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {

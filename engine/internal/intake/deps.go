@@ -64,6 +64,7 @@ type Intake struct {
 	keys   *seenKeys
 	claims *claimCache
 	gates  gateCache
+	hints  flowHints
 	// Starts is the start batcher (nil: group commit off), Probes the
 	// replay probe batcher (nil: probes run alone), Signals the signal
 	// batcher (nil before Run; a test empties it to send every signal

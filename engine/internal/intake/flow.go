@@ -25,8 +25,9 @@ import (
 const MaxFlowKeyBytes = 256
 
 // resolveFlow checks the start's priority and keys and, when its workflow
-// is under a concurrency limit, sets req.flow: the run is created QUEUED
-// and waits for the dispatcher to give it a slot.
+// is under a concurrency limit, sets req.flow: the run takes a free slot
+// in its start, or is created QUEUED and waits for the dispatcher to give
+// it one (flow_slots.go).
 func (in *Intake) resolveFlow(req *StartRequest) error {
 	if err := checkFlowFields(req); err != nil {
 		return err
@@ -41,6 +42,7 @@ func (in *Intake) resolveFlow(req *StartRequest) error {
 	}
 	req.flow = &store.Flow{Name: req.WorkflowName, Key: key, Priority: int16(cmp.Or(req.Priority, harvest.PriorityDefault)),
 		Fairness: req.FairnessKey}
+	req.flowMax = int64(lim.MaxRunning)
 	return nil
 }
 
@@ -136,19 +138,14 @@ func step(v any, token string) (any, error) {
 	return nil, shardapi.ErrNotFound
 }
 
-// state is the state the start creates its run in.
-func (req *StartRequest) state() string {
+// queueFlow queues, after the insert of the start's run id, its flow:
+// the slot it holds, or its wait for one (nothing for a workflow under no
+// limit).
+func (req *StartRequest) queueFlow(b *pgx.Batch, id uuid.UUID, held bool) {
 	if req.flow != nil {
-		return shardapi.StateQueued
-	}
-	return shardapi.StateRunning
-}
-
-// queueMarkQueued queues, after the insert of the start's run id, what
-// makes it wait for a slot (nothing for a workflow under no limit).
-func (req *StartRequest) queueMarkQueued(b *pgx.Batch, id uuid.UUID) {
-	if req.flow != nil {
-		store.QueueMarkQueued(b, []uuid.UUID{id}, []store.Flow{*req.flow})
+		f := *req.flow
+		f.Held = held
+		store.QueueSetFlows(b, []uuid.UUID{id}, []store.Flow{f})
 	}
 }
 
@@ -159,7 +156,7 @@ func markQueued(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartReques
 		return nil
 	}
 	b := &pgx.Batch{}
-	req.queueMarkQueued(b, id)
+	req.queueFlow(b, id, false)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("queue run: %w", store.Translate(err))
 	}
@@ -168,8 +165,8 @@ func markQueued(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartReques
 
 // started wakes, after a fresh start committed, the workflow loop, or
 // the flow dispatcher for a queued run (through Settle).
-func (in *Intake) started(ctx context.Context, req StartRequest) {
-	if req.flow != nil {
+func (in *Intake) started(ctx context.Context, req StartRequest, held bool) {
+	if req.flow != nil && !held {
 		in.d.Settle(ctx, runs.Effects{Wake: loop.Flow}, nil)
 		return
 	}

@@ -178,6 +178,7 @@ func (in *Intake) commitBatch(runCtx, ctx context.Context, p *batchPlan, send ba
 		return p.replies(err), err
 	}
 	p.cacheClaims(in.claims, gen, seen, in.d.Window)
+	p.noteFlow(&in.hints)
 	return p.replies(nil), nil
 }
 
@@ -247,6 +248,8 @@ type batchPlan struct {
 	left    []time.Duration        // fateClaimed: the time the found claim has left
 	holder  []bool                 // the start's workflow id has a slot holder
 	moved   []*shardapi.MovedError // a newer epoch redirected the start's routing key
+	slot    []bool                 // a one-trip batch assumed the start takes a free slot
+	use     map[nameKey]*keyUse    // a two-trip batch's limited keys, read under their locks
 	fresh   int                    // runs created
 	dbNow   time.Time              // the transaction's start (a one-trip batch: its estimate), in workflow time
 	ahead   time.Duration          // the transaction's clock offset (fence.Tx.Ahead)
@@ -270,6 +273,7 @@ func newBatchPlan(reqs []StartRequest, shard uint16) *batchPlan {
 		shard: shard, reqs: reqs, ids: make([]uuid.UUID, n), fate: make([]batchFate, n), first: make([]int, n),
 		res: make([]shardapi.StartResult, n), byKey: make(map[nameKey]int, n), bySlot: make(map[nameKey]int, n),
 		claimed: make([]bool, n), left: make([]time.Duration, n), holder: make([]bool, n), moved: make([]*shardapi.MovedError, n),
+		slot: make([]bool, n),
 	}
 	for i, r := range reqs {
 		p.ids[i] = shardapi.NewExecutionID(shard)
@@ -347,6 +351,7 @@ func (p *batchPlan) columns() planColumns {
 func (p *batchPlan) queueClaimsAndHolders(b *pgx.Batch, window time.Duration) {
 	c := p.columns()
 	p.queuePlacementChecks(b, c)
+	p.queueFlowReads(b)
 	// now() is the transaction's start: the created_at of every event the
 	// batch appends, which the runs' first tasks see (runFirstTasks).
 	store.QueueNow(b, &p.dbNow)
@@ -464,7 +469,8 @@ func (p *batchPlan) settleFate(w *batchWrites, i int, r StartRequest) bool {
 
 // create adds start i's run and callbacks to w, and answers it.
 func (p *batchPlan) create(w *batchWrites, i int, r StartRequest) error {
-	w.runs.add(i, p.ids[i], r, p.dbNow)
+	held := p.holds(i, r)
+	w.runs.add(i, p.ids[i], r, p.dbNow, held)
 	for j, cb := range r.Callbacks {
 		headers, err := json.Marshal(cb.Headers)
 		if err != nil {
@@ -474,7 +480,7 @@ func (p *batchPlan) create(w *batchWrites, i int, r StartRequest) error {
 		w.cbURL, w.cbHeader = append(w.cbURL, cb.URL), append(w.cbHeader, string(headers))
 	}
 	p.res[i] = shardapi.StartResult{ExecutionID: p.ids[i], WorkflowName: r.WorkflowName, WorkflowID: r.WorkflowID,
-		State: r.state(), StartedFresh: true}
+		State: r.stateOf(held), StartedFresh: true}
 	p.fresh++
 	return nil
 }
@@ -554,8 +560,8 @@ type runColumns struct {
 	ran    []bool
 	next   []int64
 	states []string
-	// flows: the runs of limited workflows (created QUEUED) and their
-	// flows.
+	// flows: the runs of limited workflows (holding a slot, or created
+	// QUEUED) and their flows.
 	flowIDs       []uuid.UUID
 	flows         []store.Flow
 	outputs, errs []*string
@@ -570,15 +576,17 @@ type runColumns struct {
 
 func (c *runColumns) len() int { return len(c.ids) }
 
-func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time) {
+func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time, held bool) {
 	started := req.early.startedOr(req)
 	c.at, c.early = append(c.at, at), append(c.early, req.early)
 	c.reqIdx = append(c.reqIdx, i)
 	c.ran = append(c.ran, false)
 	c.next = append(c.next, 1)
-	c.states = append(c.states, req.state())
+	c.states = append(c.states, req.stateOf(held))
 	if req.flow != nil {
-		c.flowIDs, c.flows = append(c.flowIDs, id), append(c.flows, *req.flow)
+		f := *req.flow
+		f.Held = held
+		c.flowIDs, c.flows = append(c.flowIDs, id), append(c.flows, f)
 	}
 	c.outputs, c.errs = append(c.outputs, nil), append(c.errs, nil)
 	c.holdsSlot = append(c.holdsSlot, true)
@@ -602,7 +610,7 @@ func (c *runColumns) queue(b *pgx.Batch) {
 		Inputs: c.inputs, Memos: c.memos, Keys: c.keys, StartAt: c.dueAt, Ran: c.ran, Next: c.next, States: c.states,
 		Outputs: c.outputs, Errors: c.errs, HoldsSlot: c.holdsSlot})
 	if len(c.flowIDs) > 0 {
-		store.QueueMarkQueued(b, c.flowIDs, c.flows)
+		store.QueueSetFlows(b, c.flowIDs, c.flows)
 	}
 }
 

@@ -34,8 +34,10 @@ import (
 //
 // The assumptions, in order: the lease epoch is the engine's (the fence);
 // the estimated time is no later than the transaction's now() and at most
-// MaxClockLag before it; no routing key moved (placed starts); every key's
-// claim was made (none was live); no workflow id's slot is held.
+// MaxClockLag before it; no routing key moved (placed starts); the
+// concurrency slots the batch takes are free (limited workflows'
+// starts); every key's claim was made (none was live); no workflow id's
+// slot is held.
 //
 // The last needs no statement of its own: every run a batch creates holds
 // its workflow id's slot, so the unique index on the slot holders
@@ -153,7 +155,7 @@ func (in *Intake) sendOneTrip(ctx context.Context, p *batchPlan, first firstTask
 	}
 	p.ahead, p.dbNow = tx.Ahead(), at.Add(tx.Ahead()) // workflow time
 	store.QueueExpectEpoch(b, in.d.Fence.Epoch.Load(), expectFence)
-	p.queueAssumptions(b, in.d.Window)
+	p.queueAssumptions(b, in.d.Window, &in.hints)
 	var (
 		dbNow, sent time.Time
 	)
@@ -174,9 +176,11 @@ func (in *Intake) sendOneTrip(ctx context.Context, p *batchPlan, first firstTask
 
 // queueAssumptions marks every start that may create a run as claimed and
 // free, and queues the checks of that: the placement locks and the check
-// that no routing key moved, and the claims with the check that each was
-// made (the slot index checks that no slot is held: heldSlot).
-func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
+// that no routing key moved, the flow locks and the check that the slots
+// the batch takes are free (flow_slots.go), and the claims with the check
+// that each was made (the slot index checks that no slot is held:
+// heldSlot).
+func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration, hints *flowHints) {
 	c := p.columns()
 	for i := range p.reqs {
 		if p.fate[i] == fateCreate && p.reqs[i].IdempotencyKey != "" {
@@ -187,6 +191,7 @@ func (p *batchPlan) queueAssumptions(b *pgx.Batch, window time.Duration) {
 		store.QueuePlacementLocks(b, c.placements(), placementLockClass)
 		store.QueueExpectNoneMoved(b, c.placements(), expectPlaced)
 	}
+	p.queueFlowAssumptions(b, hints)
 	if len(c.keys) > 0 {
 		store.QueueExpectKeysClaimed(b, c.claimKeys(), int(p.shard), window.Milliseconds(), expectFresh)
 	}
@@ -231,7 +236,7 @@ func (s *earlyStart) startedOr(req StartRequest) harvest.Command {
 // the batcher, whose one goroutine every start of the shard waits for. A
 // task that fails or runs out of time is left to the batch.
 func (in *Intake) PrepareEarly(ctx context.Context, req *StartRequest) {
-	if req.dueAt != nil || req.flow != nil || in.OneTripPaused.Load() > 0 {
+	if req.dueAt != nil || !in.mayTakeSlot(req) || in.OneTripPaused.Load() > 0 {
 		return
 	}
 	at, ok := in.d.Clock.At(clockLead)

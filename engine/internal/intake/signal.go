@@ -174,6 +174,7 @@ func (in *Intake) signalWithStartTx(ctx context.Context, req SignalWithStartRequ
 		if sr.Placement != nil {
 			queuePlacementCheck(b, sr.WorkflowName, sr.Placement, &moved)
 		}
+		in.queueFlowLock(b, sr)
 	}
 	err := in.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		if moved != nil {
@@ -242,7 +243,7 @@ func (in *Intake) startAndSignal(ctx context.Context, tx *fence.Tx, req SignalWi
 	b, ch := &pgx.Batch{}, runs.New()
 	queueTimeoutTimersNow(b, tx, newID, sr.timeouts)
 	ch.AppendEvents(ex, []harvest.Command{startedCommand(sr)}, true)
-	res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, sr.state(), true, true
+	res.ExecutionID, res.State, res.StartedFresh, res.SignalDelivered = newID, sr.stateOf(false), true, true
 	fx, err = deliverSignal(ctx, tx, b, ch, ex, req.SignalName, req.SignalPayload, req.IdempotencyKey)
 	fx.Wake.Add(loop.Flow, sr.flow != nil)
 	return closed, fx, err

@@ -68,7 +68,8 @@ type StartRequest struct {
 	FairnessKey    string
 
 	dueAt    *time.Time   // resolved from Delay/StartAt by the fresh checks
-	flow     *store.Flow  // resolved by the fresh checks: the run starts QUEUED
+	flow     *store.Flow  // resolved by the fresh checks: the workflow is limited
+	flowMax  int64        // with flow: the limit's most running runs per key
 	timeouts []runTimeout // resolved by the fresh checks
 	// mintedID: the engine minted WorkflowID (a random UUID), so no run
 	// can hold its slot yet and a start batch does not look for one.
@@ -270,13 +271,16 @@ func (in *Intake) startTx(ctx context.Context, req StartRequest) (shardapi.Start
 		claimed = true
 		prior   *store.Exec
 		moved   *shardapi.MovedError
+		use     *keyUse
+		held    bool
 	)
-	// One round trip: fence, placement check, claim the key, lock the run
-	// holding the id.
+	// One round trip: fence, placement check, flow lock and use, claim the
+	// key, lock the run holding the id.
 	queue := func(b *pgx.Batch) {
 		if req.Placement != nil {
 			queuePlacementCheck(b, req.WorkflowName, req.Placement, &moved)
 		}
+		queueSingleFlow(b, req, &use)
 		if req.IdempotencyKey != "" && !skipStartClaim {
 			store.QueueClaimKey(b, req.WorkflowName, req.IdempotencyKey, newID, int(in.d.ShardID),
 				in.d.Window.Milliseconds(), &claimed)
@@ -310,14 +314,15 @@ func (in *Intake) startTx(ctx context.Context, req StartRequest) (shardapi.Start
 		if err := releaseSlot(ctx, tx, prior); err != nil {
 			return err
 		}
-		res = shardapi.StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: req.state(), StartedFresh: true}
-		return createRun(ctx, tx, newID, req)
+		held = use.take(req)
+		res = shardapi.StartResult{ExecutionID: newID, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: req.stateOf(held), StartedFresh: true}
+		return createRun(ctx, tx, newID, req, held)
 	})
 	if err != nil {
 		return shardapi.StartResult{}, err
 	}
 	if res.StartedFresh {
-		in.started(ctx, req)
+		in.started(ctx, req, held)
 	}
 	in.d.Settle(ctx, closed, nil)
 	return res, nil
@@ -330,13 +335,14 @@ func queueSlotHolder(b *pgx.Batch, name, workflowID string, prior **store.Exec) 
 }
 
 // createRun inserts a fresh run with its WorkflowStarted event, its first
-// workflow task, its timeout timers and its callbacks, in one round trip.
-func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest) error {
+// workflow task, its timeout timers and its callbacks, in one round trip;
+// a limited workflow's run holds a slot or waits QUEUED for one.
+func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest, held bool) error {
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
 	b := &pgx.Batch{}
 	store.QueueInsertRun(b, newRun(id, queue, req))
-	req.queueMarkQueued(b, id)
+	req.queueFlow(b, id, held)
 	store.QueueStartedEvent(b, id, string(started.Type), string(started.Data), tx.Ahead().Microseconds())
 	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
@@ -391,7 +397,7 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 	if queue == "" {
 		queue = harvest.DefaultQueue
 	}
-	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: req.state(), ChainID: id}
+	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: req.stateOf(false), ChainID: id}
 	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", store.Translate(err))

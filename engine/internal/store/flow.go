@@ -13,41 +13,111 @@ import (
 // state of a limited run, so whatever closes the run frees it in the same
 // transaction, and a continued-as-new successor inherits it.
 
-// Flow is what a queued run carries: its workflow, the key of its limit
+// Flow is what a limited run carries: its workflow, the key of its limit
 // ("" for a limit on the workflow name alone), its dispatch priority (1
 // first … 5) and its fairness key ("" for none).
 type Flow struct {
 	Name, Key string
 	Priority  int16
 	Fairness  string
+	// Held: the run takes a free slot in its start (it is inserted
+	// RUNNING); otherwise it waits QUEUED.
+	Held bool
 }
 
-// QueueMarkQueued queues the statement that makes runs the same batch
-// just inserted wait for a slot: QUEUED, no workflow task due, with their
-// flows and turns. A run's turn is one more than the last turn of the
-// live runs of its fairness key (the runs before it in flows counted), so
-// that a key's backlog does not hold back another key's runs. Only starts
-// of limited workflows send it, so the insert of every other start stays
-// as it is.
-func QueueMarkQueued(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
+// QueueSetFlows queues the statement that gives runs the same batch just
+// inserted their flows and turns; those whose flow does not hold a slot
+// wait for one: QUEUED, no workflow task due. A run's turn is one more
+// than the last turn of the live runs of its fairness key (the runs before
+// it in flows counted), so that a key's backlog does not hold back another
+// key's runs. Only starts of limited workflows send it, so the insert of
+// every other start stays as it is.
+func QueueSetFlows(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
 	keys, prios, fair, rank := make([]string, len(flows)), make([]int16, len(flows)), make([]string, len(flows)), make([]int64, len(flows))
+	held := make([]bool, len(flows))
 	seen := make(map[Flow]int64, len(flows))
 	for i, f := range flows {
-		seen[Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}]++
-		keys[i], prios[i], fair[i] = f.Key, f.Priority, f.Fairness
-		rank[i] = seen[Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}]
+		turn := Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}
+		seen[turn]++
+		keys[i], prios[i], fair[i], held[i], rank[i] = f.Key, f.Priority, f.Fairness, f.Held, seen[turn]
 	}
 	b.Queue(`
 		UPDATE harvest_executions x
-		   SET state = 'QUEUED', wf_task_due_at = NULL, completed_at = NULL,
+		   SET state = CASE WHEN f.held THEN x.state ELSE 'QUEUED' END,
+		       wf_task_due_at = CASE WHEN f.held THEN x.wf_task_due_at END,
+		       completed_at = CASE WHEN f.held THEN x.completed_at END,
 		       flow_key = f.k, priority = f.p, fairness_key = f.fk,
 		       flow_turn = f.rank + coalesce((
 		           SELECT max(y.flow_turn) FROM harvest_executions y
 		            WHERE y.workflow_name = x.workflow_name AND y.flow_key = f.k AND y.fairness_key = f.fk
 		              AND y.flow_key IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0)
-		  FROM unnest($1::uuid[], $2::text[], $3::smallint[], $4::text[], $5::bigint[]) AS f(id, k, p, fk, rank)
-		 WHERE x.execution_id = f.id`, ids, keys, prios, fair, rank)
+		  FROM unnest($1::uuid[], $2::text[], $3::smallint[], $4::text[], $5::bigint[], $6::bool[]) AS f(id, k, p, fk, rank, held)
+		 WHERE x.execution_id = f.id`, ids, keys, prios, fair, rank, held)
 }
+
+// FlowKeys are (workflow name, key) pairs of limited workflows, with each
+// one's limit and, for a check, the slots a batch takes of it.
+type FlowKeys struct {
+	Names, Keys []string
+	Max, Take   []int64
+}
+
+// Add appends one key.
+func (k *FlowKeys) Add(name, key string, max, take int64) {
+	k.Names, k.Keys, k.Max, k.Take = append(k.Names, name), append(k.Keys, key), append(k.Max, max), append(k.Take, take)
+}
+
+// QueueFlowLocks queues the flow locks (advisory locks of class) of keys,
+// in hash order. Whatever makes a limited run QUEUED, or takes a slot for
+// one in a start, holds its key's lock and checks the key under it (see
+// QueueFlowUse): two such transactions never count past the limit
+// together, and a start never takes a slot ahead of a queued run.
+func QueueFlowLocks(b *pgx.Batch, keys FlowKeys, class int32) {
+	b.Queue(placementLocksSQL, keys.Names, keys.Keys, class)
+}
+
+// flowUseSQL reads, per key (by index), its RUNNING limited runs counted
+// up to its limit less its take plus one (enough to tell whether the take
+// fits), whether some run of the key is QUEUED, its limit and its take.
+// Sent after the keys' locks, in a statement of its own: its snapshot
+// then sees every earlier holder's commit.
+const flowUseSQL = `
+	SELECT u.i - 1 AS i,
+	       (SELECT count(*) FROM (SELECT 1 FROM harvest_executions x
+	                               WHERE x.workflow_name = u.n AND x.flow_key = u.k AND x.state = 'RUNNING'
+	                               LIMIT greatest(u.m - u.t + 1, 0)) c) AS r,
+	       EXISTS (SELECT 1 FROM harvest_executions x
+	                WHERE x.workflow_name = u.n AND x.flow_key = u.k AND x.state = 'QUEUED') AS q,
+	       u.m, u.t
+	  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS u(n, k, m, t, i)`
+
+// QueueFlowUse queues the read of each key's use (see flowUseSQL): fn
+// gets its index, its running runs (counted up to its limit plus one) and
+// whether some run waits.
+func QueueFlowUse(b *pgx.Batch, keys FlowKeys, fn func(i int, running int64, queued bool)) {
+	b.Queue(flowUseSQL, keys.Names, keys.Keys, keys.Max, zeros(len(keys.Names))).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var (
+				i, running, max, take int64
+				queued                bool
+			)
+			if err := rows.Scan(&i, &running, &queued, &max, &take); err != nil {
+				return err
+			}
+			fn(int(i), running, queued)
+		}
+		return rows.Err()
+	})
+}
+
+// QueueExpectFlowFree queues the check (harvest_expect, named expect)
+// that no key has a QUEUED run and each has room for its take.
+func QueueExpectFlowFree(b *pgx.Batch, keys FlowKeys, expect string) {
+	b.Queue(`SELECT harvest_expect(coalesce(bool_and(NOT s.q AND s.r + s.t <= s.m), true), $5) FROM (`+flowUseSQL+`) s`,
+		keys.Names, keys.Keys, keys.Max, keys.Take, expect)
+}
+
+func zeros(n int) []int64 { return make([]int64, n) }
 
 // Limits are the concurrency limits the dispatcher applies, one per
 // index: a workflow name and its most running runs per key.

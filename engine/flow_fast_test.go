@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// oneTripLimited is a bundle with the limited workflows and an engine
+// whose batches the test drives (one trip when they can: the clock safely
+// behind, as in TestOneTripStartBatch).
+func oneTripLimited(t *testing.T) (*testBundle, *Engine) {
+	t.Helper()
+	b, e := gcSetup(t, func(c *Config) { c.LeaseTTL = time.Minute })
+	b.registerLimited(t)
+	setClock(t, b, e, -500*time.Millisecond)
+	return b, e
+}
+
+func TestFlowFastPath(t *testing.T) {
+	t.Parallel()
+
+	t.Run("AFreeSlotIsTakenInTheStart", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		done := start(t, e, StartRequest{WorkflowName: limitedTwoWF.Name(), Input: raw(t, "complete")})
+		require.Equal(t, StateCompleted, done.State, "its first task ran in the start")
+		held := start(t, e, StartRequest{WorkflowName: limitedTwoWF.Name(), Input: raw(t, "wait")})
+		require.Equal(t, StateRunning, held.State)
+		require.False(t, taskDue(t, b, held.ExecutionID), "its first task ran in the start")
+		st, err := e.FlowStatus(ctxT(t))
+		require.NoError(t, err)
+		require.Equal(t, []Occupancy{{WorkflowName: limitedTwoWF.Name(), Running: 1}}, st.Keys)
+	})
+
+	t.Run("AStartQueuesBehindAQueuedRun", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		first := holdTheSlot(t, b, e)
+		hour := time.Hour
+		later := start(t, e, StartRequest{WorkflowName: limitedOneWF.Name(), Delay: &hour})
+		require.Equal(t, StateQueued, later.State)
+		signalGo(t, e, first, "done")
+		waitClosed(t, e, first)
+		next := start(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		require.Equal(t, StateQueued, next.State, "a free slot, but a run of the key waits: the start queues behind it")
+		waitTally(t, b.pool, map[string]int{StateRunning: 1}, next.ExecutionID)
+		require.Equal(t, map[string]int{StateQueued: 1}, tally(t, b.pool, later.ExecutionID), "not due yet")
+	})
+
+	t.Run("ASingleStartTakesAFreeSlot", func(t *testing.T) {
+		t.Parallel()
+		b, e := gcSetup(t)
+		b.registerLimited(t)
+		held := start(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		require.Equal(t, StateRunning, held.State)
+		queued := start(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		require.Equal(t, StateQueued, queued.State)
+		signalGo(t, e, held.ExecutionID, "done")
+		waitTally(t, b.pool, map[string]int{StateRunning: 1}, queued.ExecutionID)
+	})
+
+	t.Run("AOneTripBatchTakesFreeSlotsAndQueuesTheRest", func(t *testing.T) {
+		t.Parallel()
+		b, e := oneTripLimited(t)
+		r := runBatch(t, e, StartRequest{WorkflowName: limitedTwoWF.Name()}, StartRequest{WorkflowName: limitedTwoWF.Name()},
+			StartRequest{WorkflowName: limitedTwoWF.Name()})
+		require.Equal(t, [4]int64{1, 0, 0, 0}, trips(e), "one batch, one trip, no miss")
+		require.Equal(t, []string{StateRunning, StateRunning, StateQueued}, []string{r.res[0].State, r.res[1].State, r.res[2].State})
+		require.False(t, taskDue(t, b, r.res[0].ExecutionID), "its first task ran in the batch")
+	})
+
+	t.Run("AOneTripMissOnAFullKeyQueuesInTwoTrips", func(t *testing.T) {
+		t.Parallel()
+		_, e := oneTripLimited(t)
+		r := runBatch(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		require.Equal(t, StateRunning, r.res[0].State)
+		r = runBatch(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		require.Equal(t, StateQueued, r.res[0].State)
+		require.Equal(t, [4]int64{1, 1, 1, 0}, trips(e), "the one-trip batch assumed the slot free and missed")
+		r = runBatch(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		require.Equal(t, StateQueued, r.res[0].State)
+		require.Equal(t, [4]int64{2, 1, 1, 0}, trips(e), "the key found full lately: queued in one trip, no check")
+		require.Zero(t, e.in.OneTripPaused.Load(), "a full key is no replay")
+	})
+
+	t.Run("StartsAndClosesStayWithinTheLimit", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		most := watchRunning(t, b.pool, limitedTwoWF.Name())
+		ctx, cancel := context.WithCancel(ctxT(t))
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { // closes whatever runs, as fast as it can
+			defer wg.Done()
+			for ctx.Err() == nil {
+				rows, err := b.pool.Query(ctx, `SELECT execution_id FROM harvest_executions WHERE workflow_name = $1 AND state = 'RUNNING'`,
+					limitedTwoWF.Name())
+				if err != nil {
+					continue
+				}
+				var ids []uuid.UUID
+				for rows.Next() {
+					var id uuid.UUID
+					if rows.Scan(&id) == nil {
+						ids = append(ids, id)
+					}
+				}
+				rows.Close()
+				for _, id := range ids {
+					_, _ = e.Signal(ctx, SignalRequest{ExecutionID: id, SignalName: goSignal.Name(), Payload: raw(t, "done")})
+				}
+			}
+		}()
+		var ids []uuid.UUID
+		for range 6 {
+			ids = append(ids, startLimited(t, e, 10, StartRequest{WorkflowName: limitedTwoWF.Name()})...)
+		}
+		for _, id := range ids {
+			waitClosed(t, e, id)
+		}
+		cancel()
+		wg.Wait()
+		require.LessOrEqual(t, most(), 2, "never more than the limit running")
+	})
+}
