@@ -54,6 +54,37 @@ func (w *Workflow[In, Out]) WithConcurrency(l ConcurrencyLimit) *Workflow[In, Ou
 	return w
 }
 
+// WithConcurrency limits how many attempts of the activity run at once,
+// per key of its input when the limit is keyed (KeyPointer; a value
+// missing from the input is the key ""). An attempt holds its slot from
+// its dispatch until its outcome is recorded, so a worker that dies
+// mid-attempt keeps the slot until the attempt is retried or recorded:
+// never more than MaxRunning attempts run at once. Attempts over the
+// limit wait, in the order they were scheduled. See the README's "Flow
+// control".
+func (a *Activity[In, Out]) WithConcurrency(l ConcurrencyLimit) *Activity[In, Out] {
+	a.concurrency = l
+	return a
+}
+
+// HasActivityLimits reports, without a lock, whether some registered
+// activity declares a concurrency limit.
+func (r *Registry) HasActivityLimits() bool { return r.actLimited.Load() }
+
+// LimitedActivities lists the registered activities that declare a
+// concurrency limit, with their limits.
+func (r *Registry) LimitedActivities() map[string]ConcurrencyLimit {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string]ConcurrencyLimit{}
+	for name, d := range r.activities {
+		if d.concurrency.Limited() {
+			out[name] = d.concurrency
+		}
+	}
+	return out
+}
+
 // WorkflowConcurrency returns the concurrency limit a registered workflow
 // declares (the zero limit when it has none or is not registered).
 func (r *Registry) WorkflowConcurrency(name string) ConcurrencyLimit {

@@ -9,6 +9,14 @@ import (
 func TestConcurrencyLimitRegistration(t *testing.T) {
 	t.Parallel()
 	fn := func(Context, string) (string, error) { return "", nil }
+	act := func(*ActivityContext, string) (string, error) { return "", nil }
+	t.Run("LimitedActivitiesListsTheirLimits", func(t *testing.T) {
+		t.Parallel()
+		r := NewRegistry()
+		require.NoError(t, r.Register(NewActivity("plain", act), NewActivity("capped", act).WithConcurrency(ConcurrencyLimit{MaxRunning: 1, KeyPointer: "/k"})))
+		require.Equal(t, map[string]ConcurrencyLimit{"capped": {MaxRunning: 1, KeyPointer: "/k"}}, r.LimitedActivities())
+		require.False(t, r.HasLimits(), "a limited activity queues no run")
+	})
 	t.Run("HasLimitsOnlyWithALimitedWorkflow", func(t *testing.T) {
 		t.Parallel()
 		r := NewRegistry()
@@ -30,6 +38,7 @@ func TestConcurrencyLimitRegistration(t *testing.T) {
 		t.Run("Refused"+c.name, func(t *testing.T) {
 			t.Parallel()
 			require.Error(t, NewRegistry().Register(NewWorkflow("w", fn).WithConcurrency(c.lim)))
+			require.Error(t, NewRegistry().Register(NewActivity("a", act).WithConcurrency(c.lim)))
 		})
 	}
 }

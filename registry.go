@@ -31,8 +31,9 @@ type Registry struct {
 	mu         sync.RWMutex
 	workflows  map[string]workflowDef
 	activities map[string]activityDef
-	// limited: some workflow declares a concurrency limit (HasLimits).
-	limited atomic.Bool
+	// limited: some workflow declares a concurrency limit (HasLimits);
+	// actLimited: some activity does (HasActivityLimits).
+	limited, actLimited atomic.Bool
 }
 
 type workflowDef struct {
@@ -46,9 +47,10 @@ type workflowDef struct {
 }
 
 type activityDef struct {
-	name string
-	opts ActivityOptions
-	run  func(ctx *ActivityContext, input json.RawMessage) (json.RawMessage, error)
+	name        string
+	opts        ActivityOptions
+	run         func(ctx *ActivityContext, input json.RawMessage) (json.RawMessage, error)
+	concurrency ConcurrencyLimit
 }
 
 // NewRegistry returns an empty registry.
@@ -170,6 +172,9 @@ func (r *Registry) add(g registration) {
 		return
 	}
 	r.activities[g.name] = g.act
+	if g.act.concurrency.Limited() {
+		r.actLimited.Store(true)
+	}
 }
 
 func (r *Registry) workflow(name string) (workflowDef, bool) {
@@ -228,9 +233,10 @@ func (w *Workflow[In, Out]) run(ctx Context, raw json.RawMessage) (json.RawMessa
 
 // Activity is a typed activity definition with default options.
 type Activity[In, Out any] struct {
-	name string
-	fn   func(ctx *ActivityContext, in In) (Out, error)
-	opts ActivityOptions
+	name        string
+	fn          func(ctx *ActivityContext, in In) (Out, error)
+	opts        ActivityOptions
+	concurrency ConcurrencyLimit
 }
 
 // NewActivity declares an activity; opts (at most one) are its defaults,
@@ -247,7 +253,10 @@ func NewActivity[In, Out any](name string, fn func(ctx *ActivityContext, in In) 
 func (a *Activity[In, Out]) Name() string { return a.name }
 
 func (a *Activity[In, Out]) registration() (registration, error) {
-	def := activityDef{name: a.name, opts: a.opts, run: a.run}
+	if err := a.concurrency.Validate(); err != nil {
+		return registration{}, fmt.Errorf("activity %s: concurrency limit: %w", a.name, err)
+	}
+	def := activityDef{name: a.name, opts: a.opts, run: a.run, concurrency: a.concurrency}
 	return registration{kind: "activity", name: a.name, act: def}, nil
 }
 

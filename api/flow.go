@@ -40,6 +40,9 @@ var _ flowReader = (*engine.Engine)(nil)
 type flowResponse struct {
 	Limits []engine.FlowLimit `json:"limits"`
 	Keys   []shardFlowKey     `json:"keys"`
+	// ActivityLimits and Activities are the same for activities.
+	ActivityLimits []engine.ActivityFlowLimit `json:"activity_limits"`
+	Activities     []shardActivityKey         `json:"activities"`
 	// Status is "partial" when some shards could not be read.
 	Status            string   `json:"status,omitempty"`
 	UnavailableShards []uint16 `json:"unavailable_shards,omitempty"`
@@ -51,6 +54,12 @@ type shardFlowKey struct {
 	engine.Occupancy
 }
 
+// shardActivityKey is one activity concurrency key of one shard.
+type shardActivityKey struct {
+	Shard uint16 `json:"shard"`
+	engine.ActivityOccupancy
+}
+
 // flow handles GET /flow: every shard's flow status, merged. Limits are
 // counted per shard, so a key may show once per shard that holds its runs.
 func (s *Server) flow(c *gin.Context) {
@@ -60,7 +69,8 @@ func (s *Server) flow(c *gin.Context) {
 		return
 	}
 	sts, errs := eachShard(shards, func(shard uint16) (engine.FlowStatus, error) { return s.flowOf(c, shard) })
-	out := flowResponse{Limits: []engine.FlowLimit{}, Keys: []shardFlowKey{}}
+	out := flowResponse{Limits: []engine.FlowLimit{}, Keys: []shardFlowKey{}, ActivityLimits: []engine.ActivityFlowLimit{},
+		Activities: []shardActivityKey{}}
 	for i, err := range errs {
 		if err != nil && len(shards) == 1 {
 			s.fail(c, err)
@@ -81,8 +91,14 @@ func (out *flowResponse) add(shard uint16, st engine.FlowStatus, err error) {
 	if len(out.Limits) == 0 {
 		out.Limits = append(out.Limits, st.Limits...)
 	}
+	if len(out.ActivityLimits) == 0 {
+		out.ActivityLimits = append(out.ActivityLimits, st.ActivityLimits...)
+	}
 	for _, k := range st.Keys {
 		out.Keys = append(out.Keys, shardFlowKey{Shard: shard, Occupancy: k})
+	}
+	for _, k := range st.Activities {
+		out.Activities = append(out.Activities, shardActivityKey{Shard: shard, ActivityOccupancy: k})
 	}
 }
 
@@ -103,9 +119,12 @@ func (s *Server) flowOf(c *gin.Context, shard uint16) (engine.FlowStatus, error)
 	if err := s.readShard(c, t, "/flow", "flow", &remote); err != nil {
 		return engine.FlowStatus{}, err
 	}
-	st := engine.FlowStatus{Limits: remote.Limits}
+	st := engine.FlowStatus{Limits: remote.Limits, ActivityLimits: remote.ActivityLimits}
 	for _, k := range remote.Keys {
 		st.Keys = append(st.Keys, k.Occupancy)
+	}
+	for _, k := range remote.Activities {
+		st.Activities = append(st.Activities, k.ActivityOccupancy)
 	}
 	return st, nil
 }

@@ -52,6 +52,9 @@ func TestStartFlowControl(t *testing.T) {
 		require.Equal(t, []any{map[string]any{"shard": float64(0), // SingleShard routes every shard id to its one engine as shard 0
 			"workflow_name": demo.ReportName, "key": "c1",
 			"running": float64(demo.ReportMaxRunning), "queued": float64(1)}}, r.Body["keys"])
+		require.Equal(t, []any{map[string]any{"activity_name": demo.RenderReportName, "max_running": float64(1), "key_pointer": "/customer"}},
+			r.Body["activity_limits"])
+		require.Equal(t, []any{}, r.Body["activities"], "no report has come to render yet")
 		requireError(t, b.do(t, "GET", "/flow?shard=9", nil), http.StatusBadRequest, codeInvalidArgument)
 	})
 

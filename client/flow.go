@@ -24,13 +24,36 @@ type FlowKey struct {
 	Queued       int64  `json:"queued"`
 }
 
+// ActivityFlowLimit is an activity's concurrency limit.
+type ActivityFlowLimit struct {
+	ActivityName string `json:"activity_name"`
+	MaxRunning   int    `json:"max_running"`
+	// KeyPointer is the JSON pointer into the activity's input that keys
+	// the limit; empty: one limit for the activity name.
+	KeyPointer string `json:"key_pointer,omitempty"`
+}
+
+// ActivityFlowKey is one activity concurrency key in use on one shard:
+// the attempts holding a slot (from dispatch until their outcomes are
+// recorded) and the tasks waiting.
+type ActivityFlowKey struct {
+	Shard        uint16 `json:"shard"`
+	ActivityName string `json:"activity_name"`
+	Key          string `json:"key"`
+	Running      int64  `json:"running"`
+	Waiting      int64  `json:"waiting"`
+}
+
 // FlowStatus is the cluster's flow control: the limits in force and the
-// keys in use. Status "partial" names the shards that could not be read.
+// keys in use, of workflows and of activities. Status "partial" names
+// the shards that could not be read.
 type FlowStatus struct {
-	Limits            []FlowLimit `json:"limits"`
-	Keys              []FlowKey   `json:"keys"`
-	Status            string      `json:"status,omitempty"`
-	UnavailableShards []uint16    `json:"unavailable_shards,omitempty"`
+	Limits            []FlowLimit         `json:"limits"`
+	Keys              []FlowKey           `json:"keys"`
+	ActivityLimits    []ActivityFlowLimit `json:"activity_limits"`
+	Activities        []ActivityFlowKey   `json:"activities"`
+	Status            string              `json:"status,omitempty"`
+	UnavailableShards []uint16            `json:"unavailable_shards,omitempty"`
 }
 
 // Flow reads the flow control: limits and, per shard, the concurrency

@@ -124,6 +124,7 @@ func TestServerStartFields(t *testing.T) {
 			st, err := b.api.Flow(ctxT(t))
 			require.NoError(t, err)
 			require.Contains(t, st.Limits, client.FlowLimit{WorkflowName: demo.ReportName, MaxRunning: demo.ReportMaxRunning, KeyPointer: "/customer"})
+			require.Equal(t, []client.ActivityFlowLimit{{ActivityName: demo.RenderReportName, MaxRunning: 1, KeyPointer: "/customer"}}, st.ActivityLimits)
 			if len(st.Keys) == 1 && st.Keys[0].Running == demo.ReportMaxRunning {
 				require.Equal(t, client.FlowKey{Shard: st.Keys[0].Shard, WorkflowName: demo.ReportName, Key: "k1",
 					Running: demo.ReportMaxRunning, Queued: 1}, st.Keys[0], "the caller's key wins over the pointer")

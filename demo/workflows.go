@@ -97,7 +97,8 @@ type Demo struct {
 	// Tally counts a batch start's collected inputs (tally.go).
 	Tally *harvest.Workflow[[]json.RawMessage, int]
 	// Report runs under a concurrency limit per customer (report.go).
-	Report *harvest.Workflow[ReportInput, string]
+	Report       *harvest.Workflow[ReportInput, string]
+	RenderReport *harvest.Activity[ReportInput, string]
 }
 
 // New binds the demo definitions to svc.
@@ -134,7 +135,8 @@ func New(svc *Services) *Demo {
 	d.ParentChain = harvest.NewWorkflow(ParentChainName, d.parentChain)
 	d.Approver = harvest.NewWorkflow(ApproverName, d.approver)
 	d.Tally = harvest.NewWorkflow(TallyName, d.tally)
-	d.Report = newReport()
+	d.RenderReport = newRenderReport()
+	d.Report = newReport(d.RenderReport)
 	return d
 }
 
@@ -198,7 +200,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
 	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
-		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally, d.Report}
+		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally, d.Report, d.RenderReport}
 }
 
 // Register adds the demo definitions to reg.

@@ -69,7 +69,22 @@ type FlowLimit struct {
 type FlowStatus struct {
 	Limits []FlowLimit `json:"limits"`
 	Keys   []Occupancy `json:"keys"`
+	// ActivityLimits and Activities are the same for activities: per
+	// activity name and key, the attempts holding a slot and the tasks
+	// waiting.
+	ActivityLimits []ActivityFlowLimit `json:"activity_limits"`
+	Activities     []ActivityOccupancy `json:"activities"`
 }
+
+// ActivityFlowLimit is an activity's concurrency limit.
+type ActivityFlowLimit struct {
+	ActivityName string `json:"activity_name"`
+	MaxRunning   int    `json:"max_running"`
+	KeyPointer   string `json:"key_pointer,omitempty"`
+}
+
+// ActivityOccupancy is one activity key's use of its limit.
+type ActivityOccupancy = store.ActivityOccupancy
 
 // FlowStatus reads the shard's flow control.
 func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
@@ -77,11 +92,31 @@ func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
 	if err != nil {
 		return FlowStatus{}, fmt.Errorf("read flow occupancy: %w", err)
 	}
-	st := FlowStatus{Limits: e.flowLimits(), Keys: keys}
-	if st.Keys == nil {
-		st.Keys = []Occupancy{}
+	acts, err := store.ActivityFlowOccupancy(ctx, e.pool, e.act.Limits())
+	if err != nil {
+		return FlowStatus{}, fmt.Errorf("read activity flow occupancy: %w", err)
 	}
-	return st, nil
+	return FlowStatus{Limits: e.flowLimits(), Keys: orEmpty(keys), ActivityLimits: e.activityLimits(),
+		Activities: orEmpty(acts)}, nil
+}
+
+// activityLimits are the concurrency limits the registry's activities
+// declare, by activity name.
+func (e *Engine) activityLimits() []ActivityFlowLimit {
+	decl := e.reg.LimitedActivities()
+	out := make([]ActivityFlowLimit, 0, len(decl))
+	for _, name := range slices.Sorted(maps.Keys(decl)) {
+		out = append(out, ActivityFlowLimit{ActivityName: name, MaxRunning: decl[name].MaxRunning, KeyPointer: decl[name].KeyPointer})
+	}
+	return out
+}
+
+// orEmpty is s, or an empty slice for nil (JSON [] rather than null).
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // MaxFlowKeyBytes bounds a start's concurrency and fairness keys.

@@ -46,8 +46,26 @@ func flowTable(tw *tabwriter.Writer, st *client.FlowStatus) {
 		row(tw, strconv.Itoa(int(k.Shard)), k.WorkflowName, strconv.Quote(k.Key),
 			strconv.FormatInt(k.Running, 10), strconv.FormatInt(k.Queued, 10))
 	}
+	if len(st.ActivityLimits) > 0 {
+		activityFlowTable(tw, st)
+	}
 	if st.Status == "partial" {
 		row(tw, "")
 		row(tw, "partial: shards not read", shardList(st.UnavailableShards))
+	}
+}
+
+// activityFlowTable lists the activity limits, then their keys in use.
+func activityFlowTable(tw *tabwriter.Writer, st *client.FlowStatus) {
+	row(tw, "")
+	row(tw, "ACTIVITY", "MAX RUNNING", "KEY POINTER")
+	for _, l := range st.ActivityLimits {
+		row(tw, l.ActivityName, strconv.Itoa(l.MaxRunning), l.KeyPointer)
+	}
+	row(tw, "")
+	row(tw, "SHARD", "ACTIVITY", "KEY", "RUNNING", "WAITING")
+	for _, k := range st.Activities {
+		row(tw, strconv.Itoa(int(k.Shard)), k.ActivityName, strconv.Quote(k.Key),
+			strconv.FormatInt(k.Running, 10), strconv.FormatInt(k.Waiting, 10))
 	}
 }

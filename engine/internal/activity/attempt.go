@@ -129,9 +129,9 @@ func (a *Attempts) pollActivities(ctx context.Context, wg *sync.WaitGroup, recla
 // lost lease or an older owner) for this engine's attempts.
 func (a *Attempts) Claim(ctx context.Context, limit int, reclaim bool) ([]Task, error) {
 	var tasks []Task
-	since := time.Now()
+	since, lim := time.Now(), a.Limits()
 	err := a.d.Fence.DoBatch(ctx, store.QueueNoSeqScan, func(tx *fence.Tx) error {
-		err := store.ClaimTasks(ctx, tx, a.d.Epoch(), limit, reclaim, store.LeaseGrace, tx.Ahead().Microseconds(), func(t store.ClaimedTask) {
+		err := store.ClaimTasks(ctx, tx, a.d.Epoch(), limit, reclaim, store.LeaseGrace, tx.Ahead().Microseconds(), lim, func(t store.ClaimedTask) {
 			tasks = append(tasks, Task{ClaimedTask: t, Since: since})
 		})
 		if err != nil {

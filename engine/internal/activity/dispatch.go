@@ -80,7 +80,7 @@ func (a *Attempts) Reserve(n int) *runs.Direct {
 	if got == 0 {
 		return nil
 	}
-	return &runs.Direct{Slots: got, Epoch: a.d.Epoch(), Since: time.Now()}
+	return &runs.Direct{Slots: got, Epoch: a.d.Epoch(), Since: time.Now(), Limited: a.limitedNames()}
 }
 
 // SettleTasks ends the activity tasks of a batch whose transaction has

@@ -602,9 +602,12 @@ func TestClaimFirst(t *testing.T) {
 	}
 	ch.Close(done, shardapi.StateCompleted, nil, nil)
 	claim := make([]bool, ch.TaskCount())
-	at := ch.claimFirst(claim, 2)
+	at := ch.claimFirst(claim, 2, nil)
 	require.Equal(t, []bool{false, true, true, false}, claim, "the first tasks of open runs, as many as the slots")
 	require.Equal(t, map[taskKey]int{{open.ID, "o1"}: 1, {open.ID, "o2"}: 2}, at)
+	claim = make([]bool, ch.TaskCount())
+	require.Empty(t, ch.claimFirst(claim, 2, map[string]bool{"": true}), "a limited activity's tasks wait for the loop's claim")
+	require.Equal(t, []bool{false, false, false, false}, claim)
 }
 
 func TestPayload(t *testing.T) {

@@ -22,6 +22,10 @@ type Direct struct {
 	Epoch int64     // the lease epoch the claims carry
 	Since time.Time // before the claims: their attempts' timeouts count from it
 	Tasks []store.ClaimedTask
+	// Limited names the activities under a concurrency limit: their
+	// tasks are inserted pending, for the activity loop's claim, which
+	// gives them slots (nil: none).
+	Limited map[string]bool
 }
 
 type activityRows struct {
@@ -76,7 +80,7 @@ func (ch *Changes) queueActivityTasks(b *pgx.Batch) {
 		store.QueueInsertTasks(b, cols, claim, 0, store.LeaseGrace.Milliseconds(), ahead, nil)
 		return
 	}
-	at := ch.claimFirst(claim, d.Slots)
+	at := ch.claimFirst(claim, d.Slots, d.Limited)
 	store.QueueInsertTasks(b, cols, claim, d.Epoch, store.LeaseGrace.Milliseconds(), ahead, func(r store.InsertedTask) error {
 		if !r.Claimed {
 			return nil
@@ -95,15 +99,16 @@ func (ch *Changes) queueActivityTasks(b *pgx.Batch) {
 }
 
 // claimFirst flags in claim the first slots tasks of the changes' runs
-// they leave open, and returns their indexes by run and activity id.
-func (ch *Changes) claimFirst(claim []bool, slots int) map[taskKey]int {
+// they leave open, but none of a limited activity, and returns their
+// indexes by run and activity id.
+func (ch *Changes) claimFirst(claim []bool, slots int, limited map[string]bool) map[taskKey]int {
 	t := &ch.tasks
 	closed := make(map[uuid.UUID]bool, len(ch.closed))
 	for _, id := range ch.closed {
 		closed[id] = true
 	}
 	for i, n := 0, 0; i < len(t.ids) && n < slots; i++ {
-		if !closed[t.ids[i]] {
+		if !closed[t.ids[i]] && !limited[t.names[i]] {
 			claim[i] = true
 			n++
 		}

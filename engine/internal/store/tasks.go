@@ -67,23 +67,31 @@ func QueueNoSeqScan(b *pgx.Batch) { b.Queue(`SET LOCAL enable_seqscan = off`) }
 // ClaimTasks claims up to limit due tasks (and, with reclaim, running ones
 // whose lock expired or whose claim is of an epoch before epoch) for one
 // attempt each, locked for their start-to-close timeout plus grace; ahead
-// is the clock's offset in microseconds. fn gets each claimed task.
-func ClaimTasks(ctx context.Context, q Querier, epoch int64, limit int, reclaim bool, grace time.Duration, ahead int64, fn func(ClaimedTask)) error {
+// is the clock's offset in microseconds. A task of an activity under lim
+// is claimed only into a free slot of its key (activity_flow.go). fn gets
+// each claimed task.
+func ClaimTasks(ctx context.Context, q Querier, epoch int64, limit int, reclaim bool, grace time.Duration, ahead int64,
+	lim ActivityLimits, fn func(ClaimedTask)) error {
 	due := claimDueSQL
 	if reclaim {
 		due = claimDueOrReclaimSQL
 	}
+	args := []any{epoch, limit, grace.Milliseconds(), ahead}
+	with, set := "c AS ("+due+")", ""
+	if len(lim.Names) > 0 {
+		with, set = limitedClaim(reclaim), ", flow_key = c.fk"
+		args = append(args, lim.Names, lim.Paths, lim.Max)
+	}
 	rows, err := q.Query(ctx, `
-			WITH c AS (`+due+`)
+			WITH `+with+`
 			UPDATE harvest_tasks t
 			   SET status = 'running', attempt = t.attempt + 1, claim_epoch = $1, async = false, async_deadline = NULL,
-			       locked_until = now() + ((t.options->>'start_to_close_ms')::bigint + $3) * interval '1 millisecond'
+			       locked_until = now() + ((t.options->>'start_to_close_ms')::bigint + $3) * interval '1 millisecond'`+set+`
 			  FROM c, harvest_executions e
 			 WHERE t.task_id = c.task_id AND e.execution_id = t.execution_id
 			RETURNING t.task_id, t.execution_id, e.workflow_name, e.workflow_id, t.activity_id, t.activity_name,
 			          t.input, t.idempotency_key, t.options, t.attempt, t.close_deadline, t.heartbeat_details,
-			          t.cancel_requested, now() + $4 * interval '1 microsecond'`,
-		epoch, limit, grace.Milliseconds(), ahead)
+			          t.cancel_requested, now() + $4 * interval '1 microsecond'`, args...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,12 @@
+-- Flow control for activities (issue 43). An attempt of an activity under a
+-- concurrency limit holds a slot from its claim until its outcome is
+-- recorded: a slot is the 'running' status of a task whose flow_key is set
+-- (the claim sets it, from the task's input; the outcome deletes the task
+-- or makes it pending again). A worker that dies mid-attempt leaves its
+-- task running, so the slot stays held until the attempt is reclaimed (the
+-- same slot) or its outcome recorded: never more than the limit at once.
+ALTER TABLE harvest_tasks ADD COLUMN flow_key text;
+-- Lean statistics, as migration 006 set for every column.
+ALTER TABLE harvest_tasks ALTER COLUMN flow_key SET STATISTICS 10;
+CREATE INDEX harvest_tasks_flow_held ON harvest_tasks (activity_name, flow_key)
+    WHERE status = 'running' AND flow_key IS NOT NULL;
