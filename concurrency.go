@@ -68,7 +68,7 @@ func (a *Activity[In, Out]) WithConcurrency(l ConcurrencyLimit) *Activity[In, Ou
 }
 
 // HasActivityLimits reports, without a lock, whether some registered
-// activity declares a concurrency limit.
+// activity declares a concurrency or a rate limit.
 func (r *Registry) HasActivityLimits() bool { return r.actLimited.Load() }
 
 // LimitedActivities lists the registered activities that declare a

@@ -51,6 +51,7 @@ type activityDef struct {
 	opts        ActivityOptions
 	run         func(ctx *ActivityContext, input json.RawMessage) (json.RawMessage, error)
 	concurrency ConcurrencyLimit
+	rate        RateLimit
 }
 
 // NewRegistry returns an empty registry.
@@ -172,7 +173,7 @@ func (r *Registry) add(g registration) {
 		return
 	}
 	r.activities[g.name] = g.act
-	if g.act.concurrency.Limited() {
+	if g.act.concurrency.Limited() || g.act.rate.Limited() {
 		r.actLimited.Store(true)
 	}
 }
@@ -237,6 +238,7 @@ type Activity[In, Out any] struct {
 	fn          func(ctx *ActivityContext, in In) (Out, error)
 	opts        ActivityOptions
 	concurrency ConcurrencyLimit
+	rate        RateLimit
 }
 
 // NewActivity declares an activity; opts (at most one) are its defaults,
@@ -256,7 +258,10 @@ func (a *Activity[In, Out]) registration() (registration, error) {
 	if err := a.concurrency.Validate(); err != nil {
 		return registration{}, fmt.Errorf("activity %s: concurrency limit: %w", a.name, err)
 	}
-	def := activityDef{name: a.name, opts: a.opts, run: a.run, concurrency: a.concurrency}
+	if err := a.rate.Validate(); err != nil {
+		return registration{}, fmt.Errorf("activity %s: rate limit: %w", a.name, err)
+	}
+	def := activityDef{name: a.name, opts: a.opts, run: a.run, concurrency: a.concurrency, rate: a.rate}
 	return registration{kind: "activity", name: a.name, act: def}, nil
 }
 

@@ -24,13 +24,19 @@ type FlowKey struct {
 	Queued       int64  `json:"queued"`
 }
 
-// ActivityFlowLimit is an activity's concurrency limit.
+// ActivityFlowLimit is an activity's concurrency limit (MaxRunning 0:
+// none) and rate limit (PerSecond 0: none).
 type ActivityFlowLimit struct {
 	ActivityName string `json:"activity_name"`
 	MaxRunning   int    `json:"max_running"`
 	// KeyPointer is the JSON pointer into the activity's input that keys
 	// the limit; empty: one limit for the activity name.
 	KeyPointer string `json:"key_pointer,omitempty"`
+	// PerSecond attempts on average, up to Burst at once, per key of
+	// RateKeyPointer (empty: one bucket for the activity name).
+	PerSecond      float64 `json:"per_second,omitempty"`
+	Burst          int     `json:"burst,omitempty"`
+	RateKeyPointer string  `json:"rate_key_pointer,omitempty"`
 }
 
 // ActivityFlowKey is one activity concurrency key in use on one shard:

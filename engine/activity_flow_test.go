@@ -140,3 +140,109 @@ func TestActivityConcurrencyLimit(t *testing.T) {
 		require.Equal(t, map[string]int{"x": 1}, d.mostAtOnce(), "never two attempts in the provider")
 	})
 }
+
+// startTimes records when each call of a fake provider began.
+type startTimes struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (s *startTimes) add() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = append(s.at, time.Now())
+}
+
+func (s *startTimes) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.at)
+}
+
+// within counts the calls that began in [from, from+d).
+func (s *startTimes) within(from time.Time, d time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.at {
+		if !t.Before(from) && t.Before(from.Add(d)) {
+			n++
+		}
+	}
+	return n
+}
+
+// first is the time the i-th call began.
+func (s *startTimes) first(i int) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at[i]
+}
+
+// setupPaced registers paced (an activity under lim, each attempt a call
+// that starts records) and pace (a workflow that runs it n times in a
+// row), and makes an engine.
+func setupPaced(t *testing.T, lim harvest.RateLimit, starts *startTimes) (*testBundle, *Engine) {
+	t.Helper()
+	b := setup(t)
+	paced := harvest.NewActivity("paced", func(_ *harvest.ActivityContext, i int) (int, error) {
+		starts.add()
+		return i, nil
+	}).WithRateLimit(lim)
+	pace := harvest.NewWorkflow("pace", func(ctx harvest.Context, n int) (int, error) {
+		for i := range n {
+			if _, err := paced.Execute(ctx, i).Get(ctx); err != nil {
+				return i, err
+			}
+		}
+		return n, nil
+	})
+	require.NoError(t, b.reg.Register(paced, pace))
+	return b, b.engine(t)
+}
+
+// waitStarts polls until starts has recorded n calls.
+func waitStarts(t *testing.T, starts *startTimes, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for starts.len() < n {
+		require.True(t, time.Now().Before(deadline), "only %d of %d calls in %s", starts.len(), n, within)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestActivityRateLimit(t *testing.T) {
+	t.Parallel()
+
+	t.Run("FiftyASecondOverTenSeconds", func(t *testing.T) {
+		t.Parallel()
+		starts := &startTimes{}
+		_, e := setupPaced(t, harvest.RateLimit{PerSecond: 50, Burst: 5}, starts)
+		for range 10 {
+			start(t, e, StartRequest{WorkflowName: "pace", Input: raw(t, 60)}) // 600 calls: 12 s at the rate
+		}
+		waitStarts(t, starts, 5+500+1, time.Minute)
+		from := starts.first(5) // after the first burst
+		n := starts.within(from, 10*time.Second)
+		t.Logf("%d calls in the 10 s after the burst", n)
+		require.LessOrEqual(t, n, 500+5, "never faster than the rate (plus one burst)")
+		require.GreaterOrEqual(t, n, 450, "within 10 %% of the rate")
+	})
+
+	t.Run("ARestartResumesTheBucketWithoutAFreshBurst", func(t *testing.T) {
+		t.Parallel()
+		starts := &startTimes{}
+		b, e1 := setupPaced(t, harvest.RateLimit{PerSecond: 1, Burst: 10}, starts)
+		start(t, e1, StartRequest{WorkflowName: "pace", Input: raw(t, 10)})
+		waitStarts(t, starts, 10, 30*time.Second) // the burst empties the bucket
+		crash(e1)
+		e2 := b.engine(t)
+		start(t, e2, StartRequest{WorkflowName: "pace", Input: raw(t, 2)})
+		waitStarts(t, starts, 12, 30*time.Second)
+		// The bucket was empty when the tenth call was claimed (before it
+		// began): two more tokens take two seconds from then. A bucket
+		// reset by the restart would have let them in at once.
+		require.GreaterOrEqual(t, starts.first(11).Sub(starts.first(9)), 1500*time.Millisecond,
+			"two calls at 1 a second after the burst, across a restart")
+	})
+}

@@ -76,11 +76,15 @@ type FlowStatus struct {
 	Activities     []ActivityOccupancy `json:"activities"`
 }
 
-// ActivityFlowLimit is an activity's concurrency limit.
+// ActivityFlowLimit is an activity's concurrency limit (MaxRunning 0:
+// none) and rate limit (PerSecond 0: none).
 type ActivityFlowLimit struct {
-	ActivityName string `json:"activity_name"`
-	MaxRunning   int    `json:"max_running"`
-	KeyPointer   string `json:"key_pointer,omitempty"`
+	ActivityName   string  `json:"activity_name"`
+	MaxRunning     int     `json:"max_running"`
+	KeyPointer     string  `json:"key_pointer,omitempty"`
+	PerSecond      float64 `json:"per_second,omitempty"`
+	Burst          int     `json:"burst,omitempty"`
+	RateKeyPointer string  `json:"rate_key_pointer,omitempty"`
 }
 
 // ActivityOccupancy is one activity key's use of its limit.
@@ -92,7 +96,7 @@ func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
 	if err != nil {
 		return FlowStatus{}, fmt.Errorf("read flow occupancy: %w", err)
 	}
-	acts, err := store.ActivityFlowOccupancy(ctx, e.pool, e.act.Limits())
+	acts, err := store.ActivityFlowOccupancy(ctx, e.pool, e.act.ConcurrencyLimits())
 	if err != nil {
 		return FlowStatus{}, fmt.Errorf("read activity flow occupancy: %w", err)
 	}
@@ -100,13 +104,25 @@ func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
 		Activities: orEmpty(acts)}, nil
 }
 
-// activityLimits are the concurrency limits the registry's activities
-// declare, by activity name.
+// activityLimits are the concurrency and rate limits the registry's
+// activities declare, by activity name.
 func (e *Engine) activityLimits() []ActivityFlowLimit {
-	decl := e.reg.LimitedActivities()
-	out := make([]ActivityFlowLimit, 0, len(decl))
-	for _, name := range slices.Sorted(maps.Keys(decl)) {
-		out = append(out, ActivityFlowLimit{ActivityName: name, MaxRunning: decl[name].MaxRunning, KeyPointer: decl[name].KeyPointer})
+	conc, rate := e.reg.LimitedActivities(), e.reg.RateLimitedActivities()
+	names := slices.Sorted(maps.Keys(conc))
+	for name := range rate {
+		if _, ok := conc[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]ActivityFlowLimit, 0, len(names))
+	for _, name := range names {
+		c, r := conc[name], rate[name]
+		l := ActivityFlowLimit{ActivityName: name, MaxRunning: c.MaxRunning, KeyPointer: c.KeyPointer}
+		if r.Limited() {
+			l.PerSecond, l.Burst, l.RateKeyPointer = r.PerSecond, r.BurstOrDefault(), r.KeyPointer
+		}
+		out = append(out, l)
 	}
 	return out
 }

@@ -10,3 +10,13 @@ ALTER TABLE harvest_tasks ADD COLUMN flow_key text;
 ALTER TABLE harvest_tasks ALTER COLUMN flow_key SET STATISTICS 10;
 CREATE INDEX harvest_tasks_flow_held ON harvest_tasks (activity_name, flow_key)
     WHERE status = 'running' AND flow_key IS NOT NULL;
+-- Rate limits of activities: one token bucket per activity name and key,
+-- as of updated_at (it has gained rate × the time since, up to its burst).
+-- The claim that starts attempts takes their tokens in its transaction.
+CREATE TABLE harvest_rate_buckets (
+    activity_name text NOT NULL,
+    key text NOT NULL,
+    tokens double precision NOT NULL,
+    updated_at timestamptz NOT NULL,
+    PRIMARY KEY (activity_name, key)
+);

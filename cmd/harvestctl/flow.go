@@ -58,9 +58,16 @@ func flowTable(tw *tabwriter.Writer, st *client.FlowStatus) {
 // activityFlowTable lists the activity limits, then their keys in use.
 func activityFlowTable(tw *tabwriter.Writer, st *client.FlowStatus) {
 	row(tw, "")
-	row(tw, "ACTIVITY", "MAX RUNNING", "KEY POINTER")
+	row(tw, "ACTIVITY", "MAX RUNNING", "KEY POINTER", "PER SECOND", "BURST", "RATE KEY POINTER")
 	for _, l := range st.ActivityLimits {
-		row(tw, l.ActivityName, strconv.Itoa(l.MaxRunning), l.KeyPointer)
+		max, rate, burst := "-", "-", "-" // no such limit
+		if l.MaxRunning > 0 {
+			max = strconv.Itoa(l.MaxRunning)
+		}
+		if l.PerSecond > 0 {
+			rate, burst = strconv.FormatFloat(l.PerSecond, 'g', -1, 64), strconv.Itoa(l.Burst)
+		}
+		row(tw, l.ActivityName, max, l.KeyPointer, rate, burst, l.RateKeyPointer)
 	}
 	row(tw, "")
 	row(tw, "SHARD", "ACTIVITY", "KEY", "RUNNING", "WAITING")

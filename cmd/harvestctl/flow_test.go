@@ -23,7 +23,7 @@ func TestFlow(t *testing.T) {
 	for {
 		table := b.ok(t, "flow")
 		require.Equal(t, [][]string{{demo.ReportName, "2", "/customer"}}, rows(table, demo.ReportName), table)
-		require.Equal(t, [][]string{{demo.RenderReportName, "1", "/customer"}}, rows(table, demo.RenderReportName), table)
+		require.Equal(t, [][]string{{demo.RenderReportName, "1", "/customer", "-", "-"}}, rows(table, demo.RenderReportName), table)
 		keys := rows(table, "0") // the test node's one shard: its workflow keys (no report renders yet)
 		if len(keys) == 1 && keys[0][3] == "2" {
 			require.Equal(t, []string{"0", demo.ReportName, `"acme"`, "2", "1"}, keys[0], table)

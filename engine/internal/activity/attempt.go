@@ -137,7 +137,7 @@ func (a *Attempts) Claim(ctx context.Context, limit int, reclaim bool) ([]Task, 
 		if err != nil {
 			return fmt.Errorf("claim activities: %w", err)
 		}
-		return nil
+		return a.watchTokens(ctx, tx, lim)
 	})
 	return tasks, err
 }

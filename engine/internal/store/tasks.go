@@ -68,8 +68,8 @@ func QueueNoSeqScan(b *pgx.Batch) { b.Queue(`SET LOCAL enable_seqscan = off`) }
 // whose lock expired or whose claim is of an epoch before epoch) for one
 // attempt each, locked for their start-to-close timeout plus grace; ahead
 // is the clock's offset in microseconds. A task of an activity under lim
-// is claimed only into a free slot of its key (activity_flow.go). fn gets
-// each claimed task.
+// is claimed only into a free slot of its key and with a token of its
+// bucket (activity_flow.go). fn gets each claimed task.
 func ClaimTasks(ctx context.Context, q Querier, epoch int64, limit int, reclaim bool, grace time.Duration, ahead int64,
 	lim ActivityLimits, fn func(ClaimedTask)) error {
 	due := claimDueSQL
@@ -78,9 +78,9 @@ func ClaimTasks(ctx context.Context, q Querier, epoch int64, limit int, reclaim 
 	}
 	args := []any{epoch, limit, grace.Milliseconds(), ahead}
 	with, set := "c AS ("+due+")", ""
-	if len(lim.Names) > 0 {
+	if lim.Limited() {
 		with, set = limitedClaim(reclaim), ", flow_key = c.fk"
-		args = append(args, lim.Names, lim.Paths, lim.Max)
+		args = append(args, lim.Names, lim.Paths, lim.Max, lim.RatePaths, lim.Rate, lim.Burst)
 	}
 	rows, err := q.Query(ctx, `
 			WITH `+with+`
