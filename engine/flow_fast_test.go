@@ -128,3 +128,23 @@ func TestFlowFastPath(t *testing.T) {
 		require.LessOrEqual(t, most(), 2, "never more than the limit running")
 	})
 }
+
+// The issue's fairness bound at scale: tenant A queues 2,000 runs, then
+// tenant B queues 10; B's runs all start before A's 200th (with turns,
+// by about A's 11th).
+func TestFairnessAtScale(t *testing.T) {
+	t.Parallel()
+	b, e := setupLimited(t)
+	first := holdTheSlot(t, b, e)
+	startQueued(t, e, 2000, StartRequest{WorkflowName: limitedOneWF.Name(), Input: raw(t, "complete"), FairnessKey: "A"})
+	tenantB := startQueued(t, e, 10, StartRequest{WorkflowName: limitedOneWF.Name(), Input: raw(t, "complete"), FairnessKey: "B"})
+	signalGo(t, e, first, "done")
+	for _, id := range tenantB {
+		waitClosed(t, e, id)
+	}
+	var closedA int
+	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT count(*) FROM harvest_executions
+		WHERE workflow_name = $1 AND fairness_key = 'A' AND state = 'COMPLETED'`, limitedOneWF.Name()).Scan(&closedA))
+	t.Logf("tenant A's runs closed when B's last did: %d", closedA)
+	require.Less(t, closedA, 200, "B waited behind A's backlog")
+}
