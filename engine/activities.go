@@ -37,7 +37,8 @@ const (
 func (e *Engine) newActivities() *activity.Attempts {
 	return activity.New(activity.Deps{Service: e.service("activities"), Reg: e.reg, Code: e.cfg.Activities,
 		HTTP: e.cfg.HTTPActivities, Policy: e.cfg.CallbackPolicy, WF: e.wf, Clock: e.cfg.Clock, Epoch: e.epoch.Load,
-		Workers: e.cfg.ActivityWorkers, LeaseTTL: e.cfg.LeaseTTL, Wake: e.bus.Activity, Spawn: e.spawn, Loops: &e.loops})
+		Workers: e.cfg.ActivityWorkers, LeaseTTL: e.cfg.LeaseTTL, Wake: e.bus.Activity, Spawn: e.spawn, Loops: &e.loops,
+		Limits: e.lim})
 }
 
 // CompleteActivity completes the attempt token names with out.

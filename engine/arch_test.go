@@ -36,6 +36,7 @@ var layers = map[string]int{
 	"engine/internal/runs":     3,
 	"engine/internal/fence":    2,
 	"engine/internal/store":    1,
+	"engine/internal/limits":   1,
 	"engine/internal/ssrf":     1,
 	"engine/internal/loop":     0,
 	"engine/shardapi":          0,

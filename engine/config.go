@@ -120,6 +120,13 @@ type Config struct {
 	// applied, an approximation of their memory (default
 	// StateCacheBytesDefault).
 	StateCacheBytes int64
+	// Limits, when set, gives the flow control limits set at run time
+	// (the cluster's /admin/limits): for the names it lists they replace
+	// the limits the registry's workflows and activities declare, and a
+	// zero limit lifts a declared one. It is read as limits are needed:
+	// it must be cheap and safe for concurrent use. Nil: only the
+	// declared limits.
+	Limits func() RuntimeLimits
 	// CallbackPolicy decides which addresses completion callbacks may
 	// reach (default: no loopback, private, link-local or metadata).
 	CallbackPolicy CallbackPolicy

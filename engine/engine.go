@@ -16,6 +16,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/flow"
 	"github.com/harvestd/harvest/engine/internal/intake"
+	"github.com/harvestd/harvest/engine/internal/limits"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/maint"
 	"github.com/harvestd/harvest/engine/internal/outbox"
@@ -31,7 +32,10 @@ type Engine struct {
 	pool *pgxpool.Pool
 	reg  *harvest.Registry
 	cfg  Config
-	log  zerolog.Logger
+	// lim is the flow control limits in force: the registry's, overridden
+	// by cfg.Limits.
+	lim *limits.Set
+	log zerolog.Logger
 
 	// fence holds the shard lease and runs fenced transactions; epoch
 	// and owning are its Epoch and Owning.
@@ -91,6 +95,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	e := &Engine{
 		pool:   pool,
 		reg:    reg,
+		lim:    limits.New(reg, cfg.Limits),
 		cfg:    cfg,
 		log:    cfg.Logger.With().Str("component", "engine").Uint16("shard_id", cfg.ShardID).Logger(),
 		bus:    loop.NewBus(),

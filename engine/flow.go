@@ -8,6 +8,7 @@ import (
 
 	"github.com/harvestd/harvest/engine/internal/flow"
 	"github.com/harvestd/harvest/engine/internal/intake"
+	"github.com/harvestd/harvest/engine/internal/limits"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
@@ -36,7 +37,7 @@ func (e *Engine) limits() store.Limits {
 // flowLimits are the concurrency limits the registry's workflows
 // declare, by workflow name.
 func (e *Engine) flowLimits() []FlowLimit {
-	decl := e.reg.LimitedWorkflows()
+	decl := e.lim.Workflows()
 	out := make([]FlowLimit, 0, len(decl))
 	for _, name := range slices.Sorted(maps.Keys(decl)) {
 		out = append(out, FlowLimit{WorkflowName: name, MaxRunning: decl[name].MaxRunning, KeyPointer: decl[name].KeyPointer})
@@ -51,7 +52,7 @@ func (e *Engine) settleFlow(fx runs.Effects) {
 	switch {
 	case fx.Wake.Has(loop.Flow):
 		e.flow.Queued()
-	case len(fx.Closed) > 0 && e.reg.HasLimits():
+	case len(fx.Closed) > 0 && e.lim.AnyWorkflow():
 		e.flow.Freed()
 	}
 }
@@ -107,7 +108,7 @@ func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
 // activityLimits are the concurrency and rate limits the registry's
 // activities declare, by activity name.
 func (e *Engine) activityLimits() []ActivityFlowLimit {
-	conc, rate := e.reg.LimitedActivities(), e.reg.RateLimitedActivities()
+	conc, rate := e.lim.Activities(), e.lim.Rates()
 	names := slices.Sorted(maps.Keys(conc))
 	for name := range rate {
 		if _, ok := conc[name]; !ok {
@@ -137,3 +138,7 @@ func orEmpty[T any](s []T) []T {
 
 // MaxFlowKeyBytes bounds a start's concurrency and fairness keys.
 const MaxFlowKeyBytes = intake.MaxFlowKeyBytes
+
+// RuntimeLimits are flow control limits set at run time (Config.Limits),
+// by workflow or activity name.
+type RuntimeLimits = limits.Runtime

@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
 )
 
 // oneTripLimited is a bundle with the limited workflows and an engine
@@ -147,4 +150,34 @@ func TestFairnessAtScale(t *testing.T) {
 		WHERE workflow_name = $1 AND fairness_key = 'A' AND state = 'COMPLETED'`, limitedOneWF.Name()).Scan(&closedA))
 	t.Logf("tenant A's runs closed when B's last did: %d", closedA)
 	require.Less(t, closedA, 200, "B waited behind A's backlog")
+}
+
+// Limits set at run time (Config.Limits) replace the declared ones of
+// their names: a workflow declared unlimited is limited, a limited one
+// lifted, and an activity paced.
+func TestRuntimeLimits(t *testing.T) {
+	t.Parallel()
+	var rt atomic.Pointer[RuntimeLimits]
+	rt.Store(&RuntimeLimits{Workflows: map[string]harvest.ConcurrencyLimit{
+		blockWF.Name(): {MaxRunning: 1}, limitedOneWF.Name(): {},
+	}})
+	b := setup(t)
+	b.registerLimited(t)
+	e := b.engine(t, func(c *Config) { c.Limits = func() RuntimeLimits { return *rt.Load() } })
+	held := start(t, e, StartRequest{WorkflowName: blockWF.Name()})
+	require.Equal(t, StateRunning, held.State)
+	require.Equal(t, StateQueued, start(t, e, StartRequest{WorkflowName: blockWF.Name()}).State, "limited at run time")
+	for range 2 {
+		require.Equal(t, StateRunning, start(t, e, StartRequest{WorkflowName: limitedOneWF.Name()}).State, "its declared limit lifted")
+	}
+	st, err := e.FlowStatus(ctxT(t))
+	require.NoError(t, err)
+	require.Contains(t, st.Limits, FlowLimit{WorkflowName: blockWF.Name(), MaxRunning: 1})
+	require.NotContains(t, st.Limits, FlowLimit{WorkflowName: limitedOneWF.Name(), MaxRunning: 1})
+
+	rt.Store(&RuntimeLimits{}) // the limit removed: the queued run is released
+	e.flow.Queued()
+	eventually(t, "the queued run released", func() bool {
+		return countRows(t, b, `SELECT count(*) FROM harvest_executions WHERE workflow_name = $1 AND state = 'QUEUED'`, blockWF.Name()) == 0
+	})
 }

@@ -26,7 +26,7 @@ func (e *Engine) newIntake() *intake.Intake {
 	return intake.New(intake.Deps{Service: e.service("intake"), Reg: e.reg, WF: e.wf,
 		Reserve: func(n int) *runs.Direct { return e.act.Reserve(n) }, Route: outbox.Route, Watch: e.closed, Clock: &e.clock,
 		Policy: e.cfg.CallbackPolicy, ShardID: e.cfg.ShardID, Window: e.cfg.IdempotencyWindow, LeaseTTL: e.cfg.LeaseTTL,
-		StartBatchMax: e.cfg.StartBatchMax, Wake: e.bus.Workflow, Spawn: e.spawn})
+		StartBatchMax: e.cfg.StartBatchMax, Wake: e.bus.Workflow, Spawn: e.spawn, Limit: e.lim.Workflow})
 }
 
 // StartWorkflow starts a run, deduplicating by idempotency key first and

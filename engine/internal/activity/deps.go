@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/limits"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/ssrf"
@@ -48,6 +49,8 @@ type Deps struct {
 	// Clock is the engine's clock; Epoch the lease epoch claims carry.
 	Clock Clock
 	Epoch func() int64
+	// Limits are the activities' concurrency and rate limits in force.
+	Limits *limits.Set
 	// Workers bounds the running attempts; LeaseTTL bounds a completion
 	// batch's transaction.
 	Workers  int

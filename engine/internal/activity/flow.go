@@ -21,19 +21,19 @@ import (
 // Limits are the activity limits in force, sorted by name (none: the
 // claim is the one of an engine without limits).
 func (a *Attempts) Limits() store.ActivityLimits {
-	if !a.d.Reg.HasActivityLimits() {
+	if !a.d.Limits.AnyActivity() {
 		return store.ActivityLimits{}
 	}
-	return ActivityLimits(a.d.Reg.LimitedActivities(), a.d.Reg.RateLimitedActivities())
+	return ActivityLimits(a.d.Limits.Activities(), a.d.Limits.Rates())
 }
 
 // ConcurrencyLimits are the activities' concurrency limits alone (what
 // GET /flow shows occupancy of).
 func (a *Attempts) ConcurrencyLimits() store.ActivityLimits {
-	if !a.d.Reg.HasActivityLimits() {
+	if !a.d.Limits.AnyActivity() {
 		return store.ActivityLimits{}
 	}
-	return ActivityLimits(a.d.Reg.LimitedActivities(), nil)
+	return ActivityLimits(a.d.Limits.Activities(), nil)
 }
 
 // ActivityLimits turns limits by activity name into statement arguments.
@@ -65,14 +65,14 @@ func pathJSON(pointer string) string {
 
 // limitedNames names the limited activities (nil: none).
 func (a *Attempts) limitedNames() map[string]bool {
-	if !a.d.Reg.HasActivityLimits() {
+	if !a.d.Limits.AnyActivity() {
 		return nil
 	}
 	out := map[string]bool{}
-	for name := range a.d.Reg.LimitedActivities() {
+	for name := range a.d.Limits.Activities() {
 		out[name] = true
 	}
-	for name := range a.d.Reg.RateLimitedActivities() {
+	for name := range a.d.Limits.Rates() {
 		out[name] = true
 	}
 	return out
