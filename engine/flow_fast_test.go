@@ -67,6 +67,25 @@ func TestFlowFastPath(t *testing.T) {
 		waitTally(t, b.pool, map[string]int{StateRunning: 1}, queued.ExecutionID)
 	})
 
+	t.Run("FlowSinceBoundsTheSlot", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		first := holdTheSlot(t, b, e)
+		next := startQueued(t, e, 1, StartRequest{WorkflowName: limitedOneWF.Name()})[0]
+		since := func(id uuid.UUID) *time.Time {
+			var at *time.Time
+			require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT flow_since FROM harvest_executions WHERE execution_id = $1`, id).Scan(&at))
+			return at
+		}
+		require.NotNil(t, since(first), "a slot taken in the start")
+		require.Nil(t, since(next), "no slot while queued")
+		signalGo(t, e, first, "done")
+		waitTally(t, b.pool, map[string]int{StateRunning: 1}, next)
+		var closed time.Time
+		require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT completed_at FROM harvest_executions WHERE execution_id = $1`, first).Scan(&closed))
+		require.False(t, since(next).Before(closed), "the promoted run's slot begins after the first run closed")
+	})
+
 	t.Run("AOneTripBatchTakesFreeSlotsAndQueuesTheRest", func(t *testing.T) {
 		t.Parallel()
 		b, e := oneTripLimited(t)

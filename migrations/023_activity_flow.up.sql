@@ -10,6 +10,12 @@ ALTER TABLE harvest_tasks ADD COLUMN flow_key text;
 ALTER TABLE harvest_tasks ALTER COLUMN flow_key SET STATISTICS 10;
 CREATE INDEX harvest_tasks_flow_held ON harvest_tasks (activity_name, flow_key)
     WHERE status = 'running' AND flow_key IS NOT NULL;
+-- flow_since: when a limited run took the slot it holds (its start, its
+-- promotion by the dispatcher, or its hand-over by continue-as-new), by
+-- the database's clock at the statement that took it; with completed_at it
+-- bounds the time the run held the slot (what the fault suite checks).
+ALTER TABLE harvest_executions ADD COLUMN flow_since timestamptz;
+ALTER TABLE harvest_executions ALTER COLUMN flow_since SET STATISTICS 10;
 -- Rate limits of activities: one token bucket per activity name and key,
 -- as of updated_at (it has gained rate × the time since, up to its burst).
 -- The claim that starts attempts takes their tokens in its transaction.

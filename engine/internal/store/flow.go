@@ -46,6 +46,7 @@ func QueueSetFlows(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
 		   SET state = CASE WHEN f.held THEN x.state ELSE 'QUEUED' END,
 		       wf_task_due_at = CASE WHEN f.held THEN x.wf_task_due_at END,
 		       completed_at = CASE WHEN f.held THEN x.completed_at END,
+		       flow_since = CASE WHEN f.held THEN clock_timestamp() END,
 		       flow_key = f.k, priority = f.p, fairness_key = f.fk,
 		       flow_turn = f.rank + coalesce((
 		           SELECT max(y.flow_turn) FROM harvest_executions y
@@ -160,7 +161,7 @@ const promoteSQL = `
 	     LIMIT $3
 	)
 	UPDATE harvest_executions x
-	   SET state = 'RUNNING', wf_task_due_at = now(), updated_at = now()
+	   SET state = 'RUNNING', wf_task_due_at = now(), updated_at = now(), flow_since = clock_timestamp()
 	  FROM chosen c
 	 WHERE x.execution_id = c.execution_id AND x.state = 'QUEUED'
 	RETURNING x.execution_id`
