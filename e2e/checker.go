@@ -76,6 +76,7 @@ type DBState struct {
 	// webhook key (checker_deferred.go, checker_webhook.go).
 	deferred  []*deferredRow
 	runInputs map[string]string
+	slots     []*slotRow // the limited runs' slots (checker_flow.go)
 }
 
 // ReadDB reads every shard database.
@@ -177,17 +178,20 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 	if err := st.readDeferred(ctx, shard, conn); err != nil {
 		return err
 	}
+	if err := st.readSlots(ctx, shard, conn); err != nil {
+		return err
+	}
 	return st.readCancels(ctx, conn)
 }
 
 // Executions is how many executions the databases hold.
 func (st *DBState) Executions() int { return len(st.execs) }
 
-// Open is how many executions are not closed yet.
+// Open is how many executions are not closed yet (running or queued).
 func (st *DBState) Open() int {
 	n := 0
 	for _, x := range st.execs {
-		if x.state == "RUNNING" {
+		if x.state == "RUNNING" || x.state == "QUEUED" {
 			n++
 		}
 	}
@@ -360,6 +364,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	checkSchedules(ops, st, add)
 	checkDeferred(ops, st, add)
 	checkWebhooks(ops, st, add)
+	checkFlow(st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).
@@ -374,7 +379,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// A run that continued as new is closed: checkChains checks the link.
 		handedOver := x.state == "CONTINUED_AS_NEW" && x.continuedTo != ""
 		// An approver whose order had closed fails execution_terminal.
-		if x.state == "RUNNING" || st.cancels[id] == nil && x.state != "COMPLETED" && !handedOver && !st.terminalApprover(x) {
+		if x.state == "RUNNING" || x.state == "QUEUED" || st.cancels[id] == nil && x.state != "COMPLETED" && !handedOver && !st.terminalApprover(x) {
 			msg := ""
 			if x.lastError != "" {
 				msg = ": " + x.lastError

@@ -5,7 +5,9 @@
 // of orders, and continue-as-new chains (the demo counter, its keyed adds
 // sent to the chain's first or latest known run), parents with children
 // (the demo parent_chain) and approvers of orders (the demo approver, a
-// signal sent from workflow code), and create, then pause, interval
+// signal sent from workflow code), reports under a concurrency limit
+// (the demo report, two per customer, rendered by an activity limited to
+// one per customer), and create, then pause, interval
 // schedules (the demo noop_chain every 1-2 s) through random nodes with retries (the
 // same key on every retry and on deliberate re-deliveries) while a nemesis kills, pauses, partitions and isolates
 // nodes, kills the raft leader, restarts PostgreSQL and drains and adds
@@ -48,6 +50,10 @@
 //     every nominal time of its interval grid between its first and last
 //     fire has a run or a fire recorded skipped by the overlap policy or
 //     a gate (none missed, failed or pending after the heal).
+//   - per shard and concurrency key (checker_flow.go) never more runs
+//     holding slots at once than the limit, each slot bounded by the
+//     run's flow_since and completed_at; every report completed after the
+//     heal (none left QUEUED: no slot leaked, no queue stuck).
 //
 // The nodes run as a deployment does: each run writes a fresh cluster key
 // and admin token into its work directory, every node gets both

@@ -186,6 +186,8 @@ func (c *Client) requestOf(op *Op) request {
 			input = orderInput(op.Key)
 		case wfCounter:
 			input = map[string]any{"every": op.Every, "until": op.Until}
+		case wfReport:
+			input = reportInput(op.Key)
 		}
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/start", op.Key,
 			map[string]any{"input": input}}
@@ -360,6 +362,9 @@ type Workload struct {
 	// parent with children and an order with an approver
 	// (workload_family.go; 0: none).
 	ParentShare, ApproverShare float64
+	// ReportShare is the share of chains that start a report, a workflow
+	// under a concurrency limit per customer (workload_flow.go; 0: none).
+	ReportShare float64
 	// Schedules is how many schedules the workload creates, one every
 	// ScheduleEvery, each paused after ScheduleLife
 	// (workload_schedule.go; 0: none).
@@ -440,6 +445,9 @@ func (w *Workload) newChain() chain {
 	}
 	if rand.Float64() < w.ApproverShare {
 		return approverChain(n)
+	}
+	if rand.Float64() < w.ReportShare {
+		return reportChain(n)
 	}
 	switch r := rand.Float64(); {
 	case r < 0.4:

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Flow control (workload_flow.go). Per shard and concurrency key, the
+// runs that held slots at once never exceed the limit: each run's slot is
+// bounded by flow_since (taken) and completed_at (given back; still held
+// for a run not closed). Limits are counted per shard, so a key's runs on
+// two shards are checked apart. That every report completed after the
+// heal (nothing left QUEUED or RUNNING) is CheckCompleted's.
+
+// CheckFlowLimit is the check name of the flow part.
+const CheckFlowLimit = "concurrency key -> at most its limit running at once"
+
+// slotRow is one limited run's hold of a slot.
+type slotRow struct {
+	shard       uint16
+	id, name    string
+	key         string
+	since, till time.Time // till zero: still held
+}
+
+// readSlots reads the report runs' slots of one shard.
+func (st *DBState) readSlots(ctx context.Context, shard uint16, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `
+		SELECT execution_id::text, workflow_name, flow_key, flow_since, completed_at
+		  FROM harvest_executions
+		 WHERE workflow_name = $1 AND flow_key IS NOT NULL AND flow_since IS NOT NULL`, wfReport)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := &slotRow{shard: shard}
+		var till *time.Time
+		if err := rows.Scan(&r.id, &r.name, &r.key, &r.since, &till); err != nil {
+			return err
+		}
+		if till != nil {
+			r.till = *till
+		}
+		st.slots = append(st.slots, r)
+	}
+	return rows.Err()
+}
+
+// slotKey is a concurrency key of one shard.
+type slotKey struct {
+	shard     uint16
+	name, key string
+}
+
+// checkFlow reports every key of a shard whose runs held more than
+// reportMax slots at once.
+func checkFlow(st *DBState, add func(check, format string, args ...any)) {
+	byKey := map[slotKey][]*slotRow{}
+	for _, r := range st.slots {
+		k := slotKey{r.shard, r.name, r.key}
+		byKey[k] = append(byKey[k], r)
+	}
+	for k, rows := range byKey {
+		if most, at := mostAtOnce(rows); most > reportMax {
+			add(CheckFlowLimit, "shard %d %s key %q: %d runs held slots at %s (limit %d)", k.shard, k.name, k.key, most,
+				at.Format(time.RFC3339Nano), reportMax)
+		}
+	}
+}
+
+// mostAtOnce is the most slots held at once, and when. A slot given back
+// at the instant another is taken does not overlap it.
+func mostAtOnce(rows []*slotRow) (int, time.Time) {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, r := range rows {
+		if !r.till.IsZero() && !r.till.After(r.since) {
+			continue // closed in the transaction that took it
+		}
+		edges = append(edges, edge{r.since, 1})
+		if !r.till.IsZero() {
+			edges = append(edges, edge{r.till, -1})
+		}
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return edges[i].delta < edges[j].delta // give back first
+	})
+	most, now, at := 0, 0, time.Time{}
+	for _, e := range edges {
+		now += e.delta
+		if now > most {
+			most, at = now, e.at
+		}
+	}
+	return most, at
+}

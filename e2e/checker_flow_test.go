@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestMostAtOnce(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	slot := func(from, to int) *slotRow {
+		r := &slotRow{since: at(from)}
+		if to >= 0 {
+			r.till = at(to)
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		rows []*slotRow
+		want int
+	}{
+		{"None", nil, 0},
+		{"InTurn", []*slotRow{slot(0, 10), slot(10, 20), slot(20, 30)}, 1},
+		{"Overlapping", []*slotRow{slot(0, 10), slot(5, 15), slot(9, 20)}, 3},
+		{"StillHeld", []*slotRow{slot(0, -1), slot(5, -1), slot(100, 200)}, 3},
+		{"ClosedAsTaken", []*slotRow{slot(0, 10), slot(5, 5), slot(7, 3)}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, _ := mostAtOnce(c.rows)
+			require.Equal(t, c.want, got)
+		})
+	}
+}
+
+func TestCheckFlow(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	three := func(shard uint16, key string) []*slotRow {
+		var out []*slotRow
+		for i := range 3 {
+			out = append(out, &slotRow{shard: shard, name: wfReport, key: key, since: t0.Add(time.Duration(i) * time.Millisecond),
+				till: t0.Add(time.Second)})
+		}
+		return out
+	}
+	var got []string
+	add := func(check, format string, args ...any) { got = append(got, check) }
+	checkFlow(&DBState{slots: append(three(0, "a")[:2], three(1, "a")[:2]...)}, add)
+	require.Empty(t, got, "two per shard: within the limit of each")
+	checkFlow(&DBState{slots: three(0, "a")}, add)
+	require.Equal(t, []string{CheckFlowLimit}, got)
+}
