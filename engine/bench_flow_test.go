@@ -69,6 +69,10 @@ func BenchmarkStartLimited(b *testing.B) {
 	})
 	waitRunning(b, e, benchLimitedWF.Name())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")
+	tr := trips(e)
+	b.ReportMetric(float64(tr[0]), "one-trip")
+	b.ReportMetric(float64(tr[1]), "two-trip")
+	b.ReportMetric(float64(tr[2]), "missed")
 }
 
 // BenchmarkDispatch: b.N queued runs become due at once (their start_at,

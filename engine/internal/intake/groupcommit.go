@@ -560,10 +560,10 @@ type runColumns struct {
 	ran    []bool
 	next   []int64
 	states []string
-	// flows: the runs of limited workflows (holding a slot, or created
-	// QUEUED) and their flows.
-	flowIDs       []uuid.UUID
-	flows         []store.Flow
+	// flows: each run's flow (nil under no limit; held: it takes a slot,
+	// else it is created QUEUED), and whether some run has one.
+	flows         []*store.Flow
+	limited       bool
 	outputs, errs []*string
 	holdsSlot     []bool
 	// callbacks: some run has completion callbacks (the batch inserts them).
@@ -583,11 +583,13 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time, he
 	c.ran = append(c.ran, false)
 	c.next = append(c.next, 1)
 	c.states = append(c.states, req.stateOf(held))
+	var f *store.Flow
 	if req.flow != nil {
-		f := *req.flow
+		f = new(*req.flow)
 		f.Held = held
-		c.flowIDs, c.flows = append(c.flowIDs, id), append(c.flows, f)
+		c.limited = true
 	}
+	c.flows = append(c.flows, f)
 	c.outputs, c.errs = append(c.outputs, nil), append(c.errs, nil)
 	c.holdsSlot = append(c.holdsSlot, true)
 	c.ids = append(c.ids, id)
@@ -606,12 +608,32 @@ func (c *runColumns) add(i int, id uuid.UUID, req StartRequest, at time.Time, he
 // queue queues the insert of the runs as their first tasks left them
 // (their WorkflowStarted events join the tasks' own: addStarted).
 func (c *runColumns) queue(b *pgx.Batch) {
-	store.QueueInsertRuns(b, store.NewRuns{IDs: c.ids, Names: c.names, WorkflowIDs: c.wids, Queues: c.queues,
+	r := store.NewRuns{IDs: c.ids, Names: c.names, WorkflowIDs: c.wids, Queues: c.queues,
 		Inputs: c.inputs, Memos: c.memos, Keys: c.keys, StartAt: c.dueAt, Ran: c.ran, Next: c.next, States: c.states,
-		Outputs: c.outputs, Errors: c.errs, HoldsSlot: c.holdsSlot})
-	if len(c.flowIDs) > 0 {
-		store.QueueSetFlows(b, c.flowIDs, c.flows)
+		Outputs: c.outputs, Errors: c.errs, HoldsSlot: c.holdsSlot}
+	if !c.limited {
+		store.QueueInsertRuns(b, r)
+		return
 	}
+	store.QueueInsertRunsWithFlows(b, r, runFlows(c.flows))
+}
+
+// runFlows are the flow columns of runs with flows (nil: under no limit),
+// each limited run ranked among the runs before it of its workflow, key
+// and fairness key.
+func runFlows(flows []*store.Flow) store.RunFlows {
+	n := len(flows)
+	out := store.RunFlows{Keys: make([]*string, n), Fairness: make([]*string, n), Priority: make([]*int16, n), Rank: make([]int64, n)}
+	seen := make(map[store.Flow]int64)
+	for i, f := range flows {
+		if f == nil {
+			continue
+		}
+		turn := store.Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}
+		seen[turn]++
+		out.Keys[i], out.Fairness[i], out.Priority[i], out.Rank[i] = &f.Key, &f.Fairness, &f.Priority, seen[turn]
+	}
+	return out
 }
 
 // queueTimeouts queues the timeout timers of the runs the batch creates

@@ -114,6 +114,44 @@ func QueueInsertRuns(b *pgx.Batch, r NewRuns) {
 		r.Ran, r.Next, r.States, r.Outputs, r.Errors, r.HoldsSlot)
 }
 
+// RunFlows are the flows of the runs of a NewRuns, one per index (a nil
+// key: a run under no limit): its key, priority and fairness key, and
+// its rank among the runs before it of its workflow, key and fairness key
+// (see QueueSetFlows).
+type RunFlows struct {
+	Keys, Fairness []*string
+	Priority       []*int16
+	Rank           []int64
+}
+
+// QueueInsertRunsWithFlows is QueueInsertRuns for a batch with runs of
+// limited workflows: their flows are inserted with them (not updated
+// after: a second version of each row would cost every index of the
+// table again). A QUEUED run has no task due; a limited run not QUEUED
+// holds its slot since now (flow_since).
+func QueueInsertRunsWithFlows(b *pgx.Batch, r NewRuns, f RunFlows) {
+	b.Queue(`
+		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
+		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
+		                                output, error, completed_at, holds_slot,
+		                                flow_key, priority, fairness_key, flow_turn, flow_since)
+		SELECT id, n, w, st, q, i::jsonb, m::jsonb, k, s, nx,
+		       CASE WHEN ran OR st = 'QUEUED' THEN NULL ELSE greatest(now(), coalesce(s, now())) END,
+		       o::jsonb, er::jsonb, CASE WHEN st IN ('RUNNING', 'QUEUED') THEN NULL ELSE now() END, hs,
+		       fk, fp, ff,
+		       CASE WHEN fk IS NOT NULL THEN rank + coalesce((
+		           SELECT max(y.flow_turn) FROM harvest_executions y
+		            WHERE y.workflow_name = r.n AND y.flow_key = r.fk AND y.fairness_key = r.ff
+		              AND y.flow_key IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END,
+		       CASE WHEN fk IS NOT NULL AND st <> 'QUEUED' THEN clock_timestamp() END
+		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		              $8::timestamptz[], $9::bool[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bool[],
+		              $15::text[], $16::smallint[], $17::text[], $18::bigint[])
+		       AS r(id, n, w, q, i, m, k, s, ran, nx, st, o, er, hs, fk, fp, ff, rank)`,
+		r.IDs, r.Names, r.WorkflowIDs, r.Queues, r.Inputs, r.Memos, r.Keys, r.StartAt,
+		r.Ran, r.Next, r.States, r.Outputs, r.Errors, r.HoldsSlot, f.Keys, f.Priority, f.Fairness, f.Rank)
+}
+
 // Placements are the routing keys of placed starts, one per index: the
 // workflow name, the routing key, the catalog epoch the start was placed
 // under and the start's index in its batch.
