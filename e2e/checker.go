@@ -43,7 +43,8 @@ const (
 var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, CheckAnswersAgree, CheckSignalOnce,
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
-	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS}
+	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS,
+	CheckFlowLimit}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {

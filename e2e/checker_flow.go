@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -23,13 +24,14 @@ type slotRow struct {
 	shard       uint16
 	id, name    string
 	key         string
+	created     time.Time
 	since, till time.Time // till zero: still held
 }
 
 // readSlots reads the report runs' slots of one shard.
 func (st *DBState) readSlots(ctx context.Context, shard uint16, conn *pgx.Conn) error {
 	rows, err := conn.Query(ctx, `
-		SELECT execution_id::text, workflow_name, flow_key, flow_since, completed_at
+		SELECT execution_id::text, workflow_name, flow_key, created_at, flow_since, completed_at
 		  FROM harvest_executions
 		 WHERE workflow_name = $1 AND flow_key IS NOT NULL AND flow_since IS NOT NULL`, wfReport)
 	if err != nil {
@@ -39,7 +41,7 @@ func (st *DBState) readSlots(ctx context.Context, shard uint16, conn *pgx.Conn) 
 	for rows.Next() {
 		r := &slotRow{shard: shard}
 		var till *time.Time
-		if err := rows.Scan(&r.id, &r.name, &r.key, &r.since, &till); err != nil {
+		if err := rows.Scan(&r.id, &r.name, &r.key, &r.created, &r.since, &till); err != nil {
 			return err
 		}
 		if till != nil {
@@ -103,4 +105,29 @@ func mostAtOnce(rows []*slotRow) (int, time.Time) {
 		}
 	}
 	return most, at
+}
+
+// waitedAfter is how long after its start a run took its slot to count
+// as one that waited in the queue.
+const waitedAfter = 100 * time.Millisecond
+
+// FlowStats summarizes the flow part: the reports' slots, how many runs
+// waited for theirs, and the most held at once by one key of one shard.
+func FlowStats(st *DBState) string {
+	byKey := map[slotKey][]*slotRow{}
+	waited := 0
+	for _, r := range st.slots {
+		k := slotKey{r.shard, r.name, r.key}
+		byKey[k] = append(byKey[k], r)
+		if r.since.Sub(r.created) >= waitedAfter {
+			waited++
+		}
+	}
+	most := 0
+	for _, rows := range byKey {
+		n, _ := mostAtOnce(rows)
+		most = max(most, n)
+	}
+	return fmt.Sprintf("flow control (%s, limit %d per customer and shard): %d runs took slots on %d keys, %d of them waited %s or more; most held at once by one key: %d",
+		wfReport, reportMax, len(st.slots), len(byKey), waited, waitedAfter, most)
 }

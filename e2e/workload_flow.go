@@ -8,7 +8,7 @@ import (
 
 // Flow control: the demo's report, at most two runs per customer at
 // once (per shard), each rendered by render_report, one attempt per
-// customer at once. The workload starts reports of three customers, so
+// customer at once. The workload starts reports of two customers, so
 // that their queues fill and drain through the faults; the checker
 // (checker_flow.go) bounds every key's runs holding slots at once and
 // finds every report completed after the heal (no slot leaked, no queue
@@ -19,7 +19,7 @@ import (
 const (
 	wfReport        = "report"
 	reportMax       = 2
-	reportCustomers = 3
+	reportCustomers = 2
 )
 
 // reportChain starts report n.
@@ -28,8 +28,9 @@ func reportChain(n int64) chain {
 }
 
 // reportInput is the input of the report of key rep-<n>: its customer is
-// one of reportCustomers, and it sleeps 300 ms (long enough for queues to form).
+// one of reportCustomers, and it sleeps a second (long enough for queues
+// to form).
 func reportInput(key string) map[string]any {
 	n, _ := strconv.Atoi(strings.TrimPrefix(key, "rep-"))
-	return map[string]any{"customer": fmt.Sprintf("cust-%d", n%reportCustomers), "sleep_ms": 300}
+	return map[string]any{"customer": fmt.Sprintf("cust-%d", n%reportCustomers), "sleep_ms": 1000}
 }
