@@ -14,6 +14,11 @@ const (
 	PriorityLowest  = 5
 )
 
+// MaxFairnessWeight bounds a start's fairness weight (1, the default, to
+// MaxFairnessWeight): queued runs of a fairness key of weight w are
+// dispatched w times as often as those of a key of weight 1.
+const MaxFairnessWeight = 1000
+
 // ConcurrencyLimit caps how many runs of a workflow run at once. A start
 // over the limit is accepted as usual (201, or 200 for a keyed replay)
 // and its run waits in state QUEUED until a slot frees; a slot frees when

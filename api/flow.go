@@ -28,6 +28,17 @@ func (b *startBody) flow() (int, error) {
 	return *b.Priority, nil
 }
 
+// weight checks the start's fairness weight (0: the default, 1).
+func (b *startBody) weight() (int, error) {
+	if b.FairnessWeight == nil {
+		return 0, nil
+	}
+	if w := *b.FairnessWeight; w < 1 || w > harvest.MaxFairnessWeight {
+		return 0, badRequest(codeInvalidArgument, fmt.Sprintf("fairness_weight %d is out of range: 1 to %d", w, harvest.MaxFairnessWeight))
+	}
+	return *b.FairnessWeight, nil
+}
+
 // flowReader is what GET /flow needs of a shard served here.
 type flowReader interface {
 	FlowStatus(ctx context.Context) (engine.FlowStatus, error)

@@ -72,6 +72,10 @@ func TestStartFlowControl(t *testing.T) {
 			"ConcurrencyKeyNUL":  {map[string]any{"input": in, "concurrency_key": "a\x00b"}, codeInvalidJSON},
 			"ConcurrencyKeyCtrl": {map[string]any{"input": in, "concurrency_key": "a\x01b"}, codeInvalidArgument},
 			"FairnessKeyLong":    {map[string]any{"input": in, "fairness_key": strings.Repeat("k", 257)}, codeInvalidArgument},
+			"WeightZero":         {map[string]any{"input": in, "fairness_weight": 0}, codeInvalidArgument},
+			"WeightTooHigh":      {map[string]any{"input": in, "fairness_weight": 1001}, codeInvalidArgument},
+			"WeightNotANumber":   {map[string]any{"input": in, "fairness_weight": "heavy"}, codeInvalidJSON},
+			"WeightHuge":         {`{"input": {"customer": "c2"}, "fairness_weight": 1e30}`, codeInvalidJSON},
 			"KeyMissing":         {map[string]any{"input": map[string]any{"sleep_ms": 1}}, codeInvalidArgument},
 			"KeyNotAScalar":      {map[string]any{"input": map[string]any{"customer": []int{1}}}, codeInvalidArgument},
 		} {

@@ -112,7 +112,7 @@ func TestServerStartFields(t *testing.T) {
 		t.Parallel()
 		b := setupServer(t)
 		req := client.StartRequest{Input: map[string]any{"customer": "ignored", "sleep_ms": 3_600_000}, ConcurrencyKey: "k1",
-			Priority: 1, FairnessKey: "tenant"}
+			Priority: 1, FairnessKey: "tenant", FairnessWeight: 2}
 		for i := range demo.ReportMaxRunning + 1 {
 			res, err := b.api.Start(ctxT(t), demo.ReportName, req)
 			require.NoError(t, err)

@@ -68,11 +68,14 @@ type StartRequest struct {
 	// ConcurrencyKey names the start's key under its workflow's
 	// concurrency limit (it wins over the limit's key pointer); Priority
 	// (1 first … 5 last; 0 is the server's default, 3) and FairnessKey
-	// order the dispatch of its run while it is QUEUED. A workflow under
-	// no limit ignores them.
+	// order the dispatch of its run while it is QUEUED; FairnessWeight
+	// (1 … 1000; 0 is the server's default, 1) is how many turns its
+	// fairness key takes for one of a key of weight 1. A workflow under no
+	// limit ignores them.
 	ConcurrencyKey string
 	Priority       int
 	FairnessKey    string
+	FairnessWeight int
 	// Wait, when positive, asks the server to wait up to this long (it
 	// caps the wait, at 30 s by default) for the run to close before it
 	// answers: StartResponse.Result is then the run's result. A replay
@@ -105,6 +108,7 @@ type startBody struct {
 	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
 	Priority       int             `json:"priority,omitempty"`
 	FairnessKey    string          `json:"fairness_key,omitempty"`
+	FairnessWeight int             `json:"fairness_weight,omitempty"`
 }
 
 // StartResponse is the answer of a start.
@@ -137,7 +141,8 @@ type StartResponse struct {
 // Start starts (or deduplicates, or attaches to) a run of workflow name.
 func (c *Client) Start(ctx context.Context, name string, req StartRequest) (*StartResponse, error) {
 	body := startBody{WorkflowID: req.WorkflowID, Queue: req.Queue, ReusePolicy: req.ReusePolicy, ConflictPolicy: req.ConflictPolicy,
-		Callbacks: req.CompletionCallbacks, ConcurrencyKey: req.ConcurrencyKey, Priority: req.Priority, FairnessKey: req.FairnessKey}
+		Callbacks: req.CompletionCallbacks, ConcurrencyKey: req.ConcurrencyKey, Priority: req.Priority, FairnessKey: req.FairnessKey,
+		FairnessWeight: req.FairnessWeight}
 	if req.Delay != 0 {
 		body.Delay = req.Delay.String()
 	}

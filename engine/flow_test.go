@@ -303,6 +303,27 @@ func TestConcurrencyLimit(t *testing.T) {
 		}
 	})
 
+	t.Run("WeightsShareTheTurns", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		first := holdTheSlot(t, b, e)
+		light := startQueued(t, e, 30, StartRequest{WorkflowName: limitedOneWF.Name(), Input: raw(t, "complete"), FairnessKey: "A"})
+		heavy := startQueued(t, e, 30, StartRequest{WorkflowName: limitedOneWF.Name(), Input: raw(t, "complete"), FairnessKey: "B",
+			FairnessWeight: 3})
+		signalGo(t, e, first, "done")
+		for _, id := range append(light, heavy...) {
+			waitClosed(t, e, id)
+		}
+		rank := completionRanks(t, b.pool, limitedOneWF.Name())
+		early := 0
+		for _, id := range heavy {
+			if rank[id] <= 20 { // the first run closed is the one that held the slot
+				early++
+			}
+		}
+		require.Equal(t, 15, early, "weight 3 against 1: three of every four turns among the first 20 — ranks %v", rank)
+	})
+
 	t.Run("BadFlowFieldsAreInvalidArguments", func(t *testing.T) {
 		t.Parallel()
 		_, e := setupLimited(t)
@@ -314,6 +335,8 @@ func TestConcurrencyLimit(t *testing.T) {
 			"KeyNull":           {WorkflowName: limitedKeyedWF.Name(), Input: raw(t, customerInput{})},
 			"ConcurrencyKeyNUL": {WorkflowName: limitedOneWF.Name(), ConcurrencyKey: "a\x00b"},
 			"FairnessKeyLong":   {WorkflowName: limitedOneWF.Name(), FairnessKey: string(make([]byte, MaxFlowKeyBytes+1))},
+			"WeightNegative":    {WorkflowName: limitedOneWF.Name(), FairnessWeight: -1},
+			"WeightTooHigh":     {WorkflowName: limitedOneWF.Name(), FairnessWeight: harvest.MaxFairnessWeight + 1},
 		} {
 			_, err := e.StartWorkflow(ctxT(t), req)
 			require.ErrorIs(t, err, ErrInvalidArgument, name)

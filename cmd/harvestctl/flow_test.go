@@ -15,7 +15,7 @@ func TestFlow(t *testing.T) {
 	b := setup(t)
 	for i := range demo.ReportMaxRunning + 1 {
 		r := b.okJSON(t, "workflow", "start", demo.ReportName, "--input-json", `{"customer":"acme","sleep_ms":3600000}`,
-			"--priority", "2", "--fairness-key", "tenant-a")
+			"--priority", "2", "--fairness-key", "tenant-a", "--fairness-weight", "2")
 		require.Equal(t, map[bool]string{true: "RUNNING", false: "QUEUED"}[i < demo.ReportMaxRunning], r["state"],
 			"free slots first, then the queue")
 	}

@@ -81,6 +81,7 @@ func startCommand() *cli.Command {
 			&cli.StringFlag{Name: "concurrency-key", Usage: "the start's key under its workflow's concurrency limit"},
 			&cli.IntFlag{Name: "priority", Usage: "dispatch priority while queued: 1 (first) to 5 (last); server default 3"},
 			&cli.StringFlag{Name: "fairness-key", Usage: "queued runs of different fairness keys (e.g. tenants) take turns"},
+			&cli.IntFlag{Name: "fairness-weight", Usage: "turns the fairness key takes for one of a key of weight 1: 1 to 1000; server default 1"},
 		},
 		Action: startAction,
 	}
@@ -105,6 +106,7 @@ func startAction(c *cli.Context) error {
 		ReusePolicy:    client.ReusePolicy(c.String("reuse-policy")), ConflictPolicy: client.ConflictPolicy(c.String("conflict-policy")),
 		Delay: c.Duration("delay"), ExecutionTimeout: c.Duration("execution-timeout"), RunTimeout: c.Duration("run-timeout"),
 		ConcurrencyKey: c.String("concurrency-key"), Priority: c.Int("priority"), FairnessKey: c.String("fairness-key"),
+		FairnessWeight: c.Int("fairness-weight"),
 	}
 	if at := c.String("start-at"); at != "" {
 		if req.StartAt, err = time.Parse(time.RFC3339, at); err != nil {

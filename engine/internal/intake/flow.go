@@ -41,7 +41,7 @@ func (in *Intake) resolveFlow(req *StartRequest) error {
 		return err
 	}
 	req.flow = &store.Flow{Name: req.WorkflowName, Key: key, Priority: int16(cmp.Or(req.Priority, harvest.PriorityDefault)),
-		Fairness: req.FairnessKey}
+		Fairness: req.FairnessKey, Weight: int16(cmp.Or(req.FairnessWeight, 1))}
 	req.flowMax = int64(lim.MaxRunning)
 	return nil
 }
@@ -60,6 +60,10 @@ func checkFlowFields(req *StartRequest) error {
 	if req.Priority != 0 && (req.Priority < harvest.PriorityHighest || req.Priority > harvest.PriorityLowest) {
 		return fmt.Errorf("priority %d is out of range (%d first … %d last): %w",
 			req.Priority, harvest.PriorityHighest, harvest.PriorityLowest, shardapi.ErrInvalidArgument)
+	}
+	if req.FairnessWeight < 0 || req.FairnessWeight > harvest.MaxFairnessWeight {
+		return fmt.Errorf("fairness weight %d is out of range (1 … %d): %w", req.FairnessWeight, harvest.MaxFairnessWeight,
+			shardapi.ErrInvalidArgument)
 	}
 	for _, k := range []struct{ name, v string }{{"concurrency_key", req.ConcurrencyKey}, {"fairness_key", req.FairnessKey}} {
 		if err := checkFlowKey(k.name, k.v); err != nil {

@@ -630,7 +630,7 @@ func runFlows(flows []*store.Flow) store.RunFlows {
 			continue
 		}
 		turn := store.Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}
-		seen[turn]++
+		seen[turn] += f.Step()
 		out.Keys[i], out.Fairness[i], out.Priority[i], out.Rank[i] = &f.Key, &f.Fairness, &f.Priority, seen[turn]
 	}
 	return out

@@ -61,11 +61,13 @@ type StartRequest struct {
 	// ConcurrencyKey names the start's key under its workflow's
 	// concurrency limit (it wins over the limit's key pointer); Priority
 	// (1 first … 5 last, 0: harvest.PriorityDefault) and FairnessKey order
-	// the dispatch of its run while it waits. A workflow under no limit
-	// ignores them (after checking them).
+	// the dispatch of its run while it waits, FairnessWeight (1 …
+	// harvest.MaxFairnessWeight, 0: 1) how often its fairness key takes a
+	// turn. A workflow under no limit ignores them (after checking them).
 	ConcurrencyKey string
 	Priority       int
 	FairnessKey    string
+	FairnessWeight int
 
 	dueAt    *time.Time   // resolved from Delay/StartAt by the fresh checks
 	flow     *store.Flow  // resolved by the fresh checks: the workflow is limited

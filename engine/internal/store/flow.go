@@ -20,17 +20,29 @@ type Flow struct {
 	Name, Key string
 	Priority  int16
 	Fairness  string
+	// Weight is the fairness key's weight (1 or more): its runs' turns
+	// are TurnScale/Weight apart.
+	Weight int16
 	// Held: the run takes a free slot in its start (it is inserted
 	// RUNNING); otherwise it waits QUEUED.
 	Held bool
 }
 
+// TurnScale is how far apart the turns of a fairness key of weight 1
+// are; a key of weight w has its turns TurnScale/w apart, so it is
+// dispatched w times as often.
+const TurnScale = 1000
+
+// Step is how far after the last turn of its fairness key a run of f
+// takes its turn.
+func (f Flow) Step() int64 { return TurnScale / int64(max(f.Weight, 1)) }
+
 // QueueSetFlows queues the statement that gives runs the same batch just
 // inserted their flows and turns; those whose flow does not hold a slot
-// wait for one: QUEUED, no workflow task due. A run's turn is one more
-// than the last turn of the live runs of its fairness key (the runs before
-// it in flows counted), so that a key's backlog does not hold back another
-// key's runs. Only starts of limited workflows send it, so the insert of
+// wait for one: QUEUED, no workflow task due. A run's turn is its step
+// (Step) after the last turn of the live runs of its fairness key (the
+// runs before it in flows counted), so that a key's backlog does not hold
+// back another key's runs. Only starts of limited workflows send it, so the insert of
 // every other start stays as it is.
 func QueueSetFlows(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
 	keys, prios, fair, rank := make([]string, len(flows)), make([]int16, len(flows)), make([]string, len(flows)), make([]int64, len(flows))
@@ -38,7 +50,7 @@ func QueueSetFlows(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
 	seen := make(map[Flow]int64, len(flows))
 	for i, f := range flows {
 		turn := Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}
-		seen[turn]++
+		seen[turn] += f.Step()
 		keys[i], prios[i], fair[i], held[i], rank[i] = f.Key, f.Priority, f.Fairness, f.Held, seen[turn]
 	}
 	b.Queue(`

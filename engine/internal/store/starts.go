@@ -116,8 +116,9 @@ func QueueInsertRuns(b *pgx.Batch, r NewRuns) {
 
 // RunFlows are the flows of the runs of a NewRuns, one per index (a nil
 // key: a run under no limit): its key, priority and fairness key, and
-// its rank among the runs before it of its workflow, key and fairness key
-// (see QueueSetFlows).
+// how far after the last live turn of its workflow, key and fairness key
+// its turn is (its step plus those of the runs before it in the batch:
+// see QueueSetFlows).
 type RunFlows struct {
 	Keys, Fairness []*string
 	Priority       []*int16
