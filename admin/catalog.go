@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/harvestd/harvest/auth"
-
+	"github.com/harvestd/harvest/flowlimit"
 	"github.com/harvestd/harvest/httpactivity"
 	"github.com/harvestd/harvest/ring"
 	"github.com/harvestd/harvest/webhook"
@@ -143,6 +143,9 @@ type Catalog struct {
 	// HTTPActivities are the HTTP activities registered at run time, by
 	// name, with their header values: redact them before showing one.
 	HTTPActivities map[string]httpactivity.Config `json:"http_activities,omitempty"`
+	// Limits are the flow control limits set at run time, by
+	// flowlimit.Key (kind/name).
+	Limits map[string]flowlimit.Limit `json:"limits,omitempty"`
 	// Index is the raft log index of the last applied command.
 	Index uint64 `json:"index"`
 }
@@ -205,6 +208,7 @@ func (c Catalog) Clone() Catalog {
 	out.Webhooks = maps.Clone(c.Webhooks)
 	out.Schedules = maps.Clone(c.Schedules)
 	out.HTTPActivities = cloneActivities(c.HTTPActivities)
+	out.Limits = maps.Clone(c.Limits)
 	if c.Epochs != nil {
 		out.Epochs = make([]Epoch, len(c.Epochs))
 		for i, e := range c.Epochs {

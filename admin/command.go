@@ -43,6 +43,10 @@ const (
 	CmdPutHTTPActivity
 	// CmdDeleteHTTPActivity deletes an HTTP activity (DeleteHTTPActivity).
 	CmdDeleteHTTPActivity
+	// CmdPutLimit sets a flow control limit (PutLimit).
+	CmdPutLimit
+	// CmdDeleteLimit deletes a flow control limit (DeleteLimit).
+	CmdDeleteLimit
 )
 
 func (t CommandType) String() string {
@@ -73,6 +77,10 @@ func (t CommandType) String() string {
 		return "put_http_activity"
 	case CmdDeleteHTTPActivity:
 		return "delete_http_activity"
+	case CmdPutLimit:
+		return "put_limit"
+	case CmdDeleteLimit:
+		return "delete_limit"
 	}
 	return fmt.Sprintf("command(%d)", uint8(t))
 }
@@ -295,6 +303,10 @@ func decodeCommand(data []byte) (Command, error) {
 		cmd, err = decodeBody[PutHTTPActivity](body)
 	case CmdDeleteHTTPActivity:
 		cmd, err = decodeBody[DeleteHTTPActivity](body)
+	case CmdPutLimit:
+		cmd, err = decodeBody[PutLimit](body)
+	case CmdDeleteLimit:
+		cmd, err = decodeBody[DeleteLimit](body)
 	default:
 		return nil, fmt.Errorf("unknown command type %d", uint8(typ))
 	}

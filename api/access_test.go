@@ -74,7 +74,8 @@ func (b *authBundle) as(t *testing.T, cred, method, path string, body any, heade
 func concrete(route string) string {
 	r := strings.NewReplacer(":id/start", "noop_chain/start", ":id/signal-with-start", "noop_chain/signal-with-start",
 		":id", "0003e886-0000-4000-8000-000000000001", ":signal", "go", ":shard", "3", ":gate", "g1",
-		":peer", "p1", ":schedule", "nightly", ":token", "0123456789abcdef", ":webhook", "hook1", ":activity", "act1")
+		":peer", "p1", ":schedule", "nightly", ":token", "0123456789abcdef", ":webhook", "hook1", ":activity", "act1",
+		":kind", "workflow", ":name", "report")
 	return r.Replace(route)
 }
 
@@ -163,6 +164,9 @@ var documented = map[string]access{
 	"GET /api/harvest/admin/activities":              needAdmin,
 	"POST /api/harvest/admin/activities":             needAdmin,
 	"DELETE /api/harvest/admin/activities/:activity": needAdmin,
+	"GET /api/harvest/admin/limits":                  needAdmin,
+	"PUT /api/harvest/admin/limits/:kind/:name":      needAdmin,
+	"DELETE /api/harvest/admin/limits/:kind/:name":   needAdmin,
 	"POST /api/harvest/webhooks/:webhook":            capability,
 	"POST /api/harvest/activities/complete":          capability,
 	"POST /api/harvest/activities/fail":              capability,

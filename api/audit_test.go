@@ -135,6 +135,8 @@ var auditTargets = map[string]string{
 	"DELETE /api/harvest/admin/tokens/:token":        "token=0123456789abcdef",
 	"DELETE /api/harvest/admin/webhooks/:webhook":    "webhook=hook1",
 	"DELETE /api/harvest/admin/activities/:activity": "activity=act1",
+	"PUT /api/harvest/admin/limits/:kind/:name":      "kind=workflow,name=report",
+	"DELETE /api/harvest/admin/limits/:kind/:name":   "kind=workflow,name=report",
 	"DELETE /api/harvest/schedules/:schedule":        "schedule=nightly",
 	"POST /api/harvest/schedules/:schedule/pause":    "schedule=nightly",
 	"POST /api/harvest/schedules/:schedule/resume":   "schedule=nightly",

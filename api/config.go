@@ -60,6 +60,9 @@ type Config struct {
 	// HTTPActivities serves the /admin/activities routes (HTTP activities
 	// registered at run time); nil answers them with 404.
 	HTTPActivities HTTPActivities
+	// FlowLimits serves the /admin/limits routes (flow control limits set
+	// at run time); nil answers them with 404.
+	FlowLimits FlowLimits
 	// OutboundURLs checks an HTTP activity's URL before it is registered:
 	// the engines' outbound address rules (engine.CallbackPolicy); nil:
 	// the rules without an allow list.

@@ -87,6 +87,7 @@ func (s *Server) routes() {
 	s.tokenRoutes(g)
 	s.webhookRoutes(g)
 	s.httpActivityRoutes(g)
+	s.flowLimitRoutes(g)
 	s.activityRoutes(g)
 	s.uiRoutes(top, g)
 	s.handle(g, http.MethodGet, "/workflows", needRead, s.list)

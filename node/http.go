@@ -55,6 +55,9 @@ func (n *Node) serve() error {
 		cfg.OutboundURLs = engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs}
 		cfg.ActivityNames = n.reg
 	}
+	if n.flowLimits != nil {
+		cfg.FlowLimits = n.flowLimits
+	}
 	if n.admin != nil {
 		cfg.ScheduleCatalog = raftSchedules{n}
 	}

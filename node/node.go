@@ -48,6 +48,9 @@ type Node struct {
 	// activities keeps the HTTP activities registered at run time; nil on
 	// static shards with gossip.
 	activities httpActivities
+	// flowLimits keeps the flow control limits set at run time; nil on
+	// static shards with gossip.
+	flowLimits flowLimits
 	// catIndex is the raft leader's catalog index as last learned (nil
 	// without a raft catalog, see catalogIndex); indexEnd stops, and
 	// indexOut reports the end of, the loop that learns it.
@@ -159,6 +162,9 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.startHTTPActivities(ctx); err != nil {
 		return err
 	}
+	if err := n.startFlowLimits(ctx); err != nil {
+		return err
+	}
 	if err := n.joinCluster(ctx); err != nil {
 		return err
 	}
@@ -257,6 +263,7 @@ func (n *Node) startShards(ctx context.Context) error {
 			CallbackPolicy:    engine.CallbackPolicy{Allow: n.cfg.CallbackAllowCIDRs},
 			Outbound:          n.engineOutbound(),
 			HTTPActivities:    n.engineActivities(),
+			Limits:            n.engineLimits(),
 		},
 		Window: n.engineWindow(),
 		Logger: n.root,

@@ -58,6 +58,9 @@ var commandScopes = map[string]client.TokenScope{
 	"activity register":          client.ScopeAdmin,
 	"activity list":              client.ScopeAdmin,
 	"activity delete":            client.ScopeAdmin,
+	"limit set":                  client.ScopeAdmin,
+	"limit list":                 client.ScopeAdmin,
+	"limit delete":               client.ScopeAdmin,
 	"certs create":               "", // local files: no request, no token
 	"bench":                      client.ScopeWrite,
 }

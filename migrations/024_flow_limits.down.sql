@@ -1,0 +1,1 @@
+DROP TABLE harvest_flow_limits;
