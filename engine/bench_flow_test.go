@@ -75,6 +75,31 @@ func BenchmarkStartLimited(b *testing.B) {
 	b.ReportMetric(float64(tr[2]), "missed")
 }
 
+// BenchmarkStartLimitedPerKey is BenchmarkStartLimited with a key per
+// start (concurrency_key: one customer each), the common case of a
+// per-customer limit: each batch counts no run, where
+// BenchmarkStartLimited counts every run of the workflow (its limit is on
+// the name alone, and its runs never close).
+func BenchmarkStartLimitedPerKey(b *testing.B) {
+	e := limitedEngine(b)
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			_, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: benchLimitedWF.Name(),
+				IdempotencyKey: fmt.Sprint("k", i), ConcurrencyKey: fmt.Sprint("c", i)})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	waitRunning(b, e, benchLimitedWF.Name())
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")
+}
+
 // BenchmarkDispatch: b.N queued runs become due at once (their start_at,
 // an hour away when they were started, is moved to now); the timer runs
 // until the dispatcher made them all RUNNING and their first tasks ran.

@@ -16,6 +16,11 @@ CREATE INDEX harvest_tasks_flow_held ON harvest_tasks (activity_name, flow_key)
 -- bounds the time the run held the slot (what the fault suite checks).
 ALTER TABLE harvest_executions ADD COLUMN flow_since timestamptz;
 ALTER TABLE harvest_executions ALTER COLUMN flow_since SET STATISTICS 10;
+-- Turns order only the runs that waited: a run that takes its slot in its
+-- start has none, and the index of the turns leaves it out.
+DROP INDEX harvest_executions_flow_turn;
+CREATE INDEX harvest_executions_flow_turn ON harvest_executions (workflow_name, flow_key, fairness_key, flow_turn)
+    WHERE flow_turn IS NOT NULL AND state IN ('QUEUED', 'RUNNING');
 -- Rate limits of activities: one token bucket per activity name and key,
 -- as of updated_at (it has gained rate × the time since, up to its burst).
 -- The claim that starts attempts takes their tokens in its transaction.

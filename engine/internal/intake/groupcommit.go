@@ -630,7 +630,9 @@ func runFlows(flows []*store.Flow) store.RunFlows {
 			continue
 		}
 		turn := store.Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}
-		seen[turn] += f.Step()
+		if !f.Held {
+			seen[turn] += f.Step() // a run that takes its slot at once takes no turn
+		}
 		out.Keys[i], out.Fairness[i], out.Priority[i], out.Rank[i] = &f.Key, &f.Fairness, &f.Priority, seen[turn]
 	}
 	return out

@@ -50,7 +50,9 @@ func QueueSetFlows(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
 	seen := make(map[Flow]int64, len(flows))
 	for i, f := range flows {
 		turn := Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}
-		seen[turn] += f.Step()
+		if !f.Held {
+			seen[turn] += f.Step() // a run that holds its slot takes no turn
+		}
 		keys[i], prios[i], fair[i], held[i], rank[i] = f.Key, f.Priority, f.Fairness, f.Held, seen[turn]
 	}
 	b.Queue(`
@@ -60,10 +62,10 @@ func QueueSetFlows(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
 		       completed_at = CASE WHEN f.held THEN x.completed_at END,
 		       flow_since = CASE WHEN f.held THEN clock_timestamp() END,
 		       flow_key = f.k, priority = f.p, fairness_key = f.fk,
-		       flow_turn = f.rank + coalesce((
+		       flow_turn = CASE WHEN NOT f.held THEN f.rank + coalesce((
 		           SELECT max(y.flow_turn) FROM harvest_executions y
 		            WHERE y.workflow_name = x.workflow_name AND y.flow_key = f.k AND y.fairness_key = f.fk
-		              AND y.flow_key IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0)
+		              AND y.flow_turn IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END
 		  FROM unnest($1::uuid[], $2::text[], $3::smallint[], $4::text[], $5::bigint[], $6::bool[]) AS f(id, k, p, fk, rank, held)
 		 WHERE x.execution_id = f.id`, ids, keys, prios, fair, rank, held)
 }

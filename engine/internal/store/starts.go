@@ -140,10 +140,10 @@ func QueueInsertRunsWithFlows(b *pgx.Batch, r NewRuns, f RunFlows) {
 		       CASE WHEN ran OR st = 'QUEUED' THEN NULL ELSE greatest(now(), coalesce(s, now())) END,
 		       o::jsonb, er::jsonb, CASE WHEN st IN ('RUNNING', 'QUEUED') THEN NULL ELSE now() END, hs,
 		       fk, fp, ff,
-		       CASE WHEN fk IS NOT NULL THEN rank + coalesce((
+		       CASE WHEN st = 'QUEUED' THEN rank + coalesce((
 		           SELECT max(y.flow_turn) FROM harvest_executions y
 		            WHERE y.workflow_name = r.n AND y.flow_key = r.fk AND y.fairness_key = r.ff
-		              AND y.flow_key IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END,
+		              AND y.flow_turn IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END,
 		       CASE WHEN fk IS NOT NULL AND st <> 'QUEUED' THEN clock_timestamp() END
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		              $8::timestamptz[], $9::bool[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bool[],
