@@ -288,6 +288,20 @@ func TestUIOnANode(t *testing.T) {
 		types := c.eventTypes(t, id)
 		require.Equal(t, "WorkflowTerminated", types[len(types)-1])
 	})
+	t.Run("FlowPage", func(t *testing.T) {
+		u.in(t)
+		for i := range demo.ReportMaxRunning + 1 {
+			startRun(t, n, admin, demo.ReportName, fmt.Sprintf("ui-report-%d", i), map[string]any{"customer": "ui-flow", "sleep_ms": 3_600_000})
+		}
+		u.open("#/flow")
+		u.WaitFor("the customer's key: its limit full, one queued", `(() => {
+			const row = document.querySelector('[data-flow-key="report/ui-flow"]');
+			return !!row && row.innerText.includes('2 of 2') && row.lastElementChild.textContent === '1';
+		})()`)
+		text := u.text()
+		require.Contains(t, text, demo.RenderReportName, "the activity limits")
+		u.checkPage("flow")
+	})
 	require.Empty(t, u.ConsoleErrors(), "console errors: %s", strings.Join(u.ConsoleErrors(), "; "))
 }
 

@@ -1,10 +1,11 @@
-// The page: sign-in, then a hash router over the runs, run and cluster
-// pages. Each page function returns its cleanup (called on leaving).
+// The page: sign-in, then a hash router over the runs, run, flow and
+// cluster pages. Each page function returns its cleanup (called on leaving).
 import { call, setToken, ApiError } from './api.js';
 import { h, fill, field, notice } from './dom.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { clusterPage } from './cluster.js';
+import { flowPage } from './flow.js';
 
 const main = document.getElementById('main');
 let session = null;
@@ -60,6 +61,7 @@ function route() {
   let page = 'runs';
   if (parts[0] === 'runs' && parts[1]) leave = runPage(main, decodeURIComponent(parts[1]), session);
   else if (parts[0] === 'cluster') { page = 'cluster'; leave = clusterPage(main, session); }
+  else if (parts[0] === 'flow') { page = 'flow'; leave = flowPage(main); }
   else leave = runsPage(main, params, session);
   for (const a of document.querySelectorAll('#nav a')) {
     if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
