@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // oneTripLimited is a bundle with the limited workflows and an engine
@@ -59,12 +62,22 @@ func TestFlowFastPath(t *testing.T) {
 		t.Parallel()
 		b, e := gcSetup(t)
 		b.registerLimited(t)
-		held := start(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		name := limitedOneWF.Name()
+		counts := func() [3]float64 {
+			return [3]float64{counterValue(t, metrics.FlowSlots.WithLabelValues(name, "start")),
+				counterValue(t, metrics.FlowQueued.WithLabelValues(name)), counterValue(t, metrics.FlowSlots.WithLabelValues(name, "dispatch"))}
+		}
+		before := counts()
+		held := start(t, e, StartRequest{WorkflowName: name})
 		require.Equal(t, StateRunning, held.State)
-		queued := start(t, e, StartRequest{WorkflowName: limitedOneWF.Name()})
+		queued := start(t, e, StartRequest{WorkflowName: name})
 		require.Equal(t, StateQueued, queued.State)
 		signalGo(t, e, held.ExecutionID, "done")
 		waitTally(t, b.pool, map[string]int{StateRunning: 1}, queued.ExecutionID)
+		after := counts()
+		for i, what := range []string{"slots taken in the start", "runs queued", "slots given by the dispatcher"} {
+			require.GreaterOrEqual(t, after[i]-before[i], 1.0, what+" counted (other tests count too)")
+		}
 	})
 
 	t.Run("FlowSinceBoundsTheSlot", func(t *testing.T) {
@@ -199,4 +212,12 @@ func TestRuntimeLimits(t *testing.T) {
 	eventually(t, "the queued run released", func() bool {
 		return countRows(t, b, `SELECT count(*) FROM harvest_executions WHERE workflow_name = $1 AND state = 'QUEUED'`, blockWF.Name()) == 0
 	})
+}
+
+// counterValue reads a Prometheus counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
 }

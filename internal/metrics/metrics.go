@@ -59,6 +59,17 @@ var (
 	StreamMemoryBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "harvest_stream_memory_bytes", Help: "Bytes of history event streams hold right now (at most --stream-memory).",
 	})
+	// FlowSlots counts the slots limited runs took, by workflow and how:
+	// "start" (a free slot taken in the start) or "dispatch" (a queued run
+	// promoted by the shard's dispatcher).
+	FlowSlots = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harvest_flow_slots_total", Help: "Concurrency slots taken by limited runs, by workflow and how (start, dispatch).",
+	}, []string{"workflow", "how"})
+	// FlowQueued counts the runs of limited workflows created QUEUED; with
+	// FlowSlots{how="dispatch"} it gives the queue's growth.
+	FlowQueued = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harvest_flow_queued_total", Help: "Runs of limited workflows created QUEUED, waiting for a slot, by workflow.",
+	}, []string{"workflow"})
 	// StreamMemoryWaits counts the pages event streams waited for the
 	// stream memory budget before reading or relaying them.
 	StreamMemoryWaits = prometheus.NewCounter(prometheus.CounterOpts{
@@ -68,7 +79,7 @@ var (
 
 func init() {
 	Registry.MustRegister(Starts, StartDedupHits, StartBatchSize, StartBatches, Signals, ActivityAttempts, WorkflowTaskSeconds, StateCacheLookups,
-		StreamMemoryBytes, StreamMemoryWaits,
+		StreamMemoryBytes, StreamMemoryWaits, FlowSlots, FlowQueued,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

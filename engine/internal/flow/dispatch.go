@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/google/uuid"
-
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // dispatchBatch is the most queued runs one transaction promotes.
@@ -84,7 +83,7 @@ func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	lim := x.d.Limits()
-	var ids []uuid.UUID
+	var ids []store.Promoted
 	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
 		if ids, err = store.PromoteQueued(ctx, tx, lim, dispatchBatch); err != nil {
 			return fmt.Errorf("promote queued runs: %w", err)
@@ -96,6 +95,9 @@ func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
 	})
 	if err != nil {
 		return false, err
+	}
+	for _, p := range ids {
+		metrics.FlowSlots.WithLabelValues(p.WorkflowName, "dispatch").Inc()
 	}
 	if len(ids) > 0 {
 		x.d.Log.Debug().Int("runs", len(ids)).Msg("queued runs promoted")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/harvestd/harvest/engine/internal/store"
 	"github.com/harvestd/harvest/engine/shardapi"
+	"github.com/harvestd/harvest/internal/metrics"
 )
 
 // Slots taken in the start (the fast path of flow control).
@@ -211,6 +212,27 @@ func (p *batchPlan) noteFlow(h *flowHints) {
 	now := time.Now()
 	for k, u := range p.use {
 		h.note(k, u.full(), now)
+	}
+}
+
+// countFlow counts, in the metrics, what a committed start of a limited
+// workflow did: took a slot, or queued its run.
+func countFlow(req StartRequest, state string) {
+	switch {
+	case req.flow == nil:
+	case state == shardapi.StateQueued:
+		metrics.FlowQueued.WithLabelValues(req.WorkflowName).Inc()
+	default:
+		metrics.FlowSlots.WithLabelValues(req.WorkflowName, "start").Inc()
+	}
+}
+
+// countFlow counts what the committed batch's limited starts did.
+func (p *batchPlan) countFlow() {
+	for i, r := range p.reqs {
+		if p.fate[i] == fateCreate {
+			countFlow(r, p.res[i].State)
+		}
 	}
 }
 

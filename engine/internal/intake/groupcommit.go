@@ -179,6 +179,7 @@ func (in *Intake) commitBatch(runCtx, ctx context.Context, p *batchPlan, send ba
 	}
 	p.cacheClaims(in.claims, gen, seen, in.d.Window)
 	p.noteFlow(&in.hints)
+	p.countFlow()
 	return p.replies(nil), nil
 }
 

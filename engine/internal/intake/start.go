@@ -324,6 +324,7 @@ func (in *Intake) startTx(ctx context.Context, req StartRequest) (shardapi.Start
 		return shardapi.StartResult{}, err
 	}
 	if res.StartedFresh {
+		countFlow(req, res.State)
 		in.started(ctx, req, held)
 	}
 	in.d.Settle(ctx, closed, nil)

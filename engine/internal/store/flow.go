@@ -178,17 +178,23 @@ const promoteSQL = `
 	   SET state = 'RUNNING', wf_task_due_at = now(), updated_at = now(), flow_since = clock_timestamp()
 	  FROM chosen c
 	 WHERE x.execution_id = c.execution_id AND x.state = 'QUEUED'
-	RETURNING x.execution_id`
+	RETURNING x.execution_id, x.workflow_name`
+
+// Promoted is a queued run the dispatcher made RUNNING.
+type Promoted struct {
+	ID           uuid.UUID
+	WorkflowName string
+}
 
 // PromoteQueued gives the free slots of lim to queued runs, at most max
 // of them, and returns the runs it made RUNNING (their first workflow
 // task due now).
-func PromoteQueued(ctx context.Context, q Querier, lim Limits, max int) ([]uuid.UUID, error) {
+func PromoteQueued(ctx context.Context, q Querier, lim Limits, max int) ([]Promoted, error) {
 	rows, err := q.Query(ctx, promoteSQL, lim.Names, lim.Max, max)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[Promoted])
 }
 
 // AnyQueued reports whether some run is QUEUED (the dispatcher's cheap
