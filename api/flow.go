@@ -11,32 +11,44 @@ import (
 	"github.com/harvestd/harvest/engine"
 )
 
-// flow checks the start's flow-control fields and returns its priority
-// (0: the default).
-func (b *startBody) flow() (int, error) {
-	if err := checkTexts(textParam{"concurrency_key", b.ConcurrencyKey, engine.MaxFlowKeyBytes},
-		textParam{"fairness_key", b.FairnessKey, engine.MaxFlowKeyBytes}); err != nil {
-		return 0, err
-	}
-	if b.Priority == nil {
-		return 0, nil
-	}
-	if p := *b.Priority; p < harvest.PriorityHighest || p > harvest.PriorityLowest {
-		return 0, badRequest(codeInvalidArgument, fmt.Sprintf("priority %d is out of range: %d (first) to %d (last)",
-			p, harvest.PriorityHighest, harvest.PriorityLowest))
-	}
-	return *b.Priority, nil
+// flowFields are the flow control fields of a start's body (of a start
+// or a signal-with-start): its key under its workflow's concurrency
+// limit, its dispatch priority (1 first … 5 last), its fairness key and
+// that key's weight.
+type flowFields struct {
+	ConcurrencyKey string `json:"concurrency_key"`
+	Priority       *int   `json:"priority"`
+	FairnessKey    string `json:"fairness_key"`
+	FairnessWeight *int   `json:"fairness_weight"`
 }
 
-// weight checks the start's fairness weight (0: the default, 1).
-func (b *startBody) weight() (int, error) {
-	if b.FairnessWeight == nil {
+// apply checks the fields and sets them on req.
+func (f *flowFields) apply(req *engine.StartRequest) error {
+	if err := checkTexts(textParam{"concurrency_key", f.ConcurrencyKey, engine.MaxFlowKeyBytes},
+		textParam{"fairness_key", f.FairnessKey, engine.MaxFlowKeyBytes}); err != nil {
+		return err
+	}
+	priority, err := inRange("priority", f.Priority, harvest.PriorityHighest, harvest.PriorityLowest)
+	if err != nil {
+		return err
+	}
+	weight, err := inRange("fairness_weight", f.FairnessWeight, 1, harvest.MaxFairnessWeight)
+	if err != nil {
+		return err
+	}
+	req.ConcurrencyKey, req.Priority, req.FairnessKey, req.FairnessWeight = f.ConcurrencyKey, priority, f.FairnessKey, weight
+	return nil
+}
+
+// inRange is *v when it is in lo…hi, 0 when absent; else a 400.
+func inRange(name string, v *int, lo, hi int) (int, error) {
+	if v == nil {
 		return 0, nil
 	}
-	if w := *b.FairnessWeight; w < 1 || w > harvest.MaxFairnessWeight {
-		return 0, badRequest(codeInvalidArgument, fmt.Sprintf("fairness_weight %d is out of range: 1 to %d", w, harvest.MaxFairnessWeight))
+	if *v < lo || *v > hi {
+		return 0, badRequest(codeInvalidArgument, fmt.Sprintf("%s %d is out of range: %d to %d", name, *v, lo, hi))
 	}
-	return *b.FairnessWeight, nil
+	return *v, nil
 }
 
 // flowReader is what GET /flow needs of a shard served here.

@@ -86,4 +86,19 @@ func TestStartFlowControl(t *testing.T) {
 			})
 		}
 	})
+
+	t.Run("SignalWithStartCarriesTheFlowFields", func(t *testing.T) {
+		sws := "/workflows/" + demo.ReportName + "/signal-with-start"
+		r := b.do(t, "POST", sws, map[string]any{"workflow_id": "sws-flow", "signal_name": "nudge", "concurrency_key": "sws-key",
+			"priority": 1, "fairness_key": "tenant-s", "fairness_weight": 2, "input": map[string]any{"customer": "c3", "sleep_ms": 3_600_000}})
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		f := b.do(t, "GET", "/flow", nil)
+		var keys []string
+		for _, k := range f.Body["keys"].([]any) {
+			keys = append(keys, k.(map[string]any)["key"].(string))
+		}
+		require.Contains(t, keys, "sws-key", "the caller's key wins over the input's: %s", f.Raw)
+		requireError(t, b.do(t, "POST", sws, map[string]any{"workflow_id": "sws-flow-2", "signal_name": "nudge", "priority": 9,
+			"input": map[string]any{"customer": "c3"}}), http.StatusBadRequest, codeInvalidArgument)
+	})
 }

@@ -73,6 +73,7 @@ type signalWithStartBody struct {
 	Memo           json.RawMessage `json:"memo"`
 	IDReusePolicy  string          `json:"id_reuse_policy"`
 	IdempotencyKey *string         `json:"idempotency_key"`
+	flowFields
 }
 
 // signalWithStart handles POST /workflows/{name}/signal-with-start.
@@ -151,9 +152,13 @@ func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartR
 	if input == nil {
 		input = b.StartInput
 	}
-	return engine.SignalWithStartRequest{
+	req := engine.SignalWithStartRequest{
 		Start: engine.StartRequest{WorkflowName: name, WorkflowID: b.WorkflowID, Input: input, Queue: b.Queue,
 			Memo: b.Memo, ReusePolicy: reuse, AllowTerminate: mayTerminate(c)},
 		SignalName: b.SignalName, SignalPayload: b.SignalPayload, IdempotencyKey: key,
-	}, raw, nil
+	}
+	if err := b.apply(&req.Start); err != nil {
+		return engine.SignalWithStartRequest{}, nil, err
+	}
+	return req, raw, nil
 }

@@ -35,13 +35,7 @@ type startBody struct {
 	// override the workflow's default timeouts; 0 removes one.
 	ExecutionTimeout json.RawMessage `json:"execution_timeout"`
 	RunTimeout       json.RawMessage `json:"run_timeout"`
-	// Flow control (flow.go): the start's key under its workflow's
-	// concurrency limit, its dispatch priority (1 first … 5 last), its
-	// fairness key and that key's weight.
-	ConcurrencyKey string `json:"concurrency_key"`
-	Priority       *int   `json:"priority"`
-	FairnessKey    string `json:"fairness_key"`
-	FairnessWeight *int   `json:"fairness_weight"`
+	flowFields
 }
 
 func (b *startBody) deferred() bool {
@@ -308,21 +302,16 @@ func (s *Server) startRequest(name, key string, b *startBody) (engine.StartReque
 			return engine.StartRequest{}, err
 		}
 	}
-	priority, err := b.flow()
-	if err != nil {
-		return engine.StartRequest{}, err
-	}
-	weight, err := b.weight()
-	if err != nil {
-		return engine.StartRequest{}, err
-	}
-	return engine.StartRequest{
+	req := engine.StartRequest{
 		WorkflowName: name, WorkflowID: b.WorkflowID, Input: b.Input, Queue: b.Queue, Memo: b.Memo,
 		IdempotencyKey: key, ReusePolicy: reuse, ConflictPolicy: conflict,
 		Delay: delay, StartAt: b.StartAt, Callbacks: b.CompletionCallbacks,
 		ExecutionTimeout: execTimeout, RunTimeout: runTimeout,
-		ConcurrencyKey: b.ConcurrencyKey, Priority: priority, FairnessKey: b.FairnessKey, FairnessWeight: weight,
-	}, nil
+	}
+	if err := b.apply(&req); err != nil {
+		return engine.StartRequest{}, err
+	}
+	return req, nil
 }
 
 // parseDelay reads "delay": a Go duration string ("90s") or seconds.
