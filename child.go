@@ -32,6 +32,15 @@ type ChildOptions struct {
 	// workflow's defaults).
 	ExecutionTimeout time.Duration
 	RunTimeout       time.Duration
+	// ConcurrencyKey, Priority, FairnessKey and FairnessWeight are the
+	// child's flow control fields when its workflow is under a
+	// concurrency limit, as a start's (README "Flow control"; zero: the
+	// limit's key pointer, the default priority, no fairness key, weight
+	// 1).
+	ConcurrencyKey string
+	Priority       int
+	FairnessKey    string
+	FairnessWeight int
 }
 
 // ChildExecution names a started child run.
@@ -120,6 +129,12 @@ func (o ChildOptions) check() error {
 	if o.ExecutionTimeout < 0 || o.RunTimeout < 0 {
 		return fmt.Errorf("child options: negative timeout")
 	}
+	if o.Priority != 0 && (o.Priority < PriorityHighest || o.Priority > PriorityLowest) {
+		return fmt.Errorf("child options: priority %d is out of range (%d … %d)", o.Priority, PriorityHighest, PriorityLowest)
+	}
+	if o.FairnessWeight < 0 || o.FairnessWeight > MaxFairnessWeight {
+		return fmt.Errorf("child options: fairness weight %d is out of range (1 … %d)", o.FairnessWeight, MaxFairnessWeight)
+	}
 	return nil
 }
 
@@ -139,7 +154,8 @@ func (s *runState) startChild(name string, input json.RawMessage, o ChildOptions
 	}
 	d := ChildWorkflowInitiatedData{CommandID: id, WorkflowName: name, WorkflowID: o.WorkflowID, Input: input,
 		ParentClosePolicy: string(o.ParentClosePolicy), ExecutionTimeoutMS: o.ExecutionTimeout.Milliseconds(),
-		RunTimeoutMS: o.RunTimeout.Milliseconds(), IdempotencyKey: ChildStartKey(s.info.ExecutionID, id)}
+		RunTimeoutMS: o.RunTimeout.Milliseconds(), IdempotencyKey: ChildStartKey(s.info.ExecutionID, id),
+		ConcurrencyKey: o.ConcurrencyKey, Priority: o.Priority, FairnessKey: o.FairnessKey, FairnessWeight: o.FairnessWeight}
 	a := childArgs(d)
 	d.Digest = a.sum
 	s.issue(EventChildWorkflowInitiated, id, name, a, func() any { return d })
@@ -203,6 +219,14 @@ func childDigest(d ChildWorkflowInitiatedData) string {
 	g.str(d.ParentClosePolicy)
 	g.int(d.ExecutionTimeoutMS)
 	g.int(d.RunTimeoutMS)
+	if d.ConcurrencyKey != "" || d.Priority != 0 || d.FairnessKey != "" || d.FairnessWeight != 0 {
+		// Only when set: the digests of histories recorded before the
+		// flow fields existed stay what they were.
+		g.str(d.ConcurrencyKey)
+		g.int(int64(d.Priority))
+		g.str(d.FairnessKey)
+		g.int(int64(d.FairnessWeight))
+	}
 	return g.sum()
 }
 

@@ -67,3 +67,41 @@ func TestParsePointer(t *testing.T) {
 		require.Equal(t, c.want, got, c.in)
 	}
 }
+
+func TestChildOptionsFlowFields(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		o    ChildOptions
+		ok   bool
+	}{
+		{"None", ChildOptions{}, true},
+		{"All", ChildOptions{ConcurrencyKey: "k", Priority: 1, FairnessKey: "f", FairnessWeight: MaxFairnessWeight}, true},
+		{"PriorityTooHigh", ChildOptions{Priority: PriorityLowest + 1}, false},
+		{"PriorityNegative", ChildOptions{Priority: -1}, false},
+		{"WeightTooHigh", ChildOptions{FairnessWeight: MaxFairnessWeight + 1}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.o.check()
+			if c.ok {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+			}
+		})
+	}
+	t.Run("DigestUnchangedWithoutThem", func(t *testing.T) {
+		d := ChildWorkflowInitiatedData{WorkflowName: "w", WorkflowID: "id", Input: []byte(`1`), ParentClosePolicy: "TERMINATE"}
+		withKey := d
+		withKey.ConcurrencyKey = "k"
+		require.NotEqual(t, childDigest(d), childDigest(withKey), "the flow fields are part of a child's digest when set")
+		before := newDigest("child", 0)
+		before.str(d.WorkflowName)
+		before.str(d.WorkflowID)
+		before.bytes(d.Input)
+		before.str(d.ParentClosePolicy)
+		before.int(d.ExecutionTimeoutMS)
+		before.int(d.RunTimeoutMS)
+		require.Equal(t, before.sum(), childDigest(d), "a child without them has the digest it had before they existed")
+	})
+}

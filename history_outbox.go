@@ -117,6 +117,11 @@ type ChildWorkflowInitiatedData struct {
 	RunTimeoutMS       int64           `json:"run_timeout_ms,omitempty"`
 	IdempotencyKey     string          `json:"idempotency_key"`
 	Digest             string          `json:"digest,omitempty"`
+	// The child's flow control fields (ChildOptions).
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	Priority       int    `json:"priority,omitempty"`
+	FairnessKey    string `json:"fairness_key,omitempty"`
+	FairnessWeight int    `json:"fairness_weight,omitempty"`
 }
 
 // ChildWorkflowStartedData is the payload of ChildWorkflowStarted.

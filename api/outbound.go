@@ -62,6 +62,7 @@ func (o *Outbound) Start(ctx context.Context, req engine.StartRequest) (engine.S
 	if req.RunTimeout != nil {
 		body["run_timeout"] = req.RunTimeout.String()
 	}
+	addFlow(body, req)
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return engine.StartResult{}, fmt.Errorf("encode start: %w", err)
@@ -76,6 +77,20 @@ func (o *Outbound) Start(ctx context.Context, req engine.StartRequest) (engine.S
 	}
 	return engine.StartResult{ExecutionID: id, WorkflowName: out.WorkflowName, WorkflowID: out.WorkflowID, State: out.State,
 		StartedFresh: deref(out.StartedFresh), Deduplicated: deref(out.Deduplicated)}, nil
+}
+
+// addFlow adds req's flow control fields to a start body (those set).
+func addFlow(body map[string]any, req engine.StartRequest) {
+	for name, v := range map[string]any{"concurrency_key": req.ConcurrencyKey, "fairness_key": req.FairnessKey} {
+		if v != "" {
+			body[name] = v
+		}
+	}
+	for name, v := range map[string]int{"priority": req.Priority, "fairness_weight": req.FairnessWeight} {
+		if v != 0 {
+			body[name] = v
+		}
+	}
 }
 
 func (o *Outbound) Signal(ctx context.Context, req engine.SignalRequest) (engine.SignalResult, error) {

@@ -221,3 +221,29 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	require.NoError(t, c.Write(&m))
 	return m.GetCounter().GetValue()
 }
+
+// A child of a limited workflow carries the flow fields of its
+// ChildOptions into its start.
+func TestChildFlowFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerLimited(t)
+	parent := harvest.NewWorkflow("flow_parent", func(ctx harvest.Context, _ string) (string, error) {
+		return limitedOneWF.Execute(ctx, "complete", harvest.ChildOptions{ConcurrencyKey: "kid", Priority: 1, FairnessKey: "family",
+			FairnessWeight: 4}).Get(ctx)
+	})
+	require.NoError(t, b.reg.Register(parent))
+	e := b.engine(t)
+	run := start(t, e, StartRequest{WorkflowName: parent.Name()})
+	require.Equal(t, StateCompleted, waitClosed(t, e, run.ExecutionID).State)
+	var (
+		key, fairness string
+		priority      int
+		turn          *int64
+	)
+	require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT flow_key, fairness_key, priority, flow_turn FROM harvest_executions
+		WHERE workflow_name = $1`, limitedOneWF.Name()).Scan(&key, &fairness, &priority, &turn))
+	require.Equal(t, "kid", key)
+	require.Equal(t, "family", fairness)
+	require.Equal(t, 1, priority)
+}

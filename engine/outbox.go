@@ -36,5 +36,6 @@ type outboxOutbound struct{ Outbound }
 func (o outboxOutbound) Start(ctx context.Context, s shardapi.OutboundStart) (StartResult, error) {
 	return o.Outbound.Start(ctx, StartRequest{WorkflowName: s.WorkflowName, WorkflowID: s.WorkflowID, Input: s.Input,
 		IdempotencyKey: s.IdempotencyKey, ReusePolicy: s.ReusePolicy, ConflictPolicy: s.ConflictPolicy,
-		ExecutionTimeout: s.ExecutionTimeout, RunTimeout: s.RunTimeout})
+		ExecutionTimeout: s.ExecutionTimeout, RunTimeout: s.RunTimeout,
+		ConcurrencyKey: s.ConcurrencyKey, Priority: s.Priority, FairnessKey: s.FairnessKey, FairnessWeight: s.FairnessWeight})
 }

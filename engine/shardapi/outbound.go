@@ -62,4 +62,10 @@ type OutboundStart struct {
 	// default timeouts.
 	ExecutionTimeout *time.Duration
 	RunTimeout       *time.Duration
+	// ConcurrencyKey, Priority, FairnessKey and FairnessWeight are the
+	// start's flow control fields (a child's ChildOptions).
+	ConcurrencyKey string
+	Priority       int
+	FairnessKey    string
+	FairnessWeight int
 }

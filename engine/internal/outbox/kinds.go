@@ -117,7 +117,8 @@ func performStartChild(ctx context.Context, d Deps, r store.OutboxRow) (*harvest
 	// child must be a run of its own, which reports to this parent.
 	req := shardapi.OutboundStart{WorkflowName: c.WorkflowName, WorkflowID: c.WorkflowID, Input: c.Input,
 		IdempotencyKey: c.IdempotencyKey, ConflictPolicy: shardapi.ConflictFail,
-		ExecutionTimeout: msPointer(c.ExecutionTimeoutMS), RunTimeout: msPointer(c.RunTimeoutMS)}
+		ExecutionTimeout: msPointer(c.ExecutionTimeoutMS), RunTimeout: msPointer(c.RunTimeoutMS),
+		ConcurrencyKey: c.ConcurrencyKey, Priority: c.Priority, FairnessKey: c.FairnessKey, FairnessWeight: c.FairnessWeight}
 	res, err := d.Outbound.Start(ctx, req)
 	if err != nil {
 		return failedOutcome(harvest.EventChildWorkflowStartFailed, r.CommandID, err), err
