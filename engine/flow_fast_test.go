@@ -247,3 +247,31 @@ func TestChildFlowFields(t *testing.T) {
 	require.Equal(t, "family", fairness)
 	require.Equal(t, 1, priority)
 }
+
+// Continue-as-new hands the slot to the successor: the chain holds one
+// slot throughout, and a start behind it waits until the last run closes.
+func TestContinueAsNewKeepsTheSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	chain := harvest.NewWorkflow("limited_chain", func(ctx harvest.Context, gen int) (string, error) {
+		if gen == 0 {
+			return "", harvest.ContinueAsNew(ctx, 1)
+		}
+		return goSignal.Receive(ctx)
+	}).WithConcurrency(harvest.ConcurrencyLimit{MaxRunning: 1})
+	require.NoError(t, b.reg.Register(chain))
+	e := b.engine(t)
+	first := start(t, e, StartRequest{WorkflowName: chain.Name(), Input: raw(t, 0)})
+	var successor uuid.UUID
+	eventually(t, "the successor running", func() bool {
+		return b.pool.QueryRow(ctxT(t), `SELECT execution_id FROM harvest_executions WHERE continued_from = $1 AND state = 'RUNNING'`,
+			first.ExecutionID).Scan(&successor) == nil
+	})
+	behind := start(t, e, StartRequest{WorkflowName: chain.Name(), Input: raw(t, 1)})
+	require.Equal(t, StateQueued, behind.State, "the successor holds the chain's slot")
+	st, err := e.FlowStatus(ctxT(t))
+	require.NoError(t, err)
+	require.Contains(t, st.Keys, Occupancy{WorkflowName: chain.Name(), Running: 1, Queued: 1})
+	signalGo(t, e, successor, "done")
+	waitTally(t, b.pool, map[string]int{StateRunning: 1}, behind.ExecutionID)
+}
