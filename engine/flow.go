@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine/internal/flow"
 	"github.com/harvestd/harvest/engine/internal/intake"
 	"github.com/harvestd/harvest/engine/internal/limits"
@@ -29,7 +30,9 @@ func (e *Engine) newFlow() {
 func (e *Engine) limits() store.Limits {
 	var lim store.Limits
 	for _, l := range e.flowLimits() {
+		tokens, _ := harvest.ParsePointer(l.KeyPointer) // checked when the limit was declared or set
 		lim.Names, lim.Max = append(lim.Names, l.WorkflowName), append(lim.Max, int32(l.MaxRunning))
+		lim.Paths = append(lim.Paths, store.PointerPath(tokens))
 	}
 	return lim
 }

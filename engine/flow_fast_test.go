@@ -275,3 +275,30 @@ func TestContinueAsNewKeepsTheSlot(t *testing.T) {
 	signalGo(t, e, successor, "done")
 	waitTally(t, b.pool, map[string]int{StateRunning: 1}, behind.ExecutionID)
 }
+
+// Runs that were running before their workflow was limited count against
+// the limit once the dispatcher adopts them: a start behind them waits.
+func TestLimitAdoptsRunningRuns(t *testing.T) {
+	t.Parallel()
+	var rt atomic.Pointer[RuntimeLimits]
+	rt.Store(&RuntimeLimits{})
+	b := setup(t)
+	e := b.engine(t, func(c *Config) { c.Limits = func() RuntimeLimits { return *rt.Load() } })
+	var before []uuid.UUID
+	for range 3 {
+		before = append(before, start(t, e, StartRequest{WorkflowName: blockWF.Name()}).ExecutionID)
+	}
+	rt.Store(&RuntimeLimits{Workflows: map[string]harvest.ConcurrencyLimit{blockWF.Name(): {MaxRunning: 2}}})
+	e.flow.Queued() // the dispatcher's next look (its poll tick would do as well)
+	eventually(t, "the running runs adopted", func() bool {
+		return countRows(t, b, `SELECT count(*) FROM harvest_executions WHERE workflow_name = $1 AND flow_key = '' AND state = 'RUNNING'`,
+			blockWF.Name()) == 3
+	})
+	behind := start(t, e, StartRequest{WorkflowName: blockWF.Name()})
+	require.Equal(t, StateQueued, behind.State, "three running against a limit of two")
+	for _, id := range before[:2] {
+		signalGo(t, e, id, "done")
+		waitClosed(t, e, id)
+	}
+	waitTally(t, b.pool, map[string]int{StateRunning: 1}, behind.ExecutionID)
+}

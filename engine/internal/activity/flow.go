@@ -2,7 +2,6 @@ package activity
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -59,8 +58,7 @@ func ActivityLimits(conc map[string]harvest.ConcurrencyLimit, rate map[string]ha
 // Register).
 func pathJSON(pointer string) string {
 	tokens, _ := harvest.ParsePointer(pointer)
-	path, _ := json.Marshal(append([]string{}, tokens...))
-	return string(path)
+	return store.PointerPath(tokens)
 }
 
 // limitedNames names the limited activities (nil: none).

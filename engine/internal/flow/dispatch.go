@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
@@ -34,6 +35,9 @@ type Dispatcher struct {
 	// when a commit queues runs, so that with nothing queued neither a
 	// poll tick nor a closing run costs a statement.
 	maybe atomic.Bool
+	// adopted names the limits whose running runs were adopted last
+	// (adopt); only the dispatcher's goroutine uses it.
+	adopted string
 }
 
 // New makes the dispatcher, woken by wake.
@@ -68,6 +72,9 @@ func (x *Dispatcher) Freed() {
 // dispatch promotes up to dispatchBatch queued runs; true if more may
 // wait for free slots.
 func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
+	if err := x.adopt(ctx); err != nil {
+		return false, err
+	}
 	if !x.maybe.Load() {
 		return false, nil
 	}
@@ -104,4 +111,32 @@ func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
 		x.d.Settle(ctx, runs.Effects{Wake: loop.Workflow}, nil)
 	}
 	return len(ids) == dispatchBatch, nil
+}
+
+// adopt makes the running runs of workflows that became limited (a limit
+// set at run time, a new build, this owner's first look) count against
+// their limits: they hold slots from then on (store.AdoptRunning), so new
+// starts wait until their keys are below the limits. It runs once per set
+// of limits.
+func (x *Dispatcher) adopt(ctx context.Context) error {
+	lim := x.d.Limits()
+	sig := strings.Join(lim.Names, "\x00") + "\x01" + strings.Join(lim.Paths, "\x00")
+	if sig == x.adopted {
+		return nil
+	}
+	if len(lim.Names) > 0 {
+		var n int64
+		err := x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
+			n, err = store.AdoptRunning(ctx, tx, lim)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("adopt running runs: %w", err)
+		}
+		if n > 0 {
+			x.d.Log.Info().Int64("runs", n).Msg("running runs of newly limited workflows hold slots")
+		}
+	}
+	x.adopted = sig
+	return nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -139,6 +140,32 @@ func zeros(n int) []int64 { return make([]int64, n) }
 type Limits struct {
 	Names []string
 	Max   []int32
+	// Paths are the JSON arrays of the limits' key pointers' reference
+	// tokens (empty: a limit on the name alone).
+	Paths []string
+}
+
+// PointerPath is the JSON array of a JSON pointer's reference tokens, as
+// the statements take it (the path of #>>).
+func PointerPath(tokens []string) string {
+	raw, _ := json.Marshal(append([]string{}, tokens...)) // strings always encode
+	return string(raw)
+}
+
+// AdoptRunning counts, from now on, the RUNNING runs of lim's workflows
+// that hold no slot: runs started before their workflow was limited (a
+// limit set at run time, a new build). Each takes the slot of its key as
+// the input gives it ("" when the value is missing), so that new starts
+// wait until the key is below its limit again; it returns how many.
+func AdoptRunning(ctx context.Context, q Querier, lim Limits) (int64, error) {
+	tag, err := q.Exec(ctx, `
+		UPDATE harvest_executions x
+		   SET flow_key = CASE WHEN cardinality(l.path) = 0 THEN '' ELSE coalesce(x.input #>> l.path, '') END,
+		       priority = 3, fairness_key = '', flow_since = clock_timestamp()
+		  FROM (SELECT u.n, ARRAY(SELECT jsonb_array_elements_text(u.p::jsonb)) AS path
+		          FROM unnest($1::text[], $2::text[]) AS u(n, p)) l
+		 WHERE x.workflow_name = l.n AND x.state = 'RUNNING' AND x.flow_key IS NULL`, lim.Names, lim.Paths)
+	return tag.RowsAffected(), err
 }
 
 // promoteSQL gives free slots to queued runs, at most $3 of them. Per
