@@ -55,17 +55,8 @@ func waitRunning(b *testing.B, e *Engine, name string) {
 // should be left to the dispatcher).
 func BenchmarkStartLimited(b *testing.B) {
 	e := limitedEngine(b)
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			_, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: benchLimitedWF.Name(), IdempotencyKey: fmt.Sprint("k", n.Add(1))})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	startsInParallel(b, e, func(i int64) StartRequest {
+		return StartRequest{WorkflowName: benchLimitedWF.Name(), IdempotencyKey: fmt.Sprint("k", i)}
 	})
 	waitRunning(b, e, benchLimitedWF.Name())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")
@@ -82,19 +73,8 @@ func BenchmarkStartLimited(b *testing.B) {
 // the name alone, and its runs never close).
 func BenchmarkStartLimitedPerKey(b *testing.B) {
 	e := limitedEngine(b)
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			_, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: benchLimitedWF.Name(),
-				IdempotencyKey: fmt.Sprint("k", i), ConcurrencyKey: fmt.Sprint("c", i)})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	startsInParallel(b, e, func(i int64) StartRequest {
+		return StartRequest{WorkflowName: benchLimitedWF.Name(), IdempotencyKey: fmt.Sprint("k", i), ConcurrencyKey: fmt.Sprint("c", i)}
 	})
 	waitRunning(b, e, benchLimitedWF.Name())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")

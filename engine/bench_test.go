@@ -36,17 +36,8 @@ func benchEngine(b *testing.B) *Engine {
 // BenchmarkStartKeyed: fresh keyed starts from 32 concurrent callers.
 func BenchmarkStartKeyed(b *testing.B) {
 	e := benchEngine(b)
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			_, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: "block", IdempotencyKey: fmt.Sprint("k", n.Add(1))})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	startsInParallel(b, e, func(i int64) StartRequest {
+		return StartRequest{WorkflowName: "block", IdempotencyKey: fmt.Sprint("k", i)}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")
 }
@@ -155,4 +146,20 @@ func BenchmarkTerminate(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "closes/s")
+}
+
+// startsInParallel runs b.N starts from 16 goroutines per core, the i-th
+// (from 1) req(i), after resetting the timer.
+func startsInParallel(b *testing.B, e *Engine, req func(i int64) StartRequest) {
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.StartWorkflow(context.Background(), req(n.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

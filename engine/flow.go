@@ -111,14 +111,7 @@ func (e *Engine) FlowStatus(ctx context.Context) (FlowStatus, error) {
 // activityLimits are the concurrency and rate limits the registry's
 // activities declare, by activity name.
 func (e *Engine) activityLimits() []ActivityFlowLimit {
-	conc, rate := e.lim.Activities(), e.lim.Rates()
-	names := slices.Sorted(maps.Keys(conc))
-	for name := range rate {
-		if _, ok := conc[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
+	names, conc, rate := e.lim.ActivityNames()
 	out := make([]ActivityFlowLimit, 0, len(names))
 	for _, name := range names {
 		c, r := conc[name], rate[name]

@@ -23,7 +23,8 @@ func (a *Attempts) Limits() store.ActivityLimits {
 	if !a.d.Limits.AnyActivity() {
 		return store.ActivityLimits{}
 	}
-	return ActivityLimits(a.d.Limits.Activities(), a.d.Limits.Rates())
+	names, conc, rate := a.d.Limits.ActivityNames()
+	return activityLimits(names, conc, rate)
 }
 
 // ConcurrencyLimits are the activities' concurrency limits alone (what
@@ -32,19 +33,13 @@ func (a *Attempts) ConcurrencyLimits() store.ActivityLimits {
 	if !a.d.Limits.AnyActivity() {
 		return store.ActivityLimits{}
 	}
-	return ActivityLimits(a.d.Limits.Activities(), nil)
+	conc := a.d.Limits.Activities()
+	return activityLimits(slices.Sorted(maps.Keys(conc)), conc, nil)
 }
 
-// ActivityLimits turns limits by activity name into statement arguments.
-func ActivityLimits(conc map[string]harvest.ConcurrencyLimit, rate map[string]harvest.RateLimit) store.ActivityLimits {
+// activityLimits turns the limits of names into statement arguments.
+func activityLimits(names []string, conc map[string]harvest.ConcurrencyLimit, rate map[string]harvest.RateLimit) store.ActivityLimits {
 	var out store.ActivityLimits
-	names := slices.Sorted(maps.Keys(conc))
-	for name := range rate {
-		if _, ok := conc[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
 	for _, name := range names {
 		c, r := conc[name], rate[name]
 		out.Names, out.Max = append(out.Names, name), append(out.Max, int32(c.MaxRunning))
@@ -66,11 +61,9 @@ func (a *Attempts) limitedNames() map[string]bool {
 	if !a.d.Limits.AnyActivity() {
 		return nil
 	}
-	out := map[string]bool{}
-	for name := range a.d.Limits.Activities() {
-		out[name] = true
-	}
-	for name := range a.d.Limits.Rates() {
+	names, _, _ := a.d.Limits.ActivityNames()
+	out := make(map[string]bool, len(names))
+	for _, name := range names {
 		out[name] = true
 	}
 	return out

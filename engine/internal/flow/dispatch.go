@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
@@ -35,9 +36,10 @@ type Dispatcher struct {
 	// when a commit queues runs, so that with nothing queued neither a
 	// poll tick nor a closing run costs a statement.
 	maybe atomic.Bool
-	// adopted names the limits whose running runs were adopted last
-	// (adopt); only the dispatcher's goroutine uses it.
-	adopted string
+	// adopted names the limits whose running runs were adopted last, at
+	// adoptedAt (adopt); only the dispatcher's goroutine uses them.
+	adopted   string
+	adoptedAt time.Time
 }
 
 // New makes the dispatcher, woken by wake.
@@ -117,8 +119,12 @@ func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
 // set at run time, a new build, this owner's first look) count against
 // their limits: they hold slots from then on (store.AdoptRunning), so new
 // starts wait until their keys are below the limits. It runs once per set
-// of limits.
+// of limits, and looks at most once per poll interval.
 func (x *Dispatcher) adopt(ctx context.Context) error {
+	if !x.adoptedAt.IsZero() && time.Since(x.adoptedAt) < x.d.Poll {
+		return nil // a dispatch per closing run must not rebuild the limits each time
+	}
+	x.adoptedAt = time.Now()
 	lim := x.d.Limits()
 	sig := strings.Join(lim.Names, "\x00") + "\x01" + strings.Join(lim.Paths, "\x00")
 	if sig == x.adopted {

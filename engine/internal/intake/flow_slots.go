@@ -126,11 +126,16 @@ func queueSingleFlow(b *pgx.Batch, req StartRequest, use **keyUse) {
 // flowKeys are the distinct keys of the plan's limited starts that may
 // create a run, and their starts (by key, in order).
 func (p *batchPlan) flowKeys() (store.FlowKeys, map[nameKey][]int) {
-	var keys store.FlowKeys
-	starts := make(map[nameKey][]int)
+	var (
+		keys   store.FlowKeys
+		starts map[nameKey][]int // made at the first limited start: most batches have none
+	)
 	for i, r := range p.reqs {
 		if p.fate[i] != fateCreate || r.flow == nil {
 			continue
+		}
+		if starts == nil {
+			starts = make(map[nameKey][]int)
 		}
 		k := flowKeyOf(r)
 		if _, ok := starts[k]; !ok {

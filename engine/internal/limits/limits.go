@@ -8,6 +8,7 @@ package limits
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/harvestd/harvest"
 )
@@ -66,6 +67,20 @@ func (s *Set) Activities() map[string]harvest.ConcurrencyLimit {
 // Rates lists the activities under a rate limit.
 func (s *Set) Rates() map[string]harvest.RateLimit {
 	return merge(s.reg.RateLimitedActivities(), s.runtime().Rates, harvest.RateLimit.Limited)
+}
+
+// ActivityNames lists, sorted, the activities under a concurrency or a
+// rate limit, with their limits (a zero limit: none of that kind).
+func (s *Set) ActivityNames() (names []string, conc map[string]harvest.ConcurrencyLimit, rate map[string]harvest.RateLimit) {
+	conc, rate = s.Activities(), s.Rates()
+	names = slices.Sorted(maps.Keys(conc))
+	for name := range rate {
+		if _, ok := conc[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, conc, rate
 }
 
 // merge is declared overridden by set, keeping the limits that limit.
