@@ -27,14 +27,20 @@ type RateLimit struct {
 // Limited reports whether the limit caps anything.
 func (l RateLimit) Limited() bool { return l.PerSecond > 0 }
 
-// MaxPerSecond bounds RateLimit.PerSecond.
-const MaxPerSecond = 1_000_000
+// MinPerSecond and MaxPerSecond bound a rate limit's PerSecond (0 is no
+// limit): at least one attempt in about 17 minutes, at most a million a
+// second.
+const (
+	MinPerSecond = 0.001
+	MaxPerSecond = 1_000_000
+)
 
-// Validate checks the limit: a finite PerSecond in 0…MaxPerSecond, Burst
-// not negative, KeyPointer empty or a JSON pointer.
+// Validate checks the limit: a PerSecond of 0 or in
+// MinPerSecond…MaxPerSecond, Burst not negative, KeyPointer empty or a
+// JSON pointer.
 func (l RateLimit) Validate() error {
-	if math.IsNaN(l.PerSecond) || l.PerSecond < 0 || l.PerSecond > MaxPerSecond {
-		return fmt.Errorf("rate %v per second is not in 0…%d", l.PerSecond, MaxPerSecond)
+	if math.IsNaN(l.PerSecond) || l.PerSecond < 0 || l.PerSecond > MaxPerSecond || l.PerSecond > 0 && l.PerSecond < MinPerSecond {
+		return fmt.Errorf("rate %v per second is not 0 or in %v…%d", l.PerSecond, MinPerSecond, MaxPerSecond)
 	}
 	if l.Burst < 0 {
 		return fmt.Errorf("burst %d is negative", l.Burst)

@@ -28,6 +28,7 @@ func TestRateLimitRegistration(t *testing.T) {
 		{"NaNRate", RateLimit{PerSecond: math.NaN()}},
 		{"InfiniteRate", RateLimit{PerSecond: math.Inf(1)}},
 		{"HugeRate", RateLimit{PerSecond: MaxPerSecond + 1}},
+		{"TinyRate", RateLimit{PerSecond: 5e-324}},
 		{"NegativeBurst", RateLimit{PerSecond: 1, Burst: -1}},
 		{"BadPointer", RateLimit{PerSecond: 1, KeyPointer: "p"}},
 	} {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,6 +109,11 @@ func limitFromRequest(c *gin.Context, raw []byte) (flowlimit.Limit, error) {
 	kind, name, err := limitParams(c)
 	if err != nil {
 		return flowlimit.Limit{}, err
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		// decodeObject takes no body as {}: here that would lift the
+		// declared limits on a forgotten body.
+		return flowlimit.Limit{}, badRequest(codeInvalidArgument, "send the limit as a JSON object ({} lifts the declared limits)")
 	}
 	var b limitBody
 	if err := decodeObject(raw, &b); err != nil {

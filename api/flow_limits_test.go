@@ -102,6 +102,8 @@ func TestFlowLimitAdmin(t *testing.T) {
 			{"NaN", "/admin/limits/activity/charge", `{"per_second": NaN}`, http.StatusBadRequest, codeInvalidJSON},
 			{"HugeExponentRate", "/admin/limits/activity/charge", `{"per_second": 1e400}`, http.StatusBadRequest, codeInvalidJSON},
 			{"HugeRate", "/admin/limits/activity/charge", `{"per_second": 1e7}`, http.StatusBadRequest, codeInvalidArgument},
+			{"TinyRate", "/admin/limits/activity/charge", `{"per_second": 1e-300}`, http.StatusBadRequest, codeInvalidArgument},
+			{"EmptyBody", "/admin/limits/activity/charge", ``, http.StatusBadRequest, codeInvalidArgument},
 			{"NegativeRate", "/admin/limits/activity/charge", `{"per_second": -0.5}`, http.StatusBadRequest, codeInvalidArgument},
 			{"NegativeBurst", "/admin/limits/activity/charge", `{"per_second": 1, "burst": -1}`, http.StatusBadRequest, codeInvalidArgument},
 			{"HugeBurst", "/admin/limits/activity/charge", `{"per_second": 1, "burst": 9000000}`, http.StatusBadRequest, codeInvalidArgument},
