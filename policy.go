@@ -2,6 +2,7 @@ package harvest
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -96,6 +97,13 @@ type ActivityOptions struct {
 	Retry *RetryPolicy
 	// Queue names the task queue.
 	Queue string
+	// Priority orders the activity's task among the tasks waiting for a
+	// worker of its shard: PriorityHighest (1) first, PriorityLowest (5)
+	// last, oldest first within a priority; 0 is PriorityDefault (3).
+	// Dispatch-only: a running attempt is never pre-empted, and a task
+	// that finds a worker free runs at once. Not part of the determinism
+	// check: a new build may change it for runs in flight.
+	Priority int
 
 	// registrationRetry: the call left the retry policy to the
 	// registration of an HTTP activity registered at run time
@@ -157,7 +165,18 @@ func (o ActivityOptions) merge(b ActivityOptions) ActivityOptions {
 	if b.Queue != "" {
 		o.Queue = b.Queue
 	}
+	if b.Priority != 0 {
+		o.Priority = b.Priority
+	}
 	return o
+}
+
+// checkPriority checks an activity's priority (0 is the default).
+func (o ActivityOptions) checkPriority() error {
+	if o.Priority != 0 && (o.Priority < PriorityHighest || o.Priority > PriorityLowest) {
+		return fmt.Errorf("priority %d is out of range (%d … %d)", o.Priority, PriorityHighest, PriorityLowest)
+	}
+	return nil
 }
 
 type retryWire struct {
@@ -174,6 +193,7 @@ type optionsWire struct {
 	HeartbeatTimeoutMS int64      `json:"heartbeat_timeout_ms,omitempty"`
 	Retry              *retryWire `json:"retry,omitempty"`
 	Queue              string     `json:"queue,omitempty"`
+	Priority           int        `json:"priority,omitempty"`
 	RegistrationRetry  bool       `json:"registration_retry,omitempty"`
 }
 
@@ -184,6 +204,7 @@ func (o ActivityOptions) MarshalJSON() ([]byte, error) {
 		ScheduleToCloseMS:  o.ScheduleToClose.Milliseconds(),
 		HeartbeatTimeoutMS: o.HeartbeatTimeout.Milliseconds(),
 		Queue:              o.Queue,
+		Priority:           o.Priority,
 		RegistrationRetry:  o.registrationRetry,
 	}
 	if o.Retry != nil {
@@ -204,7 +225,7 @@ func (o ActivityOptions) MarshalJSON() ([]byte, error) {
 func (o ActivityOptions) Stored() ActivityOptions {
 	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
 	out := ActivityOptions{StartToClose: ms(o.StartToClose), ScheduleToClose: ms(o.ScheduleToClose),
-		HeartbeatTimeout: ms(o.HeartbeatTimeout), Queue: o.Queue, registrationRetry: o.registrationRetry}
+		HeartbeatTimeout: ms(o.HeartbeatTimeout), Queue: o.Queue, Priority: o.Priority, registrationRetry: o.registrationRetry}
 	if r := o.Retry; r != nil {
 		out.Retry = &RetryPolicy{MaxAttempts: r.MaxAttempts, InitialInterval: ms(r.InitialInterval),
 			BackoffCoefficient: r.BackoffCoefficient, MaxInterval: ms(r.MaxInterval),
@@ -224,6 +245,7 @@ func (o *ActivityOptions) UnmarshalJSON(b []byte) error {
 		ScheduleToClose:  time.Duration(w.ScheduleToCloseMS) * time.Millisecond,
 		HeartbeatTimeout: time.Duration(w.HeartbeatTimeoutMS) * time.Millisecond,
 		Queue:            w.Queue,
+		Priority:         w.Priority,
 
 		registrationRetry: w.RegistrationRetry,
 	}

@@ -261,6 +261,9 @@ func (a *Activity[In, Out]) registration() (registration, error) {
 	if err := a.rate.Validate(); err != nil {
 		return registration{}, fmt.Errorf("activity %s: rate limit: %w", a.name, err)
 	}
+	if err := a.opts.checkPriority(); err != nil {
+		return registration{}, fmt.Errorf("activity %s: %w", a.name, err)
+	}
 	def := activityDef{name: a.name, opts: a.opts, run: a.run, concurrency: a.concurrency, rate: a.rate}
 	return registration{kind: "activity", name: a.name, act: def}, nil
 }
@@ -283,6 +286,9 @@ func (a *Activity[In, Out]) Execute(ctx Context, in In, opts ...ActivityOptions)
 	o := a.opts
 	for _, extra := range opts {
 		o = o.merge(extra)
+	}
+	if err := o.checkPriority(); err != nil {
+		return Future[Out]{f: resolvedFuture(nil, fmt.Errorf("activity %s: %w", a.name, err))}
 	}
 	raw, err := encodeValue(in)
 	if err != nil {

@@ -45,7 +45,7 @@ func activityKeySQL(p string) string {
 // when its key has no free slot or its bucket no whole token (so that a
 // full key's backlog does not hold back the others), and of the pending
 // tasks of one key only as many as it has free slots and tokens are
-// taken, oldest first. A reclaimed running task keeps its slot and takes
+// taken, by priority and then oldest first. A reclaimed running task keeps its slot and takes
 // no token. c is the choice: each task and its concurrency key (NULL under
 // no concurrency limit); charged takes the tokens of the chosen tasks
 // from their buckets (a bucket without a row is full). A full key's
@@ -55,13 +55,14 @@ func limitedClaim(reclaim bool) string {
 	if reclaim {
 		due = `(` + due + `) OR (t.status = 'running' AND NOT t.async AND (t.locked_until < now() OR t.claim_epoch < $1))`
 	}
+	order := `priority, d.scheduled_at, d.task_id`
 	return `lim AS (
 	    SELECT l.name, ARRAY(SELECT jsonb_array_elements_text(l.path::jsonb)) AS path, nullif(l.max, 0) AS max,
 	           ARRAY(SELECT jsonb_array_elements_text(l.rpath::jsonb)) AS rpath, nullif(l.rate, 0) AS rate, l.burst
 	      FROM unnest($5::text[], $6::text[], $7::int[], $8::text[], $9::float8[], $10::float8[])
 	           AS l(name, path, max, rpath, rate, burst)
 	), due AS (
-	    SELECT t.task_id, t.status, t.scheduled_at, t.activity_name,
+	    SELECT t.task_id, t.status, t.priority, t.scheduled_at, t.activity_name,
 	           CASE WHEN l.max IS NOT NULL THEN ` + activityKeySQL("l.path") + ` END AS fk,
 	           CASE WHEN l.rate IS NOT NULL THEN ` + activityKeySQL("l.rpath") + ` END AS rk,
 	           r.room, b.avail
@@ -79,12 +80,12 @@ func limitedClaim(reclaim bool) string {
 	                          l.burst) AS avail
 	      ) b ON l.rate IS NOT NULL AND t.status = 'pending'
 	     WHERE (` + due + `) AND (r.room IS NULL OR r.room > 0) AND (b.avail IS NULL OR b.avail >= 1)
-	     ORDER BY t.scheduled_at
+	     ORDER BY t.priority, t.scheduled_at
 	     LIMIT $2 FOR UPDATE OF t SKIP LOCKED
 	), ranked AS (
 	    SELECT d.*,
-	           row_number() OVER (PARTITION BY d.activity_name, d.fk, d.status ORDER BY d.scheduled_at, d.task_id) AS pick,
-	           row_number() OVER (PARTITION BY d.activity_name, d.rk, d.status ORDER BY d.scheduled_at, d.task_id) AS rpick
+	           row_number() OVER (PARTITION BY d.activity_name, d.fk, d.status ORDER BY d.` + order + `) AS pick,
+	           row_number() OVER (PARTITION BY d.activity_name, d.rk, d.status ORDER BY d.` + order + `) AS rpick
 	      FROM due d
 	), c AS (
 	    SELECT task_id, fk, activity_name, rk, avail FROM ranked

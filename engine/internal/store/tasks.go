@@ -39,25 +39,38 @@ type ClaimedTask struct {
 	ClaimedAt       time.Time // workflow time (the database's clock plus the clock's offset)
 }
 
-// Due activity tasks, in scheduled order (due on workflow time, $4 the
-// clock's offset; locks expire on the database's). The poll after a nudge reads the
-// pending tasks' partial index only, in index order; running tasks whose
-// lease expired or whose claim is older than this owner's epoch are
-// reclaimed by the first poll and the ticker's. harvest_tasks is a queue:
-// between vacuums it holds few live rows among many dead ones, which the
-// planner takes for a tiny table to scan whole, so the polls forbid that.
+// Due activity tasks, by priority and then in scheduled order (due on
+// workflow time, $4 the clock's offset; locks expire on the database's):
+// hi takes them from the tasks of a priority other than the default, lo
+// from those of the default (migration 025: the default's tasks go into
+// the due index alone), and c the first of both. The poll after a nudge
+// reads the pending tasks' partial indexes only, in index order; running
+// tasks whose lease expired or whose claim is older than this owner's
+// epoch are reclaimed by the first poll and the ticker's, as tasks of the
+// default priority. harvest_tasks is a queue: between vacuums it holds few
+// live rows among many dead ones, which the planner takes for a tiny table
+// to scan whole, so the polls forbid that.
 const (
-	claimDueSQL = `
-		SELECT task_id FROM harvest_tasks
-		 WHERE status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond'
+	dueSQL         = `status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond'`
+	reclaimableSQL = `status = 'running' AND NOT async AND (locked_until < now() OR claim_epoch < $1)`
+	claimHiSQL     = `hi AS (
+		SELECT task_id, priority, scheduled_at FROM harvest_tasks
+		 WHERE ` + dueSQL + ` AND priority <> 3
+		 ORDER BY priority, scheduled_at
+		 LIMIT $2 FOR UPDATE SKIP LOCKED)`
+	claimFirstSQL = `c AS (
+		SELECT task_id FROM (SELECT * FROM hi UNION ALL SELECT * FROM lo) d
+		 ORDER BY priority, scheduled_at LIMIT $2)`
+	claimDueSQL = claimHiSQL + `, lo AS (
+		SELECT task_id, priority, scheduled_at FROM harvest_tasks
+		 WHERE ` + dueSQL + ` AND priority = 3
 		 ORDER BY scheduled_at
-		 LIMIT $2 FOR UPDATE SKIP LOCKED`
-	claimDueOrReclaimSQL = `
-		SELECT task_id FROM harvest_tasks
-		 WHERE (status = 'pending' AND scheduled_at <= now() + $4 * interval '1 microsecond')
-		    OR (status = 'running' AND NOT async AND (locked_until < now() OR claim_epoch < $1))
+		 LIMIT $2 FOR UPDATE SKIP LOCKED), ` + claimFirstSQL
+	claimDueOrReclaimSQL = claimHiSQL + `, lo AS (
+		SELECT task_id, priority, scheduled_at FROM harvest_tasks
+		 WHERE (` + dueSQL + ` AND priority = 3) OR (` + reclaimableSQL + `)
 		 ORDER BY scheduled_at
-		 LIMIT $2 FOR UPDATE SKIP LOCKED`
+		 LIMIT $2 FOR UPDATE SKIP LOCKED), ` + claimFirstSQL
 )
 
 // QueueNoSeqScan queues the transaction's ban on sequential scans, for
@@ -77,7 +90,7 @@ func ClaimTasks(ctx context.Context, q Querier, epoch int64, limit int, reclaim 
 		due = claimDueOrReclaimSQL
 	}
 	args := []any{epoch, limit, grace.Milliseconds(), ahead}
-	with, set := "c AS ("+due+")", ""
+	with, set := due, ""
 	if lim.Limited() {
 		with, set = limitedClaim(reclaim), ", flow_key = c.fk"
 		args = append(args, lim.Names, lim.Paths, lim.Max, lim.RatePaths, lim.Rate, lim.Burst)
@@ -244,8 +257,8 @@ func QueueCancelActivities(b *pgx.Batch, execs []uuid.UUID, activityIDs []string
 // the lock is on the database's time).
 const insertTasksSQL = `
 	INSERT INTO harvest_tasks (execution_id, activity_id, activity_name, queue, input, idempotency_key, options,
-	                           close_deadline, status, attempt, claim_epoch, locked_until)
-	SELECT id, a, n, q, i::jsonb, k, o::jsonb, now() + $12 * interval '1 microsecond' + c * interval '1 millisecond',
+	                           priority, close_deadline, status, attempt, claim_epoch, locked_until)
+	SELECT id, a, n, q, i::jsonb, k, o::jsonb, coalesce((o::jsonb->>'priority')::smallint, 3), now() + $12 * interval '1 microsecond' + c * interval '1 millisecond',
 	       CASE WHEN r THEN 'running' ELSE 'pending' END, CASE WHEN r THEN 1 ELSE 0 END,
 	       CASE WHEN r THEN $10::bigint END,
 	       CASE WHEN r THEN clock_timestamp() + ((o::jsonb->>'start_to_close_ms')::bigint + $11) * interval '1 millisecond' END

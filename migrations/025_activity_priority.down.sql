@@ -1,0 +1,2 @@
+DROP INDEX harvest_tasks_due_priority;
+ALTER TABLE harvest_tasks DROP COLUMN priority;
