@@ -162,20 +162,35 @@ type ActivityCompletedData struct {
 	ActivityID string          `json:"activity_id"`
 	Output     json.RawMessage `json:"output"`
 	Attempt    int             `json:"attempt"`
+	Slot       *ActivitySlot   `json:"slot,omitempty"`
+}
+
+// ActivitySlot is the concurrency slot an activity's attempt held, for
+// an activity under a concurrency limit (Activity.WithConcurrency): its
+// key, when the attempt's task took it (an attempt tried again after its
+// node died keeps its task's slot) and a moment before it was given back,
+// in the transaction that recorded the outcome; both by the database's
+// clock.
+type ActivitySlot struct {
+	Key   string    `json:"key"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
 }
 
 // ActivityFailedData is the payload of ActivityFailed (a final failure).
 type ActivityFailedData struct {
-	ActivityID string    `json:"activity_id"`
-	Error      ErrorInfo `json:"error"`
-	Attempt    int       `json:"attempt"`
+	ActivityID string        `json:"activity_id"`
+	Error      ErrorInfo     `json:"error"`
+	Attempt    int           `json:"attempt"`
+	Slot       *ActivitySlot `json:"slot,omitempty"`
 }
 
 // ActivityTimedOutData is the payload of ActivityTimedOut.
 type ActivityTimedOutData struct {
-	ActivityID  string `json:"activity_id"`
-	TimeoutType string `json:"timeout_type"`
-	Attempt     int    `json:"attempt"`
+	ActivityID  string        `json:"activity_id"`
+	TimeoutType string        `json:"timeout_type"`
+	Attempt     int           `json:"attempt"`
+	Slot        *ActivitySlot `json:"slot,omitempty"`
 }
 
 // TimerStartedData is the payload of TimerStarted. FireAt is filled in by

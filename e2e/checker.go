@@ -44,7 +44,7 @@ var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, Check
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
 	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS,
-	CheckFlowLimit}
+	CheckFlowLimit, CheckActivityFlowLimit}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -78,6 +78,8 @@ type DBState struct {
 	deferred  []*deferredRow
 	runInputs map[string]string
 	slots     []*slotRow // the limited runs' slots (checker_flow.go)
+	// activitySlots are the slots the reports' activity attempts held.
+	activitySlots []*slotRow
 }
 
 // ReadDB reads every shard database.
@@ -180,6 +182,9 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 		return err
 	}
 	if err := st.readSlots(ctx, shard, conn); err != nil {
+		return err
+	}
+	if err := st.readActivitySlots(ctx, shard, conn); err != nil {
 		return err
 	}
 	return st.readCancels(ctx, conn)

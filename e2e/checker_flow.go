@@ -16,8 +16,16 @@ import (
 // two shards are checked apart. That every report completed after the
 // heal (nothing left QUEUED or RUNNING) is CheckCompleted's.
 
-// CheckFlowLimit is the check name of the flow part.
-const CheckFlowLimit = "concurrency key -> at most its limit running at once"
+// Check names of the flow part: the reports' slots, and the slots of
+// their render_report attempts (demo.RenderReportName, one per customer
+// at once), which the events recording the attempts' outcomes carry
+// (harvest.ActivitySlot).
+const (
+	CheckFlowLimit         = "concurrency key -> at most its limit running at once"
+	CheckActivityFlowLimit = "activity concurrency key -> at most its limit of attempts at once"
+	activityRender         = "render_report"
+	renderMax              = 1
+)
 
 // slotRow is one limited run's hold of a slot.
 type slotRow struct {
@@ -52,6 +60,29 @@ func (st *DBState) readSlots(ctx context.Context, shard uint16, conn *pgx.Conn) 
 	return rows.Err()
 }
 
+// readActivitySlots reads the slots the reports' activity attempts held,
+// from the events that recorded their outcomes.
+func (st *DBState) readActivitySlots(ctx context.Context, shard uint16, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `
+		SELECT e.execution_id::text, e.data->'slot'->>'key', x.created_at,
+		       (e.data->'slot'->>'since')::timestamptz, (e.data->'slot'->>'until')::timestamptz
+		  FROM harvest_events e JOIN harvest_executions x ON x.execution_id = e.execution_id
+		 WHERE x.workflow_name = $1 AND e.data ? 'slot'
+		   AND e.event_type IN ('ActivityCompleted', 'ActivityFailed', 'ActivityTimedOut')`, wfReport)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := &slotRow{shard: shard, name: activityRender}
+		if err := rows.Scan(&r.id, &r.key, &r.created, &r.since, &r.till); err != nil {
+			return err
+		}
+		st.activitySlots = append(st.activitySlots, r)
+	}
+	return rows.Err()
+}
+
 // slotKey is a concurrency key of one shard.
 type slotKey struct {
 	shard     uint16
@@ -59,17 +90,40 @@ type slotKey struct {
 }
 
 // checkFlow reports every key of a shard whose runs held more than
-// reportMax slots at once.
+// reportMax slots at once, or whose render_report attempts more than
+// renderMax, and every completed report whose render_report completion
+// recorded no slot.
 func checkFlow(st *DBState, add func(check, format string, args ...any)) {
-	byKey := map[slotKey][]*slotRow{}
+	overLimit(st.slots, reportMax, func(k slotKey, most int, at time.Time) {
+		add(CheckFlowLimit, "shard %d %s key %q: %d runs held slots at %s (limit %d)", k.shard, k.name, k.key, most,
+			at.Format(time.RFC3339Nano), reportMax)
+	})
+	overLimit(st.activitySlots, renderMax, func(k slotKey, most int, at time.Time) {
+		add(CheckActivityFlowLimit, "shard %d %s key %q: %d attempts held slots at %s (limit %d)", k.shard, k.name, k.key,
+			most, at.Format(time.RFC3339Nano), renderMax)
+	})
+	rendered := map[string]bool{}
+	for _, r := range st.activitySlots {
+		rendered[r.id] = true
+	}
 	for _, r := range st.slots {
+		if x := st.execs[r.id]; x != nil && x.state == "COMPLETED" && !rendered[r.id] {
+			add(CheckActivityFlowLimit, "report %s completed, and its render_report attempt recorded no slot", r.id)
+		}
+	}
+}
+
+// overLimit calls over for every key of a shard whose rows held more
+// than limit slots at once.
+func overLimit(rows []*slotRow, limit int, over func(k slotKey, most int, at time.Time)) {
+	byKey := map[slotKey][]*slotRow{}
+	for _, r := range rows {
 		k := slotKey{r.shard, r.name, r.key}
 		byKey[k] = append(byKey[k], r)
 	}
 	for k, rows := range byKey {
-		if most, at := mostAtOnce(rows); most > reportMax {
-			add(CheckFlowLimit, "shard %d %s key %q: %d runs held slots at %s (limit %d)", k.shard, k.name, k.key, most,
-				at.Format(time.RFC3339Nano), reportMax)
+		if most, at := mostAtOnce(rows); most > limit {
+			over(k, most, at)
 		}
 	}
 }
@@ -128,6 +182,17 @@ func FlowStats(st *DBState) string {
 		n, _ := mostAtOnce(rows)
 		most = max(most, n)
 	}
-	return fmt.Sprintf("flow control (%s, limit %d per customer and shard): %d runs took slots on %d keys, %d of them waited %s or more; most held at once by one key: %d",
-		wfReport, reportMax, len(st.slots), len(byKey), waited, waitedAfter, most)
+	acts := map[slotKey][]*slotRow{}
+	for _, r := range st.activitySlots {
+		k := slotKey{r.shard, r.name, r.key}
+		acts[k] = append(acts[k], r)
+	}
+	mostActs := 0
+	for _, rows := range acts {
+		n, _ := mostAtOnce(rows)
+		mostActs = max(mostActs, n)
+	}
+	return fmt.Sprintf("flow control (%s, limit %d per customer and shard): %d runs took slots on %d keys, %d of them waited %s or more; most held at once by one key: %d; %s (limit %d): %d attempts held slots on %d keys, most at once: %d",
+		wfReport, reportMax, len(st.slots), len(byKey), waited, waitedAfter, most, activityRender, renderMax,
+		len(st.activitySlots), len(acts), mostActs)
 }

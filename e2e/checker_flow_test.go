@@ -54,3 +54,32 @@ func TestCheckFlow(t *testing.T) {
 	checkFlow(&DBState{slots: three(0, "a")}, add)
 	require.Equal(t, []string{CheckFlowLimit}, got)
 }
+
+func TestCheckActivityFlow(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	report := func(id string) *slotRow {
+		return &slotRow{shard: 0, id: id, name: wfReport, key: "c", since: at(0), till: at(100)}
+	}
+	render := func(id string, from, to int) *slotRow {
+		return &slotRow{shard: 0, id: id, name: activityRender, key: "c", since: at(from), till: at(to)}
+	}
+	completed := map[string]*execRow{"r1": {state: "COMPLETED"}, "r2": {state: "COMPLETED"}}
+	for _, c := range []struct {
+		name    string
+		renders []*slotRow
+		want    []string
+	}{
+		{"InTurn", []*slotRow{render("r1", 10, 20), render("r2", 20, 30)}, nil},
+		{"Overlapping", []*slotRow{render("r1", 10, 20), render("r2", 15, 30)}, []string{CheckActivityFlowLimit}},
+		{"NoSlotRecorded", []*slotRow{render("r1", 10, 20)}, []string{CheckActivityFlowLimit}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			add := func(check, format string, args ...any) { got = append(got, check) }
+			checkFlow(&DBState{execs: completed, slots: []*slotRow{report("r1"), report("r2")}, activitySlots: c.renders}, add)
+			require.Equal(t, c.want, got)
+		})
+	}
+}

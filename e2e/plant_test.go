@@ -62,8 +62,9 @@ func plantEvent(ctx context.Context, conn *pgx.Conn, execID, typ string, data ma
 // (a second execution for an answered start key, a second SignalReceived
 // for an answered signal key, an answer naming a missing execution, a
 // second WorkflowCancelRequested when a cancel was answered
-// newly_cancelled, and a doubled add and a fork in a counter chain) and
-// checks that the checker reports each.
+// newly_cancelled, a doubled add and a fork in a counter chain, two
+// overlapping activity slots of one key, …) and checks that the checker
+// reports each.
 func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) error {
 	var start, signal, cancel, counter *Op
 	for _, op := range ops {
@@ -131,6 +132,13 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 			return plantExecution(ctx, c, newExecID(shardOf(delivery.ExecID)), wfCounter, delivery.WorkflowID, "", "COMPLETED")
 		}})
 	}
+	if report := answeredReport(ops); report != nil {
+		// Two attempts of one customer's render_report holding their
+		// slots for the same two hours, as a claim that passed over the
+		// limit would leave them.
+		want = append(want, CheckActivityFlowLimit)
+		plants = append(plants, plant{shardOf(report.ExecID), func(c *pgx.Conn) error { return plantSlotOverlap(ctx, c, report) }})
+	}
 	for _, p := range plants {
 		conn, err := pgx.Connect(ctx, dsns[p.shard])
 		if err != nil {
@@ -156,6 +164,29 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 	for _, c := range want {
 		if got[c] == 0 {
 			return fmt.Errorf("planted a %q violation, the checker did not report it (it reported %v)", c, got)
+		}
+	}
+	return nil
+}
+
+// answeredReport is an answered start of a report, nil when none was.
+func answeredReport(ops []*Op) *Op {
+	for _, op := range ops {
+		if op.OK && op.Kind == KindStart && op.Workflow == wfReport && op.ExecID != "" {
+			return op
+		}
+	}
+	return nil
+}
+
+// plantSlotOverlap plants, in the report's history, two outcomes of
+// render_report attempts whose slots of its customer overlap.
+func plantSlotOverlap(ctx context.Context, c *pgx.Conn, report *Op) error {
+	now := time.Now().UTC()
+	slot := map[string]any{"key": reportInput(report.Key)["customer"], "since": now.Add(-time.Hour), "until": now.Add(time.Hour)}
+	for _, id := range []string{"planted-1", "planted-2"} {
+		if err := plantEvent(ctx, c, report.ExecID, "ActivityCompleted", map[string]any{"activity_id": id, "slot": slot}); err != nil {
+			return err
 		}
 	}
 	return nil

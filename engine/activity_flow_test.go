@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +114,9 @@ func TestActivityConcurrencyLimit(t *testing.T) {
 		}
 		require.Equal(t, map[string]int{"p0": 1, "p1": 1}, d.mostAtOnce(), "one call per provider at a time, both providers served")
 		require.Equal(t, 20, d.calls)
+		slots := completedSlots(t, e, ids)
+		require.Len(t, slots, 20, "every completion records the slot its attempt held")
+		requireNoOverlap(t, slots)
 	})
 
 	t.Run("AKilledOwnerNeitherLeaksNorDoublesASlot", func(t *testing.T) {
@@ -128,6 +133,7 @@ func TestActivityConcurrencyLimit(t *testing.T) {
 		st, err := e1.FlowStatus(ctxT(t))
 		require.NoError(t, err)
 		require.Equal(t, []ActivityOccupancy{{ActivityName: "charge_limited", Key: "x", Running: 1, Waiting: 1}}, st.Activities)
+		killedAt := time.Now()
 		crash(e1)
 		e2 := b.engine(t)
 		require.Equal(t, "x", <-d.entered, "the killed attempt is tried again, in its slot")
@@ -138,7 +144,47 @@ func TestActivityConcurrencyLimit(t *testing.T) {
 			require.JSONEq(t, fmt.Sprint(i+1), string(x.Output))
 		}
 		require.Equal(t, map[string]int{"x": 1}, d.mostAtOnce(), "never two attempts in the provider")
+		slots := completedSlots(t, e2, ids)
+		require.Len(t, slots, 2)
+		requireNoOverlap(t, slots)
+		sort.Slice(slots, func(i, j int) bool { return slots[i].Since.Before(slots[j].Since) })
+		require.True(t, slots[0].Since.Before(killedAt), "the killed attempt's retry holds the slot taken before the kill: %+v", slots[0])
 	})
+}
+
+// completedSlots reads the slots the runs' ActivityCompleted events
+// record.
+func completedSlots(t *testing.T, e *Engine, ids []uuid.UUID) []harvest.ActivitySlot {
+	t.Helper()
+	var out []harvest.ActivitySlot
+	for _, id := range ids {
+		h, err := e.History(ctxT(t), id, HistoryQuery{After: -1, Types: []string{string(harvest.EventActivityCompleted)}})
+		require.NoError(t, err)
+		for _, ev := range h.Events {
+			var d harvest.ActivityCompletedData
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			if d.Slot != nil {
+				out = append(out, *d.Slot)
+			}
+		}
+	}
+	return out
+}
+
+// requireNoOverlap fails when two slots of one key were held at once.
+func requireNoOverlap(t *testing.T, slots []harvest.ActivitySlot) {
+	t.Helper()
+	byKey := map[string][]harvest.ActivitySlot{}
+	for _, s := range slots {
+		require.False(t, s.Until.Before(s.Since), "a slot is given back after it is taken: %+v", s)
+		byKey[s.Key] = append(byKey[s.Key], s)
+	}
+	for key, ss := range byKey {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].Since.Before(ss[j].Since) })
+		for i := 1; i < len(ss); i++ {
+			require.False(t, ss[i].Since.Before(ss[i-1].Until), "key %q: slot %+v taken before %+v was given back", key, ss[i], ss[i-1])
+		}
+	}
 }
 
 // startTimes records when each call of a fake provider began.

@@ -163,7 +163,7 @@ func (a *Attempts) answerAsync(ctx context.Context, token, kind string, out json
 func (a *Attempts) writeAsyncOutcome(ctx context.Context, tx *fence.Tx, t Task, ex *store.Exec, out json.RawMessage, runErr error) (attemptOutcome, error) {
 	var res attemptOutcome
 	ev := harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
-		ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt})
+		ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt, Slot: t.Slot})
 	res.outcome = "completed"
 	if runErr != nil {
 		info := harvest.ToErrorInfo(runErr)

@@ -357,7 +357,7 @@ func (a *Attempts) recordOutcome(ctx context.Context, t Task, out json.RawMessag
 	)
 	queue := func(b *pgx.Batch) {
 		store.QueueLockExec(b, t.ExecutionID, &ex)
-		queueLockAttempt(b, t, &current)
+		queueLockAttempt(b, &t, &current)
 	}
 	err := a.d.Fence.DoBatch(ctx, queue, func(tx *fence.Tx) error {
 		if ex == nil || !current {
@@ -373,7 +373,7 @@ func (a *Attempts) recordOutcome(ctx context.Context, t Task, out json.RawMessag
 		res.outcome = "completed"
 		if runErr == nil {
 			ev = harvest.NewCommand(harvest.EventActivityCompleted, harvest.ActivityCompletedData{
-				ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt})
+				ActivityID: t.ActivityID, Output: runs.InputOrNull(out), Attempt: t.Attempt, Slot: t.Slot})
 		} else {
 			info := harvest.ToErrorInfo(runErr)
 			retried, delay, err := a.maybeRetry(ctx, tx, t, info, timeoutType)
@@ -407,10 +407,12 @@ func (a *Attempts) writeOutcome(ctx context.Context, tx *fence.Tx, t Task, ex *s
 }
 
 // queueLockAttempt queues the lock of the task; *current is true when
-// it is still at attempt t.Attempt and running.
-func queueLockAttempt(b *pgx.Batch, t Task, current *bool) {
-	store.QueueLockTask(b, t.TaskID, func(attempt int, status string, expired bool) {
-		*current = attempt == t.Attempt && status == "running" && (expired || !t.expiredOnly)
+// it is still at attempt t.Attempt and running, and t.Slot is then the
+// slot it holds.
+func queueLockAttempt(b *pgx.Batch, t *Task, current *bool) {
+	store.QueueLockTask(b, t.TaskID, func(l store.LockedTask) {
+		*current = l.Attempt == t.Attempt && l.Status == "running" && (l.Expired || !t.expiredOnly)
+		t.Slot = l.Slot
 	})
 }
 
@@ -441,10 +443,10 @@ func (a *Attempts) maybeRetry(ctx context.Context, tx *fence.Tx, t Task, info ha
 func failureCommand(t Task, info harvest.ErrorInfo, timeoutType string) harvest.Command {
 	if timeoutType != "" {
 		return harvest.NewCommand(harvest.EventActivityTimedOut, harvest.ActivityTimedOutData{
-			ActivityID: t.ActivityID, TimeoutType: timeoutType, Attempt: t.Attempt})
+			ActivityID: t.ActivityID, TimeoutType: timeoutType, Attempt: t.Attempt, Slot: t.Slot})
 	}
 	return harvest.NewCommand(harvest.EventActivityFailed, harvest.ActivityFailedData{
-		ActivityID: t.ActivityID, Error: info, Attempt: t.Attempt})
+		ActivityID: t.ActivityID, Error: info, Attempt: t.Attempt, Slot: t.Slot})
 }
 
 func deleteTask(ctx context.Context, tx *fence.Tx, id int64) error {

@@ -106,10 +106,16 @@ func (a *Attempts) completeBatch(runCtx context.Context, batch []*completion) er
 	}
 	slices.Sort(taskIDs)
 	exs := make(map[uuid.UUID]*store.Exec, len(execIDs))
-	attempts := make(map[int64]int, len(taskIDs)) // running tasks' attempts
+	attempts := make(map[int64]int, len(taskIDs))                // running tasks' attempts
+	slots := make(map[int64]*harvest.ActivitySlot, len(taskIDs)) // and the slots they hold
 	queue := func(b *pgx.Batch) {
 		store.QueueLockExecs(b, execIDs, exs)
-		store.QueueLockRunningTasks(b, taskIDs, func(id int64, attempt int) { attempts[id] = attempt })
+		store.QueueLockRunningTasks(b, taskIDs, func(id int64, attempt int, slot *harvest.ActivitySlot) {
+			attempts[id] = attempt
+			if slot != nil {
+				slots[id] = slot
+			}
+		})
 		// now() is the transaction's start: with the clock's offset, the
 		// created_at of every event it appends, which the eager tasks see.
 		store.QueueNow(b, &dbNow)
@@ -142,7 +148,8 @@ func (a *Attempts) completeBatch(runCtx context.Context, batch []*completion) er
 				tasks = append(tasks, wftask.Claimed{Ex: ex, DBNow: dbNow})
 			}
 			events[ex.ID] = append(events[ex.ID], harvest.NewCommand(harvest.EventActivityCompleted,
-				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: runs.InputOrNull(c.out), Attempt: c.t.Attempt}))
+				harvest.ActivityCompletedData{ActivityID: c.t.ActivityID, Output: runs.InputOrNull(c.out), Attempt: c.t.Attempt,
+					Slot: slots[c.t.TaskID]}))
 			completed++
 		}
 		a.d.WF.TakeLive(w, tasks)

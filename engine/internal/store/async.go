@@ -81,11 +81,16 @@ func RecordTokenAnswer(ctx context.Context, q Querier, hash []byte, answer strin
 // (its run's workflow name and id left empty) and its status; found is
 // false when the task is gone.
 func LockAsyncTask(ctx context.Context, q Querier, taskID int64) (t ClaimedTask, status string, found bool, err error) {
-	var opts []byte
+	var (
+		opts []byte
+		slot slotScan
+	)
 	err = q.QueryRow(ctx, `
-		SELECT task_id, execution_id, activity_id, activity_name, idempotency_key, options, attempt, close_deadline, status
+		SELECT task_id, execution_id, activity_id, activity_name, idempotency_key, options, attempt, close_deadline, status,
+		       `+slotColumns+`
 		  FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, taskID).
-		Scan(&t.TaskID, &t.ExecutionID, &t.ActivityID, &t.Name, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &status)
+		Scan(append([]any{&t.TaskID, &t.ExecutionID, &t.ActivityID, &t.Name, &t.Key, &opts, &t.Attempt, &t.CloseDeadline, &status},
+			slot.dest()...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ClaimedTask{}, "", false, nil
 	}
@@ -95,6 +100,7 @@ func LockAsyncTask(ctx context.Context, q Querier, taskID int64) (t ClaimedTask,
 	if err := json.Unmarshal(opts, &t.Options); err != nil {
 		return ClaimedTask{}, "", false, fmt.Errorf("activity task options: %w", err)
 	}
+	t.Slot = slot.slot()
 	return t, status, true, nil
 }
 

@@ -37,6 +37,9 @@ type ClaimedTask struct {
 	// (reclaimed) attempt was claimed; it is not started.
 	CancelRequested bool
 	ClaimedAt       time.Time // workflow time (the database's clock plus the clock's offset)
+	// Slot is the concurrency slot the attempt holds, as the lock of its
+	// outcome read it (nil: none, or not read).
+	Slot *harvest.ActivitySlot
 }
 
 // Due activity tasks, by priority and then in scheduled order (due on
@@ -92,7 +95,8 @@ func ClaimTasks(ctx context.Context, q Querier, epoch int64, limit int, reclaim 
 	args := []any{epoch, limit, grace.Milliseconds(), ahead}
 	with, set := due, ""
 	if lim.Limited() {
-		with, set = limitedClaim(reclaim), ", flow_key = c.fk"
+		with, set = limitedClaim(reclaim), `, flow_key = c.fk,
+			       flow_since = CASE WHEN c.fk IS NULL THEN NULL WHEN t.status = 'running' THEN t.flow_since ELSE clock_timestamp() END`
 		args = append(args, lim.Names, lim.Paths, lim.Max, lim.RatePaths, lim.Rate, lim.Burst)
 	}
 	rows, err := q.Query(ctx, `
@@ -160,25 +164,56 @@ func DeleteTask(ctx context.Context, q Querier, id int64) error {
 	return err
 }
 
-// QueueLockTask queues the lock of task id; fn gets its attempt, its
-// status and whether it is an async attempt whose lock expired, and is
-// not called when the task is gone.
-func QueueLockTask(b *pgx.Batch, id int64, fn func(attempt int, status string, expired bool)) {
-	b.Queue(`SELECT attempt, status, async AND locked_until < now() FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, id).
+// LockedTask is a task as an outcome reads it under its lock: its
+// attempt, its status, whether it is an async attempt whose lock expired,
+// and the concurrency slot it holds (nil: none).
+type LockedTask struct {
+	Attempt int
+	Status  string
+	Expired bool
+	Slot    *harvest.ActivitySlot
+}
+
+// slotColumns are the columns slotScan reads: the task's slot, if it
+// holds one, and the moment of the read.
+const slotColumns = `CASE WHEN status = 'running' THEN flow_key END, flow_since, clock_timestamp()`
+
+// slotScan scans slotColumns.
+type slotScan struct {
+	key   *string
+	since *time.Time
+	now   time.Time
+}
+
+func (s *slotScan) dest() []any { return []any{&s.key, &s.since, &s.now} }
+
+// slot is the slot read (nil: none), given back after the read.
+func (s *slotScan) slot() *harvest.ActivitySlot {
+	if s.key == nil || s.since == nil {
+		return nil
+	}
+	return &harvest.ActivitySlot{Key: *s.key, Since: *s.since, Until: s.now}
+}
+
+// QueueLockTask queues the lock of task id; fn gets it, and is not
+// called when the task is gone.
+func QueueLockTask(b *pgx.Batch, id int64, fn func(LockedTask)) {
+	b.Queue(`SELECT attempt, status, async AND locked_until < now(), `+slotColumns+`
+	           FROM harvest_tasks WHERE task_id = $1 FOR UPDATE`, id).
 		QueryRow(func(row pgx.Row) error {
 			var (
-				attempt int
-				status  string
-				expired bool
+				t    LockedTask
+				slot slotScan
 			)
-			err := row.Scan(&attempt, &status, &expired)
+			err := row.Scan(append([]any{&t.Attempt, &t.Status, &t.Expired}, slot.dest()...)...)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
 			if err != nil {
 				return fmt.Errorf("lock activity task: %w", err)
 			}
-			fn(attempt, status, expired)
+			t.Slot = slot.slot()
+			fn(t)
 			return nil
 		})
 }
@@ -206,21 +241,23 @@ func RetryTask(ctx context.Context, q Querier, id int64, delay int64, lastErr st
 }
 
 // QueueLockRunningTasks queues the lock of the running tasks among ids
-// (sorted: locks are taken in task order); fn gets each one's attempt.
-func QueueLockRunningTasks(b *pgx.Batch, ids []int64, fn func(id int64, attempt int)) {
+// (sorted: locks are taken in task order); fn gets each one's attempt and
+// the slot it holds (nil: none).
+func QueueLockRunningTasks(b *pgx.Batch, ids []int64, fn func(id int64, attempt int, slot *harvest.ActivitySlot)) {
 	b.Queue(`
-			SELECT task_id, attempt FROM harvest_tasks
+			SELECT task_id, attempt, `+slotColumns+` FROM harvest_tasks
 			 WHERE task_id = ANY($1) AND status = 'running' ORDER BY task_id FOR UPDATE`, ids).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var (
 					id      int64
 					attempt int
+					slot    slotScan
 				)
-				if err := rows.Scan(&id, &attempt); err != nil {
+				if err := rows.Scan(append([]any{&id, &attempt}, slot.dest()...)...); err != nil {
 					return err
 				}
-				fn(id, attempt)
+				fn(id, attempt, slot.slot())
 			}
 			return rows.Err()
 		})

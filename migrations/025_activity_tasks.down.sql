@@ -1,2 +1,3 @@
+ALTER TABLE harvest_tasks DROP COLUMN flow_since;
 DROP INDEX harvest_tasks_due_priority;
 ALTER TABLE harvest_tasks DROP COLUMN priority;
