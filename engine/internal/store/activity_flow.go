@@ -51,9 +51,10 @@ func activityKeySQL(p string) string {
 // from their buckets (a bucket without a row is full). A full key's
 // backlog is read again by each claim: a cost in the size of the backlog.
 func limitedClaim(reclaim bool) string {
-	due := `t.status = 'pending' AND t.scheduled_at <= now() + $4 * interval '1 microsecond'`
+	pending := `t.status = 'pending' AND t.scheduled_at <= now() + $4 * interval '1 microsecond'`
+	lo := pending + ` AND t.priority = 3`
 	if reclaim {
-		due = `(` + due + `) OR (t.status = 'running' AND NOT t.async AND (t.locked_until < now() OR t.claim_epoch < $1))`
+		lo = `(` + lo + `) OR (t.status = 'running' AND NOT t.async AND (t.locked_until < now() OR t.claim_epoch < $1))`
 	}
 	order := `priority, d.scheduled_at, d.task_id`
 	return `lim AS (
@@ -61,7 +62,35 @@ func limitedClaim(reclaim bool) string {
 	           ARRAY(SELECT jsonb_array_elements_text(l.rpath::jsonb)) AS rpath, nullif(l.rate, 0) AS rate, l.burst
 	      FROM unnest($5::text[], $6::text[], $7::int[], $8::text[], $9::float8[], $10::float8[])
 	           AS l(name, path, max, rpath, rate, burst)
-	), due AS (
+	), ` + limitedDue("due_hi", pending+` AND t.priority <> 3`, "t.priority, t.scheduled_at") + `,
+	` + limitedDue("due_lo", lo, "t.scheduled_at") + `,
+	due AS (SELECT * FROM due_hi UNION ALL SELECT * FROM due_lo),
+	ranked AS (
+	    SELECT d.*,
+	           row_number() OVER (PARTITION BY d.activity_name, d.fk, d.status ORDER BY d.` + order + `) AS pick,
+	           row_number() OVER (PARTITION BY d.activity_name, d.rk, d.status ORDER BY d.` + order + `) AS rpick
+	      FROM due d
+	), c AS (
+	    SELECT task_id, fk, activity_name, rk, avail FROM ranked
+	     WHERE (room IS NULL OR pick <= room) AND (avail IS NULL OR rpick <= floor(avail))
+	     ORDER BY priority, scheduled_at LIMIT $2
+	), charged AS (
+	    INSERT INTO harvest_rate_buckets AS k (activity_name, key, tokens, updated_at)
+	    SELECT activity_name, rk, max(avail) - count(*), now() FROM c
+	     WHERE avail IS NOT NULL
+	     GROUP BY activity_name, rk
+	    ON CONFLICT (activity_name, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
+	)`
+}
+
+// limitedDue is a CTE name of the limited claim's candidates: the tasks
+// that match where (pending and due, or reclaimable), in order, passed
+// over when their key has no free slot or their bucket no whole token.
+// The claim reads those of a priority other than the default (due_hi,
+// from their own index) and those of the default (due_lo, in the due
+// index's order: a scan that stops at the limit), as claimDueSQL does.
+func limitedDue(name, where, order string) string {
+	return name + ` AS (
 	    SELECT t.task_id, t.status, t.priority, t.scheduled_at, t.activity_name,
 	           CASE WHEN l.max IS NOT NULL THEN ` + activityKeySQL("l.path") + ` END AS fk,
 	           CASE WHEN l.rate IS NOT NULL THEN ` + activityKeySQL("l.rpath") + ` END AS rk,
@@ -79,23 +108,9 @@ func limitedClaim(reclaim bool) string {
 	                            WHERE k.activity_name = t.activity_name AND k.key = ` + activityKeySQL("l.rpath") + `),
 	                          l.burst) AS avail
 	      ) b ON l.rate IS NOT NULL AND t.status = 'pending'
-	     WHERE (` + due + `) AND (r.room IS NULL OR r.room > 0) AND (b.avail IS NULL OR b.avail >= 1)
-	     ORDER BY t.priority, t.scheduled_at
+	     WHERE (` + where + `) AND (r.room IS NULL OR r.room > 0) AND (b.avail IS NULL OR b.avail >= 1)
+	     ORDER BY ` + order + `
 	     LIMIT $2 FOR UPDATE OF t SKIP LOCKED
-	), ranked AS (
-	    SELECT d.*,
-	           row_number() OVER (PARTITION BY d.activity_name, d.fk, d.status ORDER BY d.` + order + `) AS pick,
-	           row_number() OVER (PARTITION BY d.activity_name, d.rk, d.status ORDER BY d.` + order + `) AS rpick
-	      FROM due d
-	), c AS (
-	    SELECT task_id, fk, activity_name, rk, avail FROM ranked
-	     WHERE (room IS NULL OR pick <= room) AND (avail IS NULL OR rpick <= floor(avail))
-	), charged AS (
-	    INSERT INTO harvest_rate_buckets AS k (activity_name, key, tokens, updated_at)
-	    SELECT activity_name, rk, max(avail) - count(*), now() FROM c
-	     WHERE avail IS NOT NULL
-	     GROUP BY activity_name, rk
-	    ON CONFLICT (activity_name, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
 	)`
 }
 
