@@ -123,6 +123,39 @@ func TestFlowFastPath(t *testing.T) {
 		require.Zero(t, e.in.OneTripPaused.Load(), "a full key is no replay")
 	})
 
+	t.Run("AKeysReadWaitsForItsLockAndSeesTheHoldersCommit", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		run := start(t, e, StartRequest{WorkflowName: blockWF.Name()})
+		const class, key = 0x4856_464c, "snapshot"
+		use := `SELECT running FROM harvest_flow_use($1, $2, $3, '{1}', '{1}')`
+		names, keys := []string{blockWF.Name()}, []string{key}
+		holder, err := b.pool.Begin(ctxT(t))
+		require.NoError(t, err)
+		defer func() { _ = holder.Rollback(context.Background()) }()
+		var running int64
+		require.NoError(t, holder.QueryRow(ctxT(t), use, class, names, keys).Scan(&running))
+		require.Zero(t, running)
+		got := make(chan int64, 1)
+		go func() {
+			var n int64 = -1
+			_ = b.pool.QueryRow(ctxT(t), use, class, names, keys).Scan(&n)
+			got <- n
+		}()
+		eventually(t, "the second read waits for the key's lock", func() bool {
+			var waiting int
+			err := b.pool.QueryRow(ctxT(t), `SELECT count(*) FROM pg_stat_activity
+				 WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
+				   AND query LIKE '%harvest_flow_use%'`).Scan(&waiting)
+			return err == nil && waiting > 0
+		})
+		// The holder takes the key's slot and commits.
+		_, err = holder.Exec(ctxT(t), `UPDATE harvest_executions SET flow_key = $2 WHERE execution_id = $1`, run.ExecutionID, key)
+		require.NoError(t, err)
+		require.NoError(t, holder.Commit(ctxT(t)))
+		require.Equal(t, int64(1), <-got, "the read after the lock counts the slot the holder committed while it waited")
+	})
+
 	t.Run("StartsAndClosesStayWithinTheLimit", func(t *testing.T) {
 		t.Parallel()
 		b, e := setupLimited(t)

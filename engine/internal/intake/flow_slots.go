@@ -116,9 +116,7 @@ func queueSingleFlow(b *pgx.Batch, req StartRequest, use **keyUse) {
 	if req.flow == nil {
 		return
 	}
-	k := oneKey(req)
-	store.QueueFlowLocks(b, k, flowLockClass)
-	store.QueueFlowUse(b, k, func(_ int, running int64, queued bool) {
+	store.QueueFlowUse(b, oneKey(req), flowLockClass, func(_ int, running int64, queued bool) {
 		*use = &keyUse{running: running, max: req.flowMax, queued: queued}
 	})
 }
@@ -153,37 +151,29 @@ func (p *batchPlan) queueFlowReads(b *pgx.Batch) {
 	if len(keys.Names) == 0 {
 		return
 	}
-	store.QueueFlowLocks(b, keys, flowLockClass)
 	p.use = make(map[nameKey]*keyUse, len(keys.Names))
-	store.QueueFlowUse(b, keys, func(i int, running int64, queued bool) {
+	store.QueueFlowUse(b, keys, flowLockClass, func(i int, running int64, queued bool) {
 		p.use[nameKey{keys.Names[i], keys.Keys[i]}] = &keyUse{running: running, max: keys.Max[i], queued: queued}
 	})
 }
 
 // queueFlowAssumptions queues, for a one-trip batch, its keys' locks and
 // the check that the slots it takes are free: each start of a key not
-// found full lately takes one, up to the key's limit; the others queue.
+// found full lately takes one, up to the key's limit; the others queue
+// (a key found full is locked and not checked: its take is 0).
 func (p *batchPlan) queueFlowAssumptions(b *pgx.Batch, hints *flowHints) {
 	keys, starts := p.flowKeys()
 	if len(keys.Names) == 0 {
 		return
 	}
-	store.QueueFlowLocks(b, keys, flowLockClass)
 	now := time.Now()
-	var check store.FlowKeys
 	for j, name := range keys.Names {
 		k := nameKey{name, keys.Keys[j]}
-		if hints.isFull(k, now) {
-			continue
-		}
-		take := p.assumeSlots(starts[k], keys.Max[j])
-		if take > 0 {
-			check.Add(name, k.key, keys.Max[j], take)
+		if !hints.isFull(k, now) {
+			keys.Take[j] = p.assumeSlots(starts[k], keys.Max[j])
 		}
 	}
-	if len(check.Names) > 0 {
-		store.QueueExpectFlowFree(b, check, expectFlowFree)
-	}
+	store.QueueExpectFlowFree(b, keys, flowLockClass, expectFlowFree)
 }
 
 // assumeSlots marks the first starts of one key, up to max and up to its

@@ -84,34 +84,31 @@ func (k *FlowKeys) Add(name, key string, max, take int64) {
 }
 
 // QueueFlowLocks queues the flow locks (advisory locks of class) of keys,
-// in hash order. Whatever makes a limited run QUEUED, or takes a slot for
-// one in a start, holds its key's lock and checks the key under it (see
-// QueueFlowUse): two such transactions never count past the limit
-// together, and a start never takes a slot ahead of a queued run.
+// in hash order, alone: for a transaction that may make a limited run
+// QUEUED without reading its key (a signal-with-start); one that reads
+// its keys takes their locks with the read (QueueFlowUse).
 func QueueFlowLocks(b *pgx.Batch, keys FlowKeys, class int32) {
 	b.Queue(placementLocksSQL, keys.Names, keys.Keys, class)
 }
 
-// flowUseSQL reads, per key (by index), its RUNNING limited runs counted
-// up to its limit less its take plus one (enough to tell whether the take
-// fits), whether some run of the key is QUEUED, its limit and its take.
-// Sent after the keys' locks, in a statement of its own: its snapshot
-// then sees every earlier holder's commit.
-const flowUseSQL = `
-	SELECT u.i - 1 AS i,
-	       (SELECT count(*) FROM (SELECT 1 FROM harvest_executions x
-	                               WHERE x.workflow_name = u.n AND x.flow_key = u.k AND x.state = 'RUNNING'
-	                               LIMIT greatest(u.m - u.t + 1, 0)) c) AS r,
-	       EXISTS (SELECT 1 FROM harvest_executions x
-	                WHERE x.workflow_name = u.n AND x.flow_key = u.k AND x.state = 'QUEUED') AS q,
-	       u.m, u.t
-	  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS u(n, k, m, t, i)`
+// flowUseSQL takes the keys' flow locks (advisory locks of class $5, in
+// hash order) and then reads, per key (by index), its RUNNING limited
+// runs counted up to its limit less its take plus one (enough to tell
+// whether the take fits), whether some run of the key is QUEUED, its
+// limit and its take: harvest_flow_use (migration 026), a VOLATILE
+// function whose read, a query after the locks, sees every earlier
+// holder's commit. Whatever makes a limited run QUEUED, or takes a slot
+// for one in a start, reads its keys so: two such transactions never count
+// past the limit together, and a start never takes a slot ahead of a
+// queued run.
+const flowUseSQL = `SELECT * FROM harvest_flow_use($5, $1::text[], $2::text[], $3::bigint[], $4::bigint[])`
 
-// QueueFlowUse queues the read of each key's use (see flowUseSQL): fn
-// gets its index, its running runs (counted up to its limit plus one) and
-// whether some run waits.
-func QueueFlowUse(b *pgx.Batch, keys FlowKeys, fn func(i int, running int64, queued bool)) {
-	b.Queue(flowUseSQL, keys.Names, keys.Keys, keys.Max, zeros(len(keys.Names))).Query(func(rows pgx.Rows) error {
+// QueueFlowUse queues the flow locks of keys (advisory locks of class)
+// and the read of each key's use (see flowUseSQL): fn gets its index, its
+// running runs (counted up to its limit plus one) and whether some run
+// waits.
+func QueueFlowUse(b *pgx.Batch, keys FlowKeys, class int32, fn func(i int, running int64, queued bool)) {
+	b.Queue(flowUseSQL, keys.Names, keys.Keys, keys.Max, zeros(len(keys.Names)), class).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
 				i, running, max, take int64
@@ -126,11 +123,13 @@ func QueueFlowUse(b *pgx.Batch, keys FlowKeys, fn func(i int, running int64, que
 	})
 }
 
-// QueueExpectFlowFree queues the check (harvest_expect, named expect)
-// that no key has a QUEUED run and each has room for its take.
-func QueueExpectFlowFree(b *pgx.Batch, keys FlowKeys, expect string) {
-	b.Queue(`SELECT harvest_expect(coalesce(bool_and(NOT s.q AND s.r + s.t <= s.m), true), $5) FROM (`+flowUseSQL+`) s`,
-		keys.Names, keys.Keys, keys.Max, keys.Take, expect)
+// QueueExpectFlowFree queues the flow locks of keys (advisory locks of
+// class) and the check (harvest_expect, named expect) that each key with
+// a take has no QUEUED run and room for its take (a key of take 0 is only
+// locked).
+func QueueExpectFlowFree(b *pgx.Batch, keys FlowKeys, class int32, expect string) {
+	b.Queue(`SELECT harvest_expect(coalesce(bool_and(s.take = 0 OR (NOT s.queued AND s.running + s.take <= s.max)), true), $6) FROM (`+flowUseSQL+`) s`,
+		keys.Names, keys.Keys, keys.Max, keys.Take, class, expect)
 }
 
 func zeros(n int) []int64 { return make([]int64, n) }
@@ -242,12 +241,17 @@ type Occupancy struct {
 }
 
 // FlowOccupancy reads, per workflow name and key, the limited runs
-// running and queued.
+// running and queued (each state from its own partial index).
 func FlowOccupancy(ctx context.Context, q Querier) ([]Occupancy, error) {
 	rows, err := q.Query(ctx, `
-		SELECT workflow_name, flow_key, count(*) FILTER (WHERE state = 'RUNNING'), count(*) FILTER (WHERE state = 'QUEUED')
-		  FROM harvest_executions
-		 WHERE state IN ('RUNNING', 'QUEUED') AND flow_key IS NOT NULL
+		SELECT workflow_name, flow_key, sum(r)::bigint, sum(q)::bigint
+		  FROM (SELECT workflow_name, flow_key, count(*) AS r, 0 AS q FROM harvest_executions
+		         WHERE state = 'RUNNING' AND flow_key IS NOT NULL
+		         GROUP BY workflow_name, flow_key
+		        UNION ALL
+		        SELECT workflow_name, flow_key, 0, count(*) FROM harvest_executions
+		         WHERE state = 'QUEUED' AND flow_key IS NOT NULL
+		         GROUP BY workflow_name, flow_key) u
 		 GROUP BY workflow_name, flow_key
 		 ORDER BY workflow_name, flow_key`)
 	if err != nil {
