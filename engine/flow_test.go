@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -262,6 +263,33 @@ func TestConcurrencyLimit(t *testing.T) {
 		signalGo(t, e, first, "first")
 		x := waitClosed(t, e, queued[0])
 		require.JSONEq(t, `"early"`, string(x.Output))
+	})
+
+	t.Run("ASignalWithStartQueuesItsRunWithATurn", func(t *testing.T) {
+		t.Parallel()
+		b, e := setupLimited(t)
+		first := holdTheSlot(t, b, e)
+		res, err := e.SignalWithStart(ctxT(t), SignalWithStartRequest{
+			Start:      StartRequest{WorkflowName: limitedOneWF.Name(), WorkflowID: "sws-limited", FairnessKey: "t1", Priority: 2},
+			SignalName: goSignal.Name(), SignalPayload: raw(t, "carried")})
+		require.NoError(t, err)
+		require.True(t, res.StartedFresh)
+		var (
+			state, key, fair string
+			prio             int16
+			turn             *int64
+			since, due       *time.Time
+		)
+		require.NoError(t, b.pool.QueryRow(ctxT(t), `SELECT state, flow_key, fairness_key, priority, flow_turn, flow_since, wf_task_due_at
+			FROM harvest_executions WHERE execution_id = $1`, res.ExecutionID).Scan(&state, &key, &fair, &prio, &turn, &since, &due))
+		require.Equal(t, StateQueued, state, "the key's one slot is held")
+		require.Equal(t, []any{"", "t1", int16(2)}, []any{key, fair, prio})
+		require.NotNil(t, turn, "a queued run takes a turn")
+		require.Nil(t, since, "no slot while queued")
+		require.Nil(t, due, "no task due while queued")
+		signalGo(t, e, first, "done")
+		x := waitClosed(t, e, res.ExecutionID)
+		require.JSONEq(t, `"carried"`, string(x.Output), "promoted, it received the signal it was started with")
 	})
 
 	t.Run("PriorityOrdersTheQueue", func(t *testing.T) {

@@ -10,11 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/harvestd/harvest"
-	"github.com/harvestd/harvest/engine/internal/fence"
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
@@ -140,31 +136,6 @@ func step(v any, token string) (any, error) {
 		}
 	}
 	return nil, shardapi.ErrNotFound
-}
-
-// queueFlow queues, after the insert of the start's run id, its flow:
-// the slot it holds, or its wait for one (nothing for a workflow under no
-// limit).
-func (req *StartRequest) queueFlow(b *pgx.Batch, id uuid.UUID, held bool) {
-	if req.flow != nil {
-		f := *req.flow
-		f.Held = held
-		store.QueueSetFlows(b, []uuid.UUID{id}, []store.Flow{f})
-	}
-}
-
-// markQueued makes the start's just-inserted run id wait for a slot when
-// its workflow is limited.
-func markQueued(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest) error {
-	if req.flow == nil {
-		return nil
-	}
-	b := &pgx.Batch{}
-	req.queueFlow(b, id, false)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("queue run: %w", store.Translate(err))
-	}
-	return nil
 }
 
 // started wakes, after a fresh start committed, the workflow loop, or

@@ -344,8 +344,7 @@ func createRun(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartRequest
 	queue := cmp.Or(req.Queue, harvest.DefaultQueue)
 	started := startedCommand(req)
 	b := &pgx.Batch{}
-	store.QueueInsertRun(b, newRun(id, queue, req))
-	req.queueFlow(b, id, held)
+	store.QueueInsertRun(b, newRun(id, queue, req, held))
 	store.QueueStartedEvent(b, id, string(started.Type), string(started.Data), tx.Ahead().Microseconds())
 	queueTimeoutTimersNow(b, tx, id, req.timeouts)
 	for i, cb := range req.Callbacks {
@@ -401,22 +400,26 @@ func insertExecution(ctx context.Context, tx *fence.Tx, id uuid.UUID, req StartR
 		queue = harvest.DefaultQueue
 	}
 	ex := &store.Exec{ID: id, WorkflowName: req.WorkflowName, WorkflowID: req.WorkflowID, State: req.stateOf(false), ChainID: id}
-	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req))
+	at, err := store.InsertRun(ctx, tx, newRun(id, queue, req, false))
 	if err != nil {
 		return nil, fmt.Errorf("insert execution: %w", store.Translate(err))
-	}
-	if err := markQueued(ctx, tx, id, req); err != nil {
-		return nil, err
 	}
 	ex.CreatedAt = at
 	return ex, nil
 }
 
-// newRun is the run row of a start of run id on queue.
-func newRun(id uuid.UUID, queue string, req StartRequest) store.NewRun {
-	return store.NewRun{ID: id, Name: req.WorkflowName, WorkflowID: req.WorkflowID, Queue: queue,
+// newRun is the run row of a start of run id on queue; a limited
+// workflow's run holds its slot (held) or waits QUEUED.
+func newRun(id uuid.UUID, queue string, req StartRequest, held bool) store.NewRun {
+	r := store.NewRun{ID: id, Name: req.WorkflowName, WorkflowID: req.WorkflowID, Queue: queue,
 		Input: store.NullJSON(runs.InputOrNull(req.Input)), Memo: store.NullJSON(req.Memo), Key: nullString(req.IdempotencyKey),
 		StartAt: req.dueAt}
+	if req.flow != nil {
+		f := *req.flow
+		f.Held = held
+		r.Flow = &f
+	}
+	return r
 }
 
 func startedCommand(req StartRequest) harvest.Command {

@@ -38,39 +38,6 @@ const TurnScale = 1000
 // takes its turn.
 func (f Flow) Step() int64 { return TurnScale / int64(max(f.Weight, 1)) }
 
-// QueueSetFlows queues the statement that gives runs the same batch just
-// inserted their flows and turns; those whose flow does not hold a slot
-// wait for one: QUEUED, no workflow task due. A run's turn is its step
-// (Step) after the last turn of the live runs of its fairness key (the
-// runs before it in flows counted), so that a key's backlog does not hold
-// back another key's runs. Only starts of limited workflows send it, so the insert of
-// every other start stays as it is.
-func QueueSetFlows(b *pgx.Batch, ids []uuid.UUID, flows []Flow) {
-	keys, prios, fair, rank := make([]string, len(flows)), make([]int16, len(flows)), make([]string, len(flows)), make([]int64, len(flows))
-	held := make([]bool, len(flows))
-	seen := make(map[Flow]int64, len(flows))
-	for i, f := range flows {
-		turn := Flow{Name: f.Name, Key: f.Key, Fairness: f.Fairness}
-		if !f.Held {
-			seen[turn] += f.Step() // a run that holds its slot takes no turn
-		}
-		keys[i], prios[i], fair[i], held[i], rank[i] = f.Key, f.Priority, f.Fairness, f.Held, seen[turn]
-	}
-	b.Queue(`
-		UPDATE harvest_executions x
-		   SET state = CASE WHEN f.held THEN x.state ELSE 'QUEUED' END,
-		       wf_task_due_at = CASE WHEN f.held THEN x.wf_task_due_at END,
-		       completed_at = CASE WHEN f.held THEN x.completed_at END,
-		       flow_since = CASE WHEN f.held THEN clock_timestamp() END,
-		       flow_key = f.k, priority = f.p, fairness_key = f.fk,
-		       flow_turn = CASE WHEN NOT f.held THEN f.rank + coalesce((
-		           SELECT max(y.flow_turn) FROM harvest_executions y
-		            WHERE y.workflow_name = x.workflow_name AND y.flow_key = f.k AND y.fairness_key = f.fk
-		              AND y.flow_turn IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END
-		  FROM unnest($1::uuid[], $2::text[], $3::smallint[], $4::text[], $5::bigint[], $6::bool[]) AS f(id, k, p, fk, rank, held)
-		 WHERE x.execution_id = f.id`, ids, keys, prios, fair, rank, held)
-}
-
 // FlowKeys are (workflow name, key) pairs of limited workflows, with each
 // one's limit and, for a check, the slots a batch takes of it.
 type FlowKeys struct {

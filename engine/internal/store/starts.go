@@ -16,18 +16,26 @@ import (
 
 // NewRun is a run a start inserts: its execution id, workflow name and
 // id, queue, input and memo (JSON text or nil), idempotency key (nil for
-// none) and the time its first workflow task is due (nil: now).
+// none), the time its first workflow task is due (nil: now) and, for a
+// run of a limited workflow, its flow (nil: under no limit).
 type NewRun struct {
 	ID               uuid.UUID
 	Name, WorkflowID string
 	Queue            string
 	Input, Memo, Key any
 	StartAt          *time.Time
+	Flow             *Flow
 }
 
 // QueueInsertRun queues the insert of run r, running, its next event 1,
-// its first workflow task due at r.StartAt or now.
+// its first workflow task due at r.StartAt or now; a limited run that
+// does not hold its slot (r.Flow.Held) waits QUEUED with no task due.
 func QueueInsertRun(b *pgx.Batch, r NewRun) {
+	if r.Flow != nil {
+		sql, args := insertFlowRun(r, true)
+		b.Queue(sql, args...)
+		return
+	}
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
 		                                idempotency_key, start_at, next_event_id, wf_task_due_at)
@@ -35,16 +43,45 @@ func QueueInsertRun(b *pgx.Batch, r NewRun) {
 		r.ID, r.Name, r.WorkflowID, r.Queue, r.Input, r.Memo, r.Key, r.StartAt)
 }
 
-// InsertRun inserts run r, running, with no workflow task due, and
-// returns its created_at.
+// InsertRun inserts run r, running (a limited run that does not hold its
+// slot: QUEUED), with no workflow task due, and returns its created_at.
 func InsertRun(ctx context.Context, q Querier, r NewRun) (time.Time, error) {
 	var at time.Time
+	if r.Flow != nil {
+		sql, args := insertFlowRun(r, false)
+		err := q.QueryRow(ctx, sql, args...).Scan(&at)
+		return at, err
+	}
 	err := q.QueryRow(ctx, `
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo, idempotency_key, start_at)
 		VALUES ($1, $2, $3, 'RUNNING', $4, $5, $6, $7, $8)
 		RETURNING created_at`, r.ID, r.Name, r.WorkflowID, r.Queue,
 		r.Input, r.Memo, r.Key, r.StartAt).Scan(&at)
 	return at, err
+}
+
+// insertFlowRun is the insert of a limited run r with its flow (one row
+// version, as the batch's QueueInsertRunsWithFlows), returning its
+// created_at: holding its slot since now, its first task due when taskDue;
+// or QUEUED, its turn its step after the last live turn of its workflow,
+// key and fairness key.
+func insertFlowRun(r NewRun, taskDue bool) (string, []any) {
+	f := r.Flow
+	return `
+		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
+		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
+		                                flow_key, priority, fairness_key, flow_turn, flow_since)
+		SELECT $1, $2, $3, CASE WHEN $9::bool THEN 'RUNNING' ELSE 'QUEUED' END, $4, $5, $6, $7, $8, 1,
+		       CASE WHEN $9::bool AND $14::bool THEN greatest(now(), coalesce($8::timestamptz, now())) END,
+		       $10, $11, $12,
+		       CASE WHEN NOT $9::bool THEN $13 + coalesce((
+		           SELECT max(y.flow_turn) FROM harvest_executions y
+		            WHERE y.workflow_name = $2 AND y.flow_key = $10 AND y.fairness_key = $12
+		              AND y.flow_turn IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END,
+		       CASE WHEN $9::bool THEN clock_timestamp() END
+		RETURNING created_at`,
+		[]any{r.ID, r.Name, r.WorkflowID, r.Queue, r.Input, r.Memo, r.Key, r.StartAt,
+			f.Held, f.Key, f.Priority, f.Fairness, f.Step(), taskDue}
 }
 
 // QueueStartedEvent queues the insert of run id's first event (event id
@@ -117,8 +154,7 @@ func QueueInsertRuns(b *pgx.Batch, r NewRuns) {
 // RunFlows are the flows of the runs of a NewRuns, one per index (a nil
 // key: a run under no limit): its key, priority and fairness key, and
 // how far after the last live turn of its workflow, key and fairness key
-// its turn is (its step plus those of the runs before it in the batch:
-// see QueueSetFlows).
+// its turn is (its step plus those of the runs before it in the batch).
 type RunFlows struct {
 	Keys, Fairness []*string
 	Priority       []*int16
