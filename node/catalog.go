@@ -235,10 +235,6 @@ var _ api.Admin = catalogAdmin{}
 func (c catalogAdmin) secure() bool { return c.n != nil && c.n.tls != nil }
 
 func (c catalogAdmin) leaderErr(err error) error {
-	var nl *admin.NotLeaderError
-	if errors.As(err, &nl) {
-		return leaderError(nl, c.secure())
-	}
 	switch {
 	case errors.Is(err, admin.ErrUnknownShard):
 		return fmt.Errorf("%w: %v", api.ErrUnknownShard, err)
@@ -248,6 +244,19 @@ func (c catalogAdmin) leaderErr(err error) error {
 		return fmt.Errorf("%w: %v", api.ErrInvalidTransition, err)
 	case errors.Is(err, admin.ErrRemoveLeader):
 		return fmt.Errorf("%w: %v", api.ErrPeerIsLeader, err)
+	}
+	return proposalErr(err, c.secure())
+}
+
+// proposalErr maps what a raft proposal (admin.Apply) answered for the
+// API: a follower's refusal sends the write to the leader's API
+// (*api.LeaderError), an outcome it cannot know is api.ErrOutcomeUnknown;
+// any other error is returned as it is.
+func proposalErr(err error, secure bool) error {
+	var nl *admin.NotLeaderError
+	switch {
+	case errors.As(err, &nl):
+		return leaderError(nl, secure)
 	case errors.Is(err, admin.ErrOutcomeUnknown):
 		return fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
 	}

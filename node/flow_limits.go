@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -150,15 +148,7 @@ func (r *raftLimits) current() (uint64, map[string]flowlimit.Limit) {
 // apply proposes cmd; a follower answers *api.LeaderError, which the API
 // forwards to the leader.
 func (r *raftLimits) apply(ctx context.Context, cmd admin.Command) error {
-	err := r.a.Apply(ctx, cmd)
-	var nl *admin.NotLeaderError
-	switch {
-	case errors.As(err, &nl):
-		return leaderError(nl, r.secure)
-	case errors.Is(err, admin.ErrOutcomeUnknown):
-		return fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
-	}
-	return err
+	return proposalErr(r.a.Apply(ctx, cmd), r.secure)
 }
 
 // localLimits keeps the flow limits of a node without a raft catalog in

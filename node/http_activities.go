@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -115,15 +114,7 @@ func (r *raftActivities) DeleteHTTPActivity(ctx context.Context, name string) er
 // apply proposes cmd; a follower answers *api.LeaderError, which the API
 // forwards to the leader.
 func (r *raftActivities) apply(ctx context.Context, cmd admin.Command) error {
-	err := r.a.Apply(ctx, cmd)
-	var nl *admin.NotLeaderError
-	switch {
-	case errors.As(err, &nl):
-		return leaderError(nl, r.secure)
-	case errors.Is(err, admin.ErrOutcomeUnknown):
-		return fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
-	}
-	return err
+	return proposalErr(r.a.Apply(ctx, cmd), r.secure)
 }
 
 // localActivities keeps the HTTP activities of a node without a raft

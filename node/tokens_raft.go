@@ -64,16 +64,10 @@ func (r *raftTokens) RevokeToken(ctx context.Context, id string) (auth.Token, er
 // apply proposes cmd; a follower answers *api.LeaderError (forwarded).
 func (r *raftTokens) apply(ctx context.Context, cmd admin.Command) error {
 	err := r.a.Apply(ctx, cmd)
-	var nl *admin.NotLeaderError
-	switch {
-	case errors.As(err, &nl):
-		return leaderError(nl, r.secure)
-	case errors.Is(err, admin.ErrUnknownToken):
+	if errors.Is(err, admin.ErrUnknownToken) {
 		return fmt.Errorf("%w: %v", api.ErrUnknownToken, err)
-	case errors.Is(err, admin.ErrOutcomeUnknown):
-		return fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
 	}
-	return err
+	return proposalErr(err, r.secure)
 }
 
 // ensure runs on the leader: it adds the operator's initial token when

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -54,14 +53,7 @@ type raftWebhooks struct {
 var _ api.Webhooks = (*raftWebhooks)(nil)
 
 func (r *raftWebhooks) CreateWebhook(ctx context.Context, w webhook.Config) (webhook.Config, error) {
-	err := r.a.Apply(ctx, admin.PutWebhook{Webhook: w})
-	var nl *admin.NotLeaderError
-	switch {
-	case errors.As(err, &nl):
-		return webhook.Config{}, leaderError(nl, r.secure)
-	case errors.Is(err, admin.ErrOutcomeUnknown):
-		return webhook.Config{}, fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
-	case err != nil:
+	if err := proposalErr(r.a.Apply(ctx, admin.PutWebhook{Webhook: w}), r.secure); err != nil {
 		return webhook.Config{}, err
 	}
 	r.log.Info().Str("webhook", w.Name).Str("provider", string(w.Provider)).Msg("webhook created")
@@ -96,14 +88,7 @@ func lookupWebhook(cat admin.Catalog, name string, current func() bool) (webhook
 }
 
 func (r *raftWebhooks) DeleteWebhook(ctx context.Context, name string) error {
-	err := r.a.Apply(ctx, admin.DeleteWebhook{Name: name})
-	var nl *admin.NotLeaderError
-	switch {
-	case errors.As(err, &nl):
-		return leaderError(nl, r.secure)
-	case errors.Is(err, admin.ErrOutcomeUnknown):
-		return fmt.Errorf("%w: %v", api.ErrOutcomeUnknown, err)
-	case err != nil:
+	if err := proposalErr(r.a.Apply(ctx, admin.DeleteWebhook{Name: name}), r.secure); err != nil {
 		return err
 	}
 	r.log.Info().Str("webhook", name).Msg("webhook deleted")
