@@ -194,6 +194,7 @@ func TestFlowFastPath(t *testing.T) {
 		cancel()
 		wg.Wait()
 		require.LessOrEqual(t, most(), 2, "never more than the limit running")
+		require.Equal(t, 2, mostHeldAtOnce(t, b.pool, limitedTwoWF.Name()), "never more than the limit held, however briefly")
 	})
 }
 

@@ -131,6 +131,25 @@ func watchRunning(t *testing.T, pool *pgxpool.Pool, name string) (stop func() in
 	}
 }
 
+// mostHeldAtOnce is the most slots the runs of name held at once, from
+// each run's slot interval: from flow_since (the database's clock when it
+// took the slot) to completed_at (the start of the transaction that freed
+// it, which committed before a later holder could read the slot free, so
+// a release sorts before a take at the same instant). Unlike sampling,
+// it sees an excess however brief.
+func mostHeldAtOnce(t *testing.T, pool *pgxpool.Pool, name string) int {
+	t.Helper()
+	var most int
+	require.NoError(t, pool.QueryRow(ctxT(t), `
+		SELECT coalesce(max(held), 0) FROM (
+		    SELECT sum(d) OVER (ORDER BY at, d ROWS UNBOUNDED PRECEDING) AS held FROM (
+		        SELECT flow_since AS at, 1 AS d FROM harvest_executions WHERE workflow_name = $1 AND flow_since IS NOT NULL
+		        UNION ALL
+		        SELECT completed_at, -1 FROM harvest_executions
+		         WHERE workflow_name = $1 AND flow_since IS NOT NULL AND completed_at IS NOT NULL) e) s`, name).Scan(&most))
+	return most
+}
+
 func signalGo(t *testing.T, e *Engine, id uuid.UUID, payload string) {
 	t.Helper()
 	_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: goSignal.Name(), Payload: raw(t, payload)})
