@@ -159,8 +159,10 @@ func (p *batchPlan) queueFlowReads(b *pgx.Batch) {
 
 // queueFlowAssumptions queues, for a one-trip batch, its keys' locks and
 // the check that the slots it takes are free: each start of a key not
-// found full lately takes one, up to the key's limit; the others queue
-// (a key found full is locked and not checked: its take is 0).
+// found full lately takes one, up to the key's limit; the others queue.
+// A key found full is only locked: its take is 0, which the check passes
+// over, and so is the limit it is read against, so that its running runs
+// are not counted (at most one is read, whatever its limit).
 func (p *batchPlan) queueFlowAssumptions(b *pgx.Batch, hints *flowHints) {
 	keys, starts := p.flowKeys()
 	if len(keys.Names) == 0 {
@@ -169,9 +171,11 @@ func (p *batchPlan) queueFlowAssumptions(b *pgx.Batch, hints *flowHints) {
 	now := time.Now()
 	for j, name := range keys.Names {
 		k := nameKey{name, keys.Keys[j]}
-		if !hints.isFull(k, now) {
-			keys.Take[j] = p.assumeSlots(starts[k], keys.Max[j])
+		if hints.isFull(k, now) {
+			keys.Max[j] = 0
+			continue
 		}
+		keys.Take[j] = p.assumeSlots(starts[k], keys.Max[j])
 	}
 	store.QueueExpectFlowFree(b, keys, flowLockClass, expectFlowFree)
 }

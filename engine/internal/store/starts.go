@@ -74,14 +74,22 @@ func insertFlowRun(r NewRun, taskDue bool) (string, []any) {
 		SELECT $1, $2, $3, CASE WHEN $9::bool THEN 'RUNNING' ELSE 'QUEUED' END, $4, $5, $6, $7, $8, 1,
 		       CASE WHEN $9::bool AND $14::bool THEN greatest(now(), coalesce($8::timestamptz, now())) END,
 		       $10, $11, $12,
-		       CASE WHEN NOT $9::bool THEN $13 + coalesce((
-		           SELECT max(y.flow_turn) FROM harvest_executions y
-		            WHERE y.workflow_name = $2 AND y.flow_key = $10 AND y.fairness_key = $12
-		              AND y.flow_turn IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END,
+		       CASE WHEN NOT $9::bool THEN ` + nextTurnSQL("$13", "$2", "$10", "$12") + ` END,
 		       CASE WHEN $9::bool THEN clock_timestamp() END
 		RETURNING created_at`,
 		[]any{r.ID, r.Name, r.WorkflowID, r.Queue, r.Input, r.Memo, r.Key, r.StartAt,
 			f.Held, f.Key, f.Priority, f.Fairness, f.Step(), taskDue}
+}
+
+// nextTurnSQL is the turn of a queued run of workflow name, key and
+// fairness key (SQL expressions): rank after the last turn of their live
+// runs (the turn index, migration 026), 0 when there are none. Both
+// inserts of limited runs (one run, a batch) take their turns from it.
+func nextTurnSQL(rank, name, key, fairness string) string {
+	return rank + ` + coalesce((
+		           SELECT max(y.flow_turn) FROM harvest_executions y
+		            WHERE y.workflow_name = ` + name + ` AND y.flow_key = ` + key + ` AND y.fairness_key = ` + fairness + `
+		              AND y.flow_turn IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0)`
 }
 
 // QueueStartedEvent queues the insert of run id's first event (event id
@@ -176,10 +184,7 @@ func QueueInsertRunsWithFlows(b *pgx.Batch, r NewRuns, f RunFlows) {
 		       CASE WHEN ran OR st = 'QUEUED' THEN NULL ELSE greatest(now(), coalesce(s, now())) END,
 		       o::jsonb, er::jsonb, CASE WHEN st IN ('RUNNING', 'QUEUED') THEN NULL ELSE now() END, hs,
 		       fk, fp, ff,
-		       CASE WHEN st = 'QUEUED' THEN rank + coalesce((
-		           SELECT max(y.flow_turn) FROM harvest_executions y
-		            WHERE y.workflow_name = r.n AND y.flow_key = r.fk AND y.fairness_key = r.ff
-		              AND y.flow_turn IS NOT NULL AND y.state IN ('QUEUED', 'RUNNING')), 0) END,
+		       CASE WHEN st = 'QUEUED' THEN `+nextTurnSQL("rank", "r.n", "r.fk", "r.ff")+` END,
 		       CASE WHEN fk IS NOT NULL AND st <> 'QUEUED' THEN clock_timestamp() END
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		              $8::timestamptz[], $9::bool[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bool[],
