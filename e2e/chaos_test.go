@@ -265,6 +265,7 @@ func runInside(t *testing.T) {
 
 	// Heal everything, re-deliver what was never answered, let it finish.
 	healAt := time.Now()
+	logf("heal everything at %s UTC", clock(healAt))
 	nem.healEverything()
 	if err := cl.WaitReady(ctx, 120*time.Second); err != nil {
 		t.Errorf("after the final heal: %v", err)
@@ -277,6 +278,7 @@ func runInside(t *testing.T) {
 	// throttle key's backlog at its rate): wait until none is pending.
 	pending, took := WaitDeferred(ctx, client, 2*time.Minute)
 	logf("deferred items pending or firing: %d, %s after the re-delivery", pending, took.Round(100*time.Millisecond))
+	waited := time.Now()
 	bugs := wl.Bugs()
 	for _, b := range bugs {
 		notes = append(notes, "WORKLOAD BUG (not sent): "+b)
@@ -289,6 +291,9 @@ func runInside(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("read the shard databases: %v", err)
+	}
+	if n, last := st.DeferredOpenedAfter(waited); n > 0 {
+		logf("deferred items opened after that wait: %d, the last at %s UTC", n, clock(last))
 	}
 	ops := hist.Ops()
 	vs := Check(ops, st)

@@ -193,11 +193,22 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 // Executions is how many executions the databases hold.
 func (st *DBState) Executions() int { return len(st.execs) }
 
-// Open is how many executions are not closed yet (running or queued).
+// Open is how many executions are not closed yet (running or queued),
+// and deferred items not started yet (pending or firing). A request
+// whose answer a fault lost may still commit after the heal (a node cut
+// off from the database while it waited sends its statements again when
+// TCP retransmits them, which can be seconds after the heal, and its
+// lease outlives a short fault): its item is then pending for a while,
+// as a late start's run is running.
 func (st *DBState) Open() int {
 	n := 0
 	for _, x := range st.execs {
 		if x.state == "RUNNING" || x.state == "QUEUED" {
+			n++
+		}
+	}
+	for _, d := range st.deferred {
+		if d.state == "pending" || d.state == "firing" {
 			n++
 		}
 	}

@@ -58,7 +58,7 @@ type deferredRow struct {
 	id, policy, workflow, key, state, wfID string
 	input, execID, reason                  string
 	starts                                 int
-	fireAt                                 time.Time
+	firstAt, fireAt, updatedAt             time.Time
 }
 
 // readDeferred reads the shard's deferred items and the inputs of the
@@ -66,7 +66,7 @@ type deferredRow struct {
 func (st *DBState) readDeferred(ctx context.Context, shard uint16, conn *pgx.Conn) error {
 	rows, err := conn.Query(ctx, `
 		SELECT deferred_id::text, policy, workflow_name, policy_key, state, workflow_id, coalesce(input::text, 'null'),
-		       coalesce(execution_id::text, ''), reason, starts, fire_at
+		       coalesce(execution_id::text, ''), reason, starts, first_at, fire_at, updated_at
 		  FROM harvest_deferred`)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func (st *DBState) readDeferred(ctx context.Context, shard uint16, conn *pgx.Con
 	for rows.Next() {
 		d := &deferredRow{shard: shard}
 		if err := rows.Scan(&d.id, &d.policy, &d.workflow, &d.key, &d.state, &d.wfID, &d.input, &d.execID, &d.reason,
-			&d.starts, &d.fireAt); err != nil {
+			&d.starts, &d.firstAt, &d.fireAt, &d.updatedAt); err != nil {
 			return err
 		}
 		st.deferred = append(st.deferred, d)
@@ -220,7 +220,8 @@ func checkDeferred(ops []*Op, st *DBState, add func(check, format string, args .
 func checkItem(d *deferredRow, runs []*execRow, st *DBState, add func(check, format string, args ...any)) {
 	fired := d.state == "started" || d.state == "firing"
 	if d.state != "started" {
-		add(CheckDeferredFired, "%s item %s (key %q) is %s after the heal%s", d.policy, d.id, d.key, d.state, reasonNote(d.reason))
+		add(CheckDeferredFired, "%s item %s (key %q, shard %d) is %s after the heal%s (first start %s, due %s, last change %s)",
+			d.policy, d.id, d.key, d.shard, d.state, reasonNote(d.reason), clock(d.firstAt), clock(d.fireAt), clock(d.updatedAt))
 	}
 	switch {
 	case !fired && len(runs) > 0:
@@ -339,6 +340,25 @@ func reasonNote(reason string) string {
 	}
 	return ": " + reason
 }
+
+// DeferredOpenedAfter counts the items a start opened after t, and
+// says when the last was opened (a start whose answer a fault lost may
+// commit after the heal: DBState.Open).
+func (st *DBState) DeferredOpenedAfter(t time.Time) (n int, last time.Time) {
+	for _, d := range st.deferred {
+		if d.firstAt.After(t) {
+			n++
+		}
+		if d.firstAt.After(t) && d.firstAt.After(last) {
+			last = d.firstAt
+		}
+	}
+	return n, last
+}
+
+// clock is a time of day to the millisecond, in UTC, as the chaos
+// suite's log prints the heal.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
 func runIDs(runs []*execRow) string {
 	ids := make([]string, len(runs))

@@ -87,10 +87,11 @@ func (st *DBState) Outbox() int64 {
 }
 
 // WaitOutbox re-reads the databases until every shard's outbox is empty
-// or timeout; it returns the last state read.
+// and nothing is open (DBState.Open), or timeout; it returns the last
+// state read.
 func WaitOutbox(ctx context.Context, dsns map[uint16]string, st *DBState, timeout time.Duration) (*DBState, error) {
 	deadline := time.Now().Add(timeout)
-	for st.Outbox() > 0 && time.Now().Before(deadline) {
+	for (st.Outbox() > 0 || st.Open() > 0) && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
