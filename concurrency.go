@@ -33,7 +33,24 @@ type ConcurrencyLimit struct {
 	// number or boolean, so that each value has MaxRunning slots. A start
 	// may name its key itself (concurrency_key), which wins.
 	KeyPointer string
+	// Scope is where the slots are counted: ScopeShard (the default,
+	// also "") counts each shard's runs of a key apart, in the start's
+	// own transaction — exact on a single shard; ScopeCluster counts the
+	// runs of a key on every shard together, through the key's keeper (a
+	// system workflow run): each run then waits QUEUED for the keeper's
+	// grant, two cross-shard signals, before it starts. Activities are
+	// limited per shard only.
+	Scope string
 }
+
+// Scopes of a ConcurrencyLimit.
+const (
+	ScopeShard   = "shard"
+	ScopeCluster = "cluster"
+)
+
+// Cluster reports whether the limit is counted across the cluster.
+func (l ConcurrencyLimit) Cluster() bool { return l.Scope == ScopeCluster }
 
 // Limited reports whether the limit caps anything.
 func (l ConcurrencyLimit) Limited() bool { return l.MaxRunning > 0 }
@@ -43,6 +60,9 @@ func (l ConcurrencyLimit) Limited() bool { return l.MaxRunning > 0 }
 func (l ConcurrencyLimit) Validate() error {
 	if l.MaxRunning < 0 {
 		return fmt.Errorf("max running %d is negative", l.MaxRunning)
+	}
+	if l.Scope != "" && l.Scope != ScopeShard && l.Scope != ScopeCluster {
+		return fmt.Errorf("scope %q: want %q or %q", l.Scope, ScopeShard, ScopeCluster)
 	}
 	if l.KeyPointer != "" && !strings.HasPrefix(l.KeyPointer, "/") {
 		return fmt.Errorf("key pointer %q is not a JSON pointer (it starts with /)", l.KeyPointer)

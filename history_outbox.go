@@ -36,6 +36,12 @@ const (
 // the reserved prefix "hv:" are refused from them.
 const ChildClosedSignal = "hv:child_closed"
 
+// FlowGrantSignal is the system signal by which the keeper of a
+// concurrency key counted across the cluster gives a QUEUED run its slot:
+// the engine makes the run RUNNING in the signal's transaction
+// (ConcurrencyLimit.Scope).
+const FlowGrantSignal = "hv:flow_grant"
+
 // ReservedPrefix starts the idempotency keys and signal names Harvest
 // makes itself.
 const ReservedPrefix = "hv:"

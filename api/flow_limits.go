@@ -47,6 +47,7 @@ func (s *Server) flowLimits(c *gin.Context) (FlowLimits, bool) {
 type limitBody struct {
 	MaxRunning     int     `json:"max_running"`
 	KeyPointer     string  `json:"key_pointer"`
+	Scope          string  `json:"scope"`
 	PerSecond      float64 `json:"per_second"`
 	Burst          int     `json:"burst"`
 	RateKeyPointer string  `json:"rate_key_pointer"`
@@ -58,6 +59,7 @@ type LimitView struct {
 	Name           string         `json:"name"`
 	MaxRunning     int            `json:"max_running"`
 	KeyPointer     string         `json:"key_pointer,omitempty"`
+	Scope          string         `json:"scope,omitempty"`
 	PerSecond      float64        `json:"per_second,omitempty"`
 	Burst          int            `json:"burst,omitempty"`
 	RateKeyPointer string         `json:"rate_key_pointer,omitempty"`
@@ -65,7 +67,7 @@ type LimitView struct {
 }
 
 func viewLimit(l flowlimit.Limit) LimitView {
-	return LimitView{Kind: l.Kind, Name: l.Name, MaxRunning: l.MaxRunning, KeyPointer: l.KeyPointer,
+	return LimitView{Kind: l.Kind, Name: l.Name, MaxRunning: l.MaxRunning, KeyPointer: l.KeyPointer, Scope: l.Scope,
 		PerSecond: l.PerSecond, Burst: l.Burst, RateKeyPointer: l.RateKeyPointer, UpdatedAt: l.UpdatedAt}
 }
 
@@ -119,7 +121,7 @@ func limitFromRequest(c *gin.Context, raw []byte) (flowlimit.Limit, error) {
 	if err := decodeObject(raw, &b); err != nil {
 		return flowlimit.Limit{}, err
 	}
-	l := flowlimit.Limit{Kind: kind, Name: name, MaxRunning: b.MaxRunning, KeyPointer: b.KeyPointer,
+	l := flowlimit.Limit{Kind: kind, Name: name, MaxRunning: b.MaxRunning, KeyPointer: b.KeyPointer, Scope: b.Scope,
 		PerSecond: b.PerSecond, Burst: b.Burst, RateKeyPointer: b.RateKeyPointer}
 	return l, limitError(l.Validate())
 }

@@ -12,6 +12,9 @@ type FlowLimit struct {
 	// KeyPointer is the JSON pointer into the input that keys the limit;
 	// empty: one limit for the workflow name.
 	KeyPointer string `json:"key_pointer,omitempty"`
+	// Scope is "cluster" for a limit counted on every shard together;
+	// empty: per shard.
+	Scope string `json:"scope,omitempty"`
 }
 
 // FlowKey is one concurrency key in use on one shard: the runs holding a

@@ -32,6 +32,10 @@ type Limit struct {
 	// KeyPointer keys the concurrency limit by a value of the input, a
 	// JSON pointer such as "/customer"; it needs MaxRunning.
 	KeyPointer string `json:"key_pointer,omitempty"`
+	// Scope is where a workflow's slots are counted: "shard" (also "")
+	// or "cluster" (every shard's runs of a key together, through the
+	// key's keeper); it needs MaxRunning.
+	Scope string `json:"scope,omitempty"`
 	// PerSecond is an activity's average rate of attempts; 0: no rate
 	// limit. Activities only, as are Burst and RateKeyPointer.
 	PerSecond float64 `json:"per_second,omitempty"`

@@ -99,6 +99,9 @@ type Demo struct {
 	// Report runs under a concurrency limit per customer (report.go).
 	Report       *harvest.Workflow[ReportInput, string]
 	RenderReport *harvest.Activity[ReportInput, string]
+	// Export runs under a limit per tenant counted across the cluster
+	// (export.go).
+	Export *harvest.Workflow[ExportInput, string]
 }
 
 // New binds the demo definitions to svc.
@@ -137,6 +140,7 @@ func New(svc *Services) *Demo {
 	d.Tally = harvest.NewWorkflow(TallyName, d.tally)
 	d.RenderReport = newRenderReport()
 	d.Report = newReport(d.RenderReport)
+	d.Export = newExport()
 	return d
 }
 
@@ -200,7 +204,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
 	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
-		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally, d.Report, d.RenderReport}
+		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally, d.Report, d.RenderReport, d.Export}
 }
 
 // Register adds the demo definitions to reg.

@@ -44,7 +44,7 @@ var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, Check
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
 	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS,
-	CheckFlowLimit, CheckActivityFlowLimit}
+	CheckFlowLimit, CheckActivityFlowLimit, CheckClusterFlowLimit}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -193,7 +193,8 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 // Executions is how many executions the databases hold.
 func (st *DBState) Executions() int { return len(st.execs) }
 
-// Open is how many executions are not closed yet (running or queued),
+// Open is how many executions are not closed yet (running or queued;
+// a keeper never closes: checkKeepers checks it),
 // and deferred items not started yet (pending or firing). A request
 // whose answer a fault lost may still commit after the heal (a node cut
 // off from the database while it waited sends its statements again when
@@ -203,7 +204,7 @@ func (st *DBState) Executions() int { return len(st.execs) }
 func (st *DBState) Open() int {
 	n := 0
 	for _, x := range st.execs {
-		if x.state == "RUNNING" || x.state == "QUEUED" {
+		if (x.state == "RUNNING" || x.state == "QUEUED") && x.name != wfKeeper {
 			n++
 		}
 	}
@@ -252,6 +253,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 			// A deferred item's fire: checkDeferred counts them.
 		case strings.HasPrefix(x.ik, webhookKeyPrefix):
 			// A webhook delivery: checkWebhooks counts them.
+		case x.name == wfKeeper:
+			// A keeper of a limit counted across the cluster: checkKeepers.
 		case x.name == wfCounter && x.ik == "" && strings.HasPrefix(x.wfID, webhookCounterPrefix):
 			// A counter webhook deliveries feed: checkWebhooks counts them.
 		case x.ik != "":
@@ -395,6 +398,9 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// closed is CheckCancelCloses's.
 		// A run that continued as new is closed: checkChains checks the link.
 		handedOver := x.state == "CONTINUED_AS_NEW" && x.continuedTo != ""
+		if x.name == wfKeeper {
+			continue // a keeper never completes: checkKeepers
+		}
 		// An approver whose order had closed fails execution_terminal.
 		if x.state == "RUNNING" || x.state == "QUEUED" || st.cancels[id] == nil && x.state != "COMPLETED" && !handedOver && !st.terminalApprover(x) {
 			msg := ""
@@ -459,25 +465,49 @@ func less[K ordered](a, b K) bool {
 	return false
 }
 
+// fingerprint sums up what a read found: the executions and their
+// events, the deferred items by state, the outbox rows.
+func (st *DBState) fingerprint() string {
+	var events int64
+	for _, x := range st.execs {
+		events += x.nextEventID
+	}
+	states := map[string]int{}
+	for _, d := range st.deferred {
+		states[d.state]++
+	}
+	return fmt.Sprint(len(st.execs), events, states, st.Outbox())
+}
+
 // stuckAfter ends WaitQuiet when no execution closed for this long.
 const stuckAfter = 45 * time.Second
 
-// WaitQuiet polls the databases until no execution is RUNNING or timeout;
-// it returns the last state read and how long it took.
+// WaitQuiet polls the databases until nothing is open (DBState.Open) in
+// two reads in a row that found the same (DBState.fingerprint), or
+// timeout; it returns the last state read and how long it took. The
+// shards are read one after the other, so one read alone may be torn: a
+// late request's deferred item read fired on its shard, its run not yet
+// there on the shard read before it.
 func WaitQuiet(ctx context.Context, dsns map[uint16]string, timeout time.Duration) (*DBState, time.Duration, error) {
 	t0 := time.Now()
 	deadline := t0.Add(timeout)
-	lastOpen, progress := -1, t0
+	lastOpen, progress, lastPrint := -1, t0, ""
 	for {
 		st, err := ReadDB(ctx, dsns)
 		if err == nil && st.Open() != lastOpen {
 			lastOpen, progress = st.Open(), time.Now()
 		}
+		fp := ""
+		if err == nil {
+			fp = st.fingerprint()
+		}
 		// Give up early when nothing closed for a while: what is left is
 		// stuck, and the checker reports it.
-		if err == nil && (st.Open() == 0 || time.Since(progress) > stuckAfter) || time.Now().After(deadline) {
+		quiet := err == nil && st.Open() == 0 && fp == lastPrint
+		if quiet || err == nil && time.Since(progress) > stuckAfter || time.Now().After(deadline) {
 			return st, time.Since(t0), err
 		}
+		lastPrint = fp
 		select {
 		case <-ctx.Done():
 			return st, time.Since(t0), ctx.Err()

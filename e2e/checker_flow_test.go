@@ -83,3 +83,34 @@ func TestCheckActivityFlow(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckClusterFlow(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	export := func(shard uint16, ms int) *slotRow {
+		return &slotRow{shard: shard, name: wfExport, key: "t", since: t0.Add(time.Duration(ms) * time.Millisecond), till: t0.Add(time.Second)}
+	}
+	keeper := func(id, state string) *execRow {
+		return &execRow{id: id, name: wfKeeper, wfID: "hv:flow:export/t", state: state}
+	}
+	for _, c := range []struct {
+		name  string
+		slots []*slotRow
+		execs map[string]*execRow
+		want  []string
+	}{
+		{"TwoOnTwoShards", []*slotRow{export(0, 0), export(1, 1)}, map[string]*execRow{"k": keeper("k", "RUNNING")}, nil},
+		{"ThreeOnThreeShards", []*slotRow{export(0, 0), export(1, 1), export(2, 2)}, nil, []string{CheckClusterFlowLimit}},
+		{"AKeeperClosed", nil, map[string]*execRow{"k": keeper("k", "TERMINATED")}, []string{CheckClusterFlowLimit}},
+		{"TwoKeepersRunning", nil, map[string]*execRow{"k1": keeper("k1", "RUNNING"), "k2": keeper("k2", "RUNNING")},
+			[]string{CheckClusterFlowLimit}},
+		{"AKeeperContinued", nil, map[string]*execRow{"k1": keeper("k1", "CONTINUED_AS_NEW"), "k2": keeper("k2", "RUNNING")}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			add := func(check, format string, args ...any) { got = append(got, check) }
+			checkFlow(&DBState{slots: c.slots, execs: c.execs}, add)
+			require.Equal(t, c.want, got)
+		})
+	}
+}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -139,6 +141,15 @@ func selfTestChecker(ctx context.Context, ops []*Op, dsns map[uint16]string) err
 		want = append(want, CheckActivityFlowLimit)
 		plants = append(plants, plant{shardOf(report.ExecID), func(c *pgx.Conn) error { return plantSlotOverlap(ctx, c, report) }})
 	}
+	if exportShards := slices.Sorted(maps.Keys(dsns)); answeredExport(ops) && len(exportShards) > 1 {
+		// Three exports of one tenant holding slots for the same two
+		// hours, two on one shard and one on another: within a limit of
+		// two per shard, over the limit of two on all shards together.
+		want = append(want, CheckClusterFlowLimit)
+		for i, shard := range []uint16{exportShards[0], exportShards[0], exportShards[1]} {
+			plants = append(plants, plant{shard, func(c *pgx.Conn) error { return plantExportSlot(ctx, c, shard, i) }})
+		}
+	}
 	for _, p := range plants {
 		conn, err := pgx.Connect(ctx, dsns[p.shard])
 		if err != nil {
@@ -190,6 +201,23 @@ func plantSlotOverlap(ctx context.Context, c *pgx.Conn, report *Op) error {
 		}
 	}
 	return nil
+}
+
+// answeredExport reports whether an export's start was answered.
+func answeredExport(ops []*Op) bool {
+	return slices.ContainsFunc(ops, func(op *Op) bool { return op.OK && op.Kind == KindStart && op.Workflow == wfExport })
+}
+
+// plantExportSlot plants a completed export of tenant planted, which held
+// its slot from an hour ago to an hour from now.
+func plantExportSlot(ctx context.Context, c *pgx.Conn, shard uint16, i int) error {
+	id := newExecID(shard)
+	if err := plantExecution(ctx, c, id, wfExport, fmt.Sprint("planted-export-", i), "", "COMPLETED"); err != nil {
+		return err
+	}
+	_, err := c.Exec(ctx, `UPDATE harvest_executions SET flow_key = 'planted', flow_since = now() - interval '1 hour',
+		completed_at = now() + interval '1 hour' WHERE execution_id = $1`, id)
+	return err
 }
 
 // hasSchedules reports whether the workload created a schedule.

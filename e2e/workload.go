@@ -188,6 +188,8 @@ func (c *Client) requestOf(op *Op) request {
 			input = map[string]any{"every": op.Every, "until": op.Until}
 		case wfReport:
 			input = reportInput(op.Key)
+		case wfExport:
+			input = exportInput(op.Key)
 		}
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/start", op.Key,
 			map[string]any{"input": input}}
@@ -363,7 +365,9 @@ type Workload struct {
 	// (workload_family.go; 0: none).
 	ParentShare, ApproverShare float64
 	// ReportShare is the share of chains that start a report, a workflow
-	// under a concurrency limit per customer (workload_flow.go; 0: none).
+	// under a concurrency limit per customer and shard, or, as many, an
+	// export, under one per tenant across the cluster (workload_flow.go;
+	// 0: none).
 	ReportShare float64
 	// Schedules is how many schedules the workload creates, one every
 	// ScheduleEvery, each paused after ScheduleLife
@@ -446,8 +450,11 @@ func (w *Workload) newChain() chain {
 	if rand.Float64() < w.ApproverShare {
 		return approverChain(n)
 	}
-	if rand.Float64() < w.ReportShare {
-		return reportChain(n)
+	if r := rand.Float64(); r < w.ReportShare {
+		if r < w.ReportShare/2 {
+			return reportChain(n)
+		}
+		return exportChain(n)
 	}
 	switch r := rand.Float64(); {
 	case r < 0.4:

@@ -22,6 +22,29 @@ const (
 	reportCustomers = 2
 )
 
+// The part counted across the cluster: the demo's export, at most two
+// runs per tenant at once on the whole cluster (demo.ExportName,
+// demo.ExportMaxRunning), its slots kept by each tenant's keeper, a
+// system workflow run (wfKeeper) that never completes.
+const (
+	wfExport      = "export"
+	exportMax     = 2
+	exportTenants = 2
+	wfKeeper      = "hv.flow.keeper"
+)
+
+// exportChain starts export n.
+func exportChain(n int64) chain {
+	return chain{ops: []*Op{{Kind: KindStart, Workflow: wfExport, Key: fmt.Sprintf("exp-%d", n)}}}
+}
+
+// exportInput is the input of the export of key exp-<n>: one of
+// exportTenants, sleeping a second.
+func exportInput(key string) map[string]any {
+	n, _ := strconv.Atoi(strings.TrimPrefix(key, "exp-"))
+	return map[string]any{"tenant": fmt.Sprintf("tenant-%d", n%exportTenants), "sleep_ms": 1000}
+}
+
 // reportChain starts report n.
 func reportChain(n int64) chain {
 	return chain{ops: []*Op{{Kind: KindStart, Workflow: wfReport, Key: fmt.Sprintf("rep-%d", n)}}}

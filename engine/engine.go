@@ -89,6 +89,9 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if err := registerKeeper(reg); err != nil {
+		return nil, err
+	}
 	if cfg.Activities == nil {
 		cfg.Activities = reg
 	}

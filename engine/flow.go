@@ -13,6 +13,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/loop"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/store"
+	"github.com/harvestd/harvest/internal/flowkeeper"
 )
 
 // Occupancy is one concurrency key's use of its limit: the runs holding
@@ -25,11 +26,29 @@ func (e *Engine) newFlow() {
 	e.flow = flow.New(flow.Deps{Service: e.service("flow"), Limits: e.limits}, e.bus.Flow)
 }
 
+// registerKeeper registers the keeper of the limits counted across the
+// cluster (internal/flowkeeper) in reg, unless it is there already (the
+// engines of a node's shards share one registry): any limit may be given
+// that scope at run time, so every node runs it.
+func registerKeeper(reg *harvest.Registry) error {
+	if reg.HasWorkflow(flowkeeper.WorkflowName) {
+		return nil
+	}
+	if err := reg.Register(flowkeeper.Workflow); err != nil && !reg.HasWorkflow(flowkeeper.WorkflowName) {
+		return fmt.Errorf("register the flow keeper: %w", err)
+	}
+	return nil
+}
+
 // limits are the concurrency limits the registry's workflows declare,
 // as the dispatcher's statement takes them.
 func (e *Engine) limits() store.Limits {
 	var lim store.Limits
 	for _, l := range e.flowLimits() {
+		if l.Scope == harvest.ScopeCluster {
+			lim.Cluster, lim.ClusterMax = append(lim.Cluster, l.WorkflowName), append(lim.ClusterMax, int32(l.MaxRunning))
+			continue
+		}
 		tokens, _ := harvest.ParsePointer(l.KeyPointer) // checked when the limit was declared or set
 		lim.Names, lim.Max = append(lim.Names, l.WorkflowName), append(lim.Max, int32(l.MaxRunning))
 		lim.Paths = append(lim.Paths, store.PointerPath(tokens))
@@ -43,7 +62,8 @@ func (e *Engine) flowLimits() []FlowLimit {
 	decl := e.lim.Workflows()
 	out := make([]FlowLimit, 0, len(decl))
 	for _, name := range slices.Sorted(maps.Keys(decl)) {
-		out = append(out, FlowLimit{WorkflowName: name, MaxRunning: decl[name].MaxRunning, KeyPointer: decl[name].KeyPointer})
+		l := decl[name]
+		out = append(out, FlowLimit{WorkflowName: name, MaxRunning: l.MaxRunning, KeyPointer: l.KeyPointer, Scope: l.Scope})
 	}
 	return out
 }
@@ -65,6 +85,9 @@ type FlowLimit struct {
 	WorkflowName string `json:"workflow_name"`
 	MaxRunning   int    `json:"max_running"`
 	KeyPointer   string `json:"key_pointer,omitempty"`
+	// Scope is where the slots are counted: "cluster", or "shard" (also
+	// "") (harvest.ConcurrencyLimit.Scope).
+	Scope string `json:"scope,omitempty"`
 }
 
 // FlowStatus is a shard's flow control: the limits it applies, and its

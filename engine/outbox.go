@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 
 	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/outbox"
@@ -21,6 +22,7 @@ func (e *Engine) newOutbox() {
 // and the keyed starts of schedule fires and deferred items.
 func outboxKinds() outbox.Table {
 	t := outbox.Commands()
+	maps.Copy(t, outbox.KeeperKinds())
 	t[schedule.OutboxKind] = outbox.KeyedStart[schedule.FireRequest]{Start: schedule.FireStart, Refused: schedule.Refused,
 		Queue: schedule.QueueOutcome, Started: schedule.FireStarted, Failed: schedule.FireFailed}
 	t[deferred.OutboxKind] = outbox.KeyedStart[store.DeferredFire]{Start: deferred.FireStart, Refused: deferred.Refused,

@@ -8,6 +8,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/deferred"
 	"github.com/harvestd/harvest/engine/internal/outbox"
 	"github.com/harvestd/harvest/engine/internal/schedule"
+	"github.com/harvestd/harvest/engine/internal/store"
 )
 
 // TestOutboxKindsTable checks that every kind the engine inserts has an
@@ -15,8 +16,8 @@ import (
 func TestOutboxKindsTable(t *testing.T) {
 	kinds := outboxKinds()
 	for _, name := range []string{outbox.Signal, outbox.StartChild, outbox.ChildDone, outbox.CloseChild,
-		schedule.OutboxKind, deferred.OutboxKind} {
+		schedule.OutboxKind, deferred.OutboxKind, store.FlowAcquireKind, store.FlowReleaseKind} {
 		require.Contains(t, kinds, name)
 	}
-	require.Len(t, kinds, 6)
+	require.Len(t, kinds, 8)
 }

@@ -76,6 +76,9 @@ type Limit struct {
 	// KeyPointer keys the concurrency limit by a value of the input (a
 	// JSON pointer, RFC 6901); it needs MaxRunning.
 	KeyPointer string `json:"key_pointer,omitempty"`
+	// Scope is where a workflow's slots are counted: "shard" (also "")
+	// or "cluster" (harvest.ConcurrencyLimit.Scope); it needs MaxRunning.
+	Scope string `json:"scope,omitempty"`
 	// PerSecond is an activity's average rate of attempts; 0: no rate
 	// limit.
 	PerSecond float64 `json:"per_second,omitempty"`
@@ -97,7 +100,7 @@ func (l Limit) Key() string { return Key(l.Kind, l.Name) }
 
 // Concurrency is the limit's concurrency limit.
 func (l Limit) Concurrency() harvest.ConcurrencyLimit {
-	return harvest.ConcurrencyLimit{MaxRunning: l.MaxRunning, KeyPointer: l.KeyPointer}
+	return harvest.ConcurrencyLimit{MaxRunning: l.MaxRunning, KeyPointer: l.KeyPointer, Scope: l.Scope}
 }
 
 // Rate is the limit's rate limit (an activity's).
@@ -146,6 +149,9 @@ func (l Limit) checkConcurrency() error {
 	}
 	if l.KeyPointer != "" && l.MaxRunning == 0 {
 		return invalid("key_pointer needs a max_running")
+	}
+	if l.Scope == harvest.ScopeCluster && (l.Kind != Workflow || l.MaxRunning == 0) {
+		return invalid("scope cluster needs a workflow's max_running (activities are limited per shard)")
 	}
 	if err := checkPointer("key_pointer", l.KeyPointer); err != nil {
 		return err

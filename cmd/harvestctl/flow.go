@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"text/tabwriter"
@@ -36,9 +37,9 @@ func flowAction(c *cli.Context) error {
 
 // flowTable lists the limits, then the keys in use.
 func flowTable(tw *tabwriter.Writer, st *client.FlowStatus) {
-	row(tw, "WORKFLOW", "MAX RUNNING", "KEY POINTER")
+	row(tw, "WORKFLOW", "MAX RUNNING", "KEY POINTER", "SCOPE")
 	for _, l := range st.Limits {
-		row(tw, l.WorkflowName, strconv.Itoa(l.MaxRunning), l.KeyPointer)
+		row(tw, l.WorkflowName, strconv.Itoa(l.MaxRunning), l.KeyPointer, cmp.Or(l.Scope, "shard"))
 	}
 	row(tw, "")
 	row(tw, "SHARD", "WORKFLOW", "KEY", "RUNNING", "QUEUED")

@@ -22,7 +22,8 @@ func TestFlow(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		table := b.ok(t, "flow")
-		require.Equal(t, [][]string{{demo.ReportName, "2", "/customer"}}, rows(table, demo.ReportName), table)
+		require.Equal(t, [][]string{{demo.ReportName, "2", "/customer", "shard"}}, rows(table, demo.ReportName), table)
+		require.Equal(t, [][]string{{demo.ExportName, "2", "/tenant", "cluster"}}, rows(table, demo.ExportName), table)
 		require.Equal(t, [][]string{{demo.RenderReportName, "1", "/customer", "-", "-"}}, rows(table, demo.RenderReportName), table)
 		keys := rows(table, "0") // the test node's one shard: its workflow keys (no report renders yet)
 		if len(keys) == 1 && keys[0][3] == "2" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"text/tabwriter"
@@ -26,6 +27,7 @@ func limitCommand() *cli.Command {
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "max-running", Usage: "the most runs (an activity's attempts) at once, per key with --key-pointer; 0: none (required for a workflow)"},
 				&cli.StringFlag{Name: "key-pointer", Usage: "JSON pointer into the input that keys the concurrency limit, e.g. /customer"},
+				&cli.StringFlag{Name: "scope", Usage: "workflows: shard (default: each shard's runs apart) or cluster (every shard's runs of a key together)"},
 				&cli.Float64Flag{Name: "per-second", Usage: "activities: attempts a second on average; 0: no rate limit"},
 				&cli.IntFlag{Name: "burst", Usage: "activities: the most attempts started at once (0 means 1); needs --per-second"},
 				&cli.StringFlag{Name: "rate-key-pointer", Usage: "activities: JSON pointer into the input that keys the rate limit; needs --per-second"},
@@ -63,7 +65,7 @@ func limitSetAction(c *cli.Context) error {
 // limitRequest reads the flags of limit set for kind and name.
 func limitRequest(c *cli.Context, kind, name string) (client.Limit, error) {
 	l := client.Limit{Kind: kind, Name: name, MaxRunning: c.Int("max-running"), KeyPointer: c.String("key-pointer"),
-		PerSecond: c.Float64("per-second"), Burst: c.Int("burst"), RateKeyPointer: c.String("rate-key-pointer")}
+		Scope: c.String("scope"), PerSecond: c.Float64("per-second"), Burst: c.Int("burst"), RateKeyPointer: c.String("rate-key-pointer")}
 	switch kind {
 	case client.LimitWorkflow:
 		for _, f := range rateFlags {
@@ -132,6 +134,9 @@ func limitRows(tw *tabwriter.Writer, l *client.Limit) {
 	kv(tw, "Name", l.Name)
 	kv(tw, "Max running", maxRunning)
 	kv(tw, "Key pointer", dash(l.KeyPointer))
+	if l.Kind == client.LimitWorkflow {
+		kv(tw, "Scope", cmp.Or(l.Scope, "shard"))
+	}
 	if l.Kind == client.LimitActivity {
 		kv(tw, "Per second", perSecond)
 		kv(tw, "Burst", burst)

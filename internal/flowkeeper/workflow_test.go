@@ -89,3 +89,29 @@ func TestKeeper(t *testing.T) {
 	require.Empty(t, waiting)
 	require.Equal(t, 1, s.Runs)
 }
+
+// A grant its run refuses — it closed while it waited, its release not
+// there yet — frees the slot at once for the next waiter.
+func TestKeeperRefusedGrant(t *testing.T) {
+	t.Parallel()
+	env := setup(t)
+	keeper := env.Start(flowkeeper.WorkflowName, flowkeeper.State{Workflow: "w", Key: "k"})
+	acquire := func(chain string, run engine.StartResult) {
+		a := flowkeeper.Acquire{Chain: chain, Execution: run.ExecutionID.String(), Max: 1}
+		env.Signal(keeper.ExecutionID, flowkeeper.AcquireSignal, a, harvesttest.WithSignalKey("hv:flowacq:"+chain))
+	}
+	a, gone, c := env.Start(holder.Name(), struct{}{}), env.Start(holder.Name(), struct{}{}), env.Start(holder.Name(), struct{}{})
+	_, err := env.Engine().Terminate(context.Background(), gone.ExecutionID, "closed while it waited")
+	require.NoError(t, err)
+	acquire("a", a)
+	var chain string
+	env.Output(a.ExecutionID, &chain)
+	acquire("gone", gone)
+	acquire("c", c)
+	env.Signal(keeper.ExecutionID, flowkeeper.ReleaseSignal, flowkeeper.Release{Chain: "a"}, harvesttest.WithSignalKey("hv:flowrel:a"))
+	env.Output(c.ExecutionID, &chain)
+	require.Equal(t, "c", chain, "the refused grant's slot went to the next waiter")
+	held, waiting := holders(state(t, env, keeper.ExecutionID))
+	require.Equal(t, []string{"c"}, held)
+	require.Empty(t, waiting)
+}

@@ -92,18 +92,27 @@ func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	lim := x.d.Limits()
-	var ids []store.Promoted
+	var (
+		ids   []store.Promoted
+		asked int64
+	)
 	err = x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
+		if asked, err = askKeepers(ctx, tx, lim); err != nil {
+			return err
+		}
 		if ids, err = store.PromoteQueued(ctx, tx, lim, dispatchBatch); err != nil {
 			return fmt.Errorf("promote queued runs: %w", err)
 		}
-		if len(ids) == 0 {
+		if len(ids) == 0 && asked == 0 {
 			return nil
 		}
 		return x.d.Crash.At(ctx, CrashBeforeCommit)
 	})
 	if err != nil {
 		return false, err
+	}
+	if asked > 0 {
+		x.d.WakeOutbox(ctx)
 	}
 	for _, p := range ids {
 		metrics.FlowSlots.WithLabelValues(p.WorkflowName, "dispatch").Inc()
@@ -112,7 +121,23 @@ func (x *Dispatcher) dispatch(ctx context.Context) (bool, error) {
 		x.d.Log.Debug().Int("runs", len(ids)).Msg("queued runs promoted")
 		x.d.Settle(ctx, runs.Effects{Wake: loop.Workflow}, nil)
 	}
-	return len(ids) == dispatchBatch, nil
+	return len(ids) == dispatchBatch || asked == dispatchBatch, nil
+}
+
+// askKeepers makes the queued runs of the workflows limited across the
+// cluster ask their keys' keepers for slots: each run marked as the
+// keeper's and its acquire's outbox row, in the dispatcher's transaction
+// (store.AskKeepers). The grant comes back as a signal, which makes the
+// run RUNNING in its own transaction (runs.Changes.GrantSlot).
+func askKeepers(ctx context.Context, tx *fence.Tx, lim store.Limits) (int64, error) {
+	if len(lim.Cluster) == 0 {
+		return 0, nil
+	}
+	n, err := store.AskKeepers(ctx, tx, lim, dispatchBatch)
+	if err != nil {
+		return 0, fmt.Errorf("ask keepers: %w", err)
+	}
+	return n, nil
 }
 
 // adopt makes the running runs of workflows that became limited (a limit

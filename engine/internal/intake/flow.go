@@ -39,6 +39,9 @@ func (in *Intake) resolveFlow(req *StartRequest) error {
 	req.flow = &store.Flow{Name: req.WorkflowName, Key: key, Priority: int16(cmp.Or(req.Priority, harvest.PriorityDefault)),
 		Fairness: req.FairnessKey, Weight: int16(cmp.Or(req.FairnessWeight, 1))}
 	req.flowMax = int64(lim.MaxRunning)
+	if lim.Cluster() {
+		req.flowMax = 0 // its run always waits QUEUED, for its key's keeper's grant
+	}
 	return nil
 }
 

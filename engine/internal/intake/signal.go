@@ -118,6 +118,9 @@ func deliverSignal(ctx context.Context, tx *fence.Tx, b *pgx.Batch, ch *runs.Cha
 	store.QueueInsertSignal(b, ex.ID, ex.ChainID, name, key, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: name, Payload: runs.InputOrNull(payload), IdempotencyKey: key})
+	if name == harvest.FlowGrantSignal {
+		ch.GrantSlot(ex)
+	}
 	ch.AppendEvents(ex, []harvest.Command{cmd}, true)
 	err := ch.Send(ctx, tx, b)
 	return ch.Effects(), err

@@ -174,6 +174,9 @@ func (in *Intake) queueSignal(ch *runs.Changes, ledger *store.SignalRows, req sh
 	ledger.Add(ex.ID, ex.ChainID, req.SignalName, req.IdempotencyKey, ex.NextEventID)
 	cmd := harvest.NewCommand(harvest.EventSignalReceived, harvest.SignalReceivedData{
 		SignalName: req.SignalName, Payload: runs.InputOrNull(req.Payload), IdempotencyKey: req.IdempotencyKey})
+	if req.SignalName == harvest.FlowGrantSignal {
+		ch.GrantSlot(ex)
+	}
 	ch.AppendEvents(ex, []harvest.Command{cmd}, true)
 	res.Delivered = true
 	return SignalReply{Res: res}

@@ -49,6 +49,9 @@ type Changes struct {
 	callbacksDue bool
 	// woke: an append made a workflow task due.
 	woke bool
+	// grants are the queued runs a keeper's grant makes RUNNING
+	// (grant.go).
+	grants []uuid.UUID
 	// NewRuns: the changes' runs were created by their own transaction,
 	// so the only activity tasks and timers they have are the changes',
 	// and the only callbacks those the transaction inserted
@@ -191,6 +194,7 @@ func (ch *Changes) TaskCount() int { return len(ch.tasks.ids) }
 func (ch *Changes) Queue(b *pgx.Batch) {
 	ch.queueEvents(b)
 	ch.queueUpdates(b)
+	ch.queueGrants(b)
 	ch.queueHandOvers(b)
 	ch.queueActivityTasks(b)
 	if len(ch.timers.ids) > 0 {

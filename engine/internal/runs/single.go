@@ -26,11 +26,12 @@ func (ch *Changes) QueueSingle(b *pgx.Batch) {
 
 // oneRun is the run of changes the scalar statements can write: events
 // appended to one run, which may close, and nothing else (no activity
-// task, timer, cancel, hand-over or outbox row, no stamps); nil
+// task, timer, cancel, hand-over, outbox row or grant, no stamps); nil
 // otherwise.
 func (ch *Changes) oneRun() *Update {
 	if len(ch.updates) != 1 || ch.Stamps != nil || len(ch.tasks.ids) > 0 || len(ch.timers.ids) > 0 ||
-		len(ch.handOvers.olds) > 0 || len(ch.cancels.timerExecs)+len(ch.cancels.actExecs) > 0 || ch.Outbox.Len() > 0 {
+		len(ch.handOvers.olds) > 0 || len(ch.cancels.timerExecs)+len(ch.cancels.actExecs) > 0 || ch.Outbox.Len() > 0 ||
+		len(ch.grants) > 0 {
 		return nil
 	}
 	u := ch.updates[0]

@@ -132,13 +132,13 @@ func QueueHandOvers(b *pgx.Batch, olds, news []uuid.UUID, inputs []string, next 
 	b.Queue(`
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
 		                                next_event_id, wf_task_due_at, chain_id, continued_from, holds_slot,
-		                                flow_key, priority, fairness_key, flow_turn, flow_since)
+		                                flow_key, priority, fairness_key, flow_turn, flow_since, flow_asked)
 		SELECT u.new, x.workflow_name, x.workflow_id, 'RUNNING', x.queue, u.input::jsonb, x.memo,
 		       u.next, now(), coalesce(x.chain_id, x.execution_id), x.execution_id,
 		       NOT EXISTS (SELECT 1 FROM harvest_executions h
 		                    WHERE h.workflow_name = x.workflow_name AND h.workflow_id = x.workflow_id AND h.holds_slot),
 		       x.flow_key, x.priority, x.fairness_key, x.flow_turn,
-		       CASE WHEN x.flow_key IS NOT NULL THEN clock_timestamp() END
+		       CASE WHEN x.flow_key IS NOT NULL THEN clock_timestamp() END, x.flow_asked
 		  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::bigint[]) AS u(old, new, input, next)
 		  JOIN harvest_executions x ON x.execution_id = u.old`, olds, news, inputs, next)
 }

@@ -106,6 +106,11 @@ func zeros(n int) []int64 { return make([]int64, n) }
 type Limits struct {
 	Names []string
 	Max   []int32
+	// Cluster and ClusterMax are the workflows whose limits are counted
+	// across the cluster, by their keys' keepers (flow_keeper.go): the
+	// dispatcher asks, and never promotes, their queued runs.
+	Cluster    []string
+	ClusterMax []int32
 	// Paths are the JSON arrays of the limits' key pointers' reference
 	// tokens (empty: a limit on the name alone).
 	Paths []string
@@ -139,7 +144,10 @@ func AdoptRunning(ctx context.Context, q Querier, lim Limits) (int64, error) {
 // runs; the queued runs take them in the order of their priority, then
 // of their turns (fairness keys take turns: QueueMarkQueued), then oldest
 // first. A queued run whose
-// workflow has no limit any more runs at once. A run whose start_at has
+// workflow has no limit any more runs at once; one whose slot is its
+// key's keeper's (flow_asked), or of a workflow limited across the
+// cluster ($4), is never promoted here: its keeper grants it
+// (flow_keeper.go). A run whose start_at has
 // not come waits without a slot. Only the shard owner's dispatcher
 // promotes, behind the fence, so the count cannot race another
 // promotion; a run closing meanwhile only leaves a slot for the next
@@ -158,6 +166,7 @@ const promoteSQL = `
 	                              ORDER BY priority, flow_turn, created_at, execution_id) AS pick
 	      FROM harvest_executions
 	     WHERE state = 'QUEUED' AND coalesce(start_at, now()) <= now()
+	       AND NOT flow_asked AND workflow_name <> ALL($4)
 	), chosen AS (
 	    SELECT w.execution_id
 	      FROM waiting w
@@ -183,7 +192,7 @@ type Promoted struct {
 // of them, and returns the runs it made RUNNING (their first workflow
 // task due now).
 func PromoteQueued(ctx context.Context, q Querier, lim Limits, max int) ([]Promoted, error) {
-	rows, err := q.Query(ctx, promoteSQL, lim.Names, lim.Max, max)
+	rows, err := q.Query(ctx, promoteSQL, lim.Names, lim.Max, max, nonNil(lim.Cluster))
 	if err != nil {
 		return nil, err
 	}

@@ -148,8 +148,19 @@ const closeOutbox = `
 	                            (SELECT f.idempotency_key FROM harvest_executions f WHERE f.execution_id = x.chain_id)) AS key) k
 	 WHERE x.execution_id = ANY($1) AND k.key LIKE 'hv:child:%'
 	   AND x.state NOT IN ('RUNNING', 'CONTINUED_AS_NEW')
+	UNION ALL` + flowReleaseRows + `
 	UNION ALL` + closePolicyRows + `
 	ON CONFLICT DO NOTHING`
+
+// flowReleaseRows give the slot of each closed run $1 whose keeper holds
+// it (flow_asked) back to the keeper, keyed by the run's chain: a chain
+// closes once, whether it held the slot or still waited for it.
+const flowReleaseRows = `
+	SELECT x.execution_id, '` + FlowReleaseKeyPrefix + `' || coalesce(x.chain_id, x.execution_id)::text, '` + FlowReleaseKind + `',
+	       jsonb_build_object('workflow', x.workflow_name, 'key', coalesce(x.flow_key, ''),
+	                          'chain', coalesce(x.chain_id, x.execution_id)::text)
+	  FROM harvest_executions x
+	 WHERE x.execution_id = ANY($1) AND x.flow_asked AND x.state NOT IN ('QUEUED', 'RUNNING', 'CONTINUED_AS_NEW')`
 
 // closePolicyOutbox inserts the close policy rows of the closed parents
 // $1 alone.

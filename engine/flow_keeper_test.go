@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/engine/internal/loop"
+	"github.com/harvestd/harvest/internal/flowkeeper"
+)
+
+// clusterOneWF is limited to one run at once across the cluster; it
+// completes at once.
+var clusterOneWF = harvest.NewWorkflow("cluster_one", func(ctx harvest.Context, in string) (string, error) {
+	return in, nil
+}).WithConcurrency(harvest.ConcurrencyLimit{MaxRunning: 1, Scope: harvest.ScopeCluster})
+
+// keeperCrashPoints are the step boundaries of a slot counted across
+// the cluster: the dispatcher's ask, the outbox performing the acquire,
+// the grant and the release, the keeper's tasks and the signals.
+var keeperCrashPoints = []loop.CrashPoint{crashFlowBeforeCommit, crashOutboxClaimed, crashOutboxPerformed,
+	crashOutboxRecord, crashSignal, crashLoaded, crashBeforeCommit, crashCommitted}
+
+// keeperCrashTimes is how many times the test's runs meet p: three for
+// every point but the dispatcher's, which asks for the three runs at once.
+func keeperCrashTimes(p loop.CrashPoint) int32 {
+	if p == crashFlowBeforeCommit {
+		return 2
+	}
+	return 3
+}
+
+// crashNth is crashOnce at the nth time the engine meets target.
+func crashNth(target loop.CrashPoint, n int32, hit, frozen chan struct{}) loop.Crash {
+	var met atomic.Int32
+	once := crashOnce(target, hit, frozen)
+	return func(ctx context.Context, p loop.CrashPoint) error {
+		if p == target && met.Add(1) < n {
+			return nil
+		}
+		return once(ctx, p)
+	}
+}
+
+// TestClusterLimitCrashPoints stops the engine at each boundary of the
+// slots of a limit counted across the cluster — the first, second and
+// third time it meets it, so that the ask, the acquire, the keeper's
+// grant, the run's promotion and the close's release each meet a crash —
+// and checks that a successor runs every run exactly once, one at a
+// time, and that the keeper ends holding no slot.
+func TestClusterLimitCrashPoints(t *testing.T) {
+	t.Parallel()
+	for _, p := range keeperCrashPoints {
+		for n := int32(1); n <= keeperCrashTimes(p); n++ {
+			t.Run(fmt.Sprintf("%s#%d", p, n), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				require.NoError(t, b.reg.Register(clusterOneWF))
+				hit, frozen := make(chan struct{}), make(chan struct{})
+				e1 := b.engine(t, func(c *Config) { c.crashHook = crashNth(p, n, hit, frozen) })
+				var ids []uuid.UUID
+				for i := range 3 {
+					res := start(t, e1, StartRequest{WorkflowName: clusterOneWF.Name(), Input: raw(t, fmt.Sprint("r", i))})
+					require.Equal(t, StateQueued, res.State)
+					ids = append(ids, res.ExecutionID)
+				}
+				select {
+				case <-hit:
+				case <-time.After(20 * time.Second):
+					t.Fatalf("the runs never met %s %d times", p, n)
+				}
+				crash(e1)
+				close(frozen)
+
+				e2 := b.engine(t)
+				for _, id := range ids {
+					res, err := e2.Result(ctxT(t), id, 20*time.Second)
+					require.NoError(t, err)
+					require.Equal(t, StateCompleted, res.State)
+				}
+				requireOneAtATime(t, b, ids)
+				eventually(t, "the keeper holds no slot", func() bool {
+					s := keeperState(t, e2, clusterOneWF.Name(), "")
+					return len(s.Holders) == 0 && len(s.Waiting) == 0
+				})
+				requireOutboxEmptyEventually(t, b.pool)
+			})
+		}
+	}
+}
+
+// requireOneAtATime checks that the runs' slot intervals (flow_since to
+// completed_at) do not overlap.
+func requireOneAtATime(t *testing.T, b *testBundle, ids []uuid.UUID) {
+	t.Helper()
+	rows, err := b.pool.Query(ctxT(t), `SELECT flow_since, completed_at FROM harvest_executions
+		 WHERE execution_id = ANY($1) ORDER BY flow_since`, ids)
+	require.NoError(t, err)
+	var last time.Time
+	for rows.Next() {
+		var since, until time.Time
+		require.NoError(t, rows.Scan(&since, &until))
+		require.False(t, since.Before(last), "a run took the slot at %s, before the one before it gave it back at %s", since, last)
+		last = until
+	}
+	require.NoError(t, rows.Err())
+}
+
+// keeperState queries the state of the keeper of workflow's key.
+func keeperState(t *testing.T, e *Engine, workflow, key string) flowkeeper.State {
+	t.Helper()
+	id, err := selfOutbound{e}.Resolve(ctxT(t), flowkeeper.WorkflowName, flowkeeper.WorkflowID(workflow, key))
+	require.NoError(t, err)
+	out, err := e.Query(ctxT(t), id, flowkeeper.StateQuery, nil)
+	require.NoError(t, err)
+	var s flowkeeper.State
+	require.NoError(t, json.Unmarshal(out, &s))
+	return s
+}
