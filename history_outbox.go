@@ -49,6 +49,14 @@ const ReservedPrefix = "hv:"
 // IsSystemSignal reports whether name is one only Harvest sends.
 func IsSystemSignal(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }
 
+// SystemWorkflowPrefix starts the names of the workflows Harvest runs
+// itself (the keeper of a limit counted across the cluster): only Harvest
+// starts them, and they are not cancelled (an admin may terminate one).
+const SystemWorkflowPrefix = "hv."
+
+// IsSystemWorkflow reports whether name is a workflow only Harvest starts.
+func IsSystemWorkflow(name string) bool { return strings.HasPrefix(name, SystemWorkflowPrefix) }
+
 // ExternalSignalKey is the signal idempotency key of command commandID of
 // run executionID: every attempt and replay of one send carries it.
 func ExternalSignalKey(executionID, commandID string) string {

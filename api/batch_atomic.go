@@ -81,7 +81,7 @@ func (s *Server) atomicItem(c *gin.Context, raw json.RawMessage) (atomicItem, er
 	if err := decodeObject(raw, &item); err != nil {
 		return atomicItem{}, err
 	}
-	if err := checkText("workflow_name", item.WorkflowName, maxNameLen, true); err != nil {
+	if err := checkWorkflowName(c, "workflow_name", item.WorkflowName); err != nil {
 		return atomicItem{}, err
 	}
 	key := deref(item.IdempotencyKey)

@@ -62,7 +62,7 @@ func (s *Server) directChecks(c *gin.Context, item *batchItem, size int) (string
 		return "", &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
 			msg: fmt.Sprintf("an item exceeds %d bytes, a single start's body limit", s.cfg.MaxBodyBytes)}
 	}
-	if err := checkText("workflow name", item.WorkflowName, maxNameLen, true); err != nil {
+	if err := checkWorkflowName(c, "workflow name", item.WorkflowName); err != nil {
 		return "", err
 	}
 	if item.IdempotencyKey == nil {

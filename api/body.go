@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	"github.com/harvestd/harvest"
 )
 
 // Limits on identifiers, checked before anything reaches the database.
@@ -209,6 +210,19 @@ func checkKey(c *gin.Context, field, key string) error {
 	}
 	if strings.HasPrefix(key, ReservedKeyPrefix) && !fromNode(c) {
 		return badRequest(codeInvalidArgument, fmt.Sprintf("%s %q: keys starting with %q are reserved for the keys Harvest makes itself", field, key, ReservedKeyPrefix))
+	}
+	return nil
+}
+
+// checkWorkflowName checks a workflow name a request sent in field to
+// start a run: the system workflows (harvest.IsSystemWorkflow) only nodes
+// start.
+func checkWorkflowName(c *gin.Context, field, name string) error {
+	if err := checkText(field, name, maxNameLen, true); err != nil {
+		return err
+	}
+	if harvest.IsSystemWorkflow(name) && !fromNode(c) {
+		return badRequest(codeInvalidArgument, fmt.Sprintf("%s %q: workflows named %q… are reserved for the ones Harvest runs itself", field, name, harvest.SystemWorkflowPrefix))
 	}
 	return nil
 }

@@ -67,6 +67,14 @@ func TestFlowLimitAdmin(t *testing.T) {
 		require.NotContains(t, wf, "per_second", "a workflow has no rate")
 		require.Len(t, b.store.Current().Limits, 2, "what the engines read")
 	})
+	t.Run("ClusterScope", func(t *testing.T) {
+		b := setupLimits(t)
+		res := b.as(t, "admin", http.MethodPut, "/admin/limits/workflow/report", map[string]any{"max_running": 2, "scope": "cluster"})
+		require.Equal(t, http.StatusOK, res.Status, "%s", res.Raw)
+		require.Equal(t, "cluster", res.Body["scope"])
+		require.Equal(t, "cluster", b.list(t)[0].(map[string]any)["scope"])
+		require.True(t, b.store.Current().Limits["workflow/report"].Concurrency().Cluster(), "what the engines read")
+	})
 	t.Run("SetAgainChangesNothingOtherReplaces", func(t *testing.T) {
 		b := setupLimits(t)
 		before := b.list(t)[0].(map[string]any)["updated_at"]
@@ -109,6 +117,10 @@ func TestFlowLimitAdmin(t *testing.T) {
 			{"HugeBurst", "/admin/limits/activity/charge", `{"per_second": 1, "burst": 9000000}`, http.StatusBadRequest, codeInvalidArgument},
 			{"BurstWithoutRate", "/admin/limits/activity/charge", `{"burst": 2}`, http.StatusBadRequest, codeInvalidArgument},
 			{"WorkflowRate", path, `{"max_running": 1, "per_second": 1}`, http.StatusBadRequest, codeInvalidArgument},
+			{"UnknownScope", path, `{"max_running": 1, "scope": "region"}`, http.StatusBadRequest, codeInvalidArgument},
+			{"ScopeWrongType", path, `{"max_running": 1, "scope": 1}`, http.StatusBadRequest, codeInvalidJSON},
+			{"ScopeWithoutMaxRunning", path, `{"scope": "cluster"}`, http.StatusBadRequest, codeInvalidArgument},
+			{"ActivityClusterScope", "/admin/limits/activity/charge", `{"max_running": 1, "scope": "cluster"}`, http.StatusBadRequest, codeInvalidArgument},
 			{"PointerNotAPointer", path, `{"max_running": 1, "key_pointer": "customer"}`, http.StatusBadRequest, codeInvalidArgument},
 			{"PointerBadEscape", path, `{"max_running": 1, "key_pointer": "/a~2"}`, http.StatusBadRequest, codeInvalidArgument},
 			{"PointerNUL", path, `{"max_running": 1, "key_pointer": "/a\u0000"}`, http.StatusBadRequest, codeInvalidJSON},

@@ -28,6 +28,10 @@ func TestReservedKeys(t *testing.T) {
 		{"SignalName", "/workflows/" + id + "/signal/hv:child_closed", map[string]any{"command_id": "1"}, nil},
 		{"SignalWithStartName", "/workflows/block/signal-with-start", map[string]any{"workflow_id": "reserved-sws",
 			"signal_name": "hv:child_closed", "signal_payload": "x"}, nil},
+		{"KeeperSignal", "/workflows/" + id + "/signal/hv:flow_acquire", map[string]any{"chain": "c", "max": 1000}, nil},
+		{"StartSystemWorkflow", "/workflows/hv.flow.keeper/start", map[string]any{"workflow_id": "hv:flow:export/acme"}, nil},
+		{"SignalWithStartSystemWorkflow", "/workflows/hv.flow.keeper/signal-with-start", map[string]any{"workflow_id": "k",
+			"signal_name": "go", "signal_payload": "x"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := b.counts(t)

@@ -106,7 +106,7 @@ func (s *Server) signalWithStartOn(c *gin.Context, shard Shard, pl *engine.Place
 
 func (s *Server) signalWithStartRequest(c *gin.Context) (engine.SignalWithStartRequest, []byte, error) {
 	name := c.Param("id")
-	if err := checkText("workflow name", name, maxNameLen, true); err != nil {
+	if err := checkWorkflowName(c, "workflow name", name); err != nil {
 		return engine.SignalWithStartRequest{}, nil, err
 	}
 	key, hasHeader, err := idempotencyKey(c)

@@ -49,7 +49,7 @@ func given(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "nu
 // answered before any check a fresh start runs (see docs/http-api.md).
 func (s *Server) start(c *gin.Context) {
 	name := c.Param("id")
-	if err := checkText("workflow name", name, maxNameLen, true); err != nil {
+	if err := checkWorkflowName(c, "workflow name", name); err != nil {
 		s.fail(c, err)
 		return
 	}

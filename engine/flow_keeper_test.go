@@ -124,3 +124,23 @@ func keeperState(t *testing.T, e *Engine, workflow, key string) flowkeeper.State
 	require.NoError(t, json.Unmarshal(out, &s))
 	return s
 }
+
+// A keeper is Harvest's own: a cancel request is refused (it would drop
+// the key's slots), and it keeps running.
+func TestKeeperIsNotCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.reg.Register(clusterOneWF))
+	e := b.engine(t)
+	run := start(t, e, StartRequest{WorkflowName: clusterOneWF.Name(), Input: raw(t, "r")})
+	res, err := e.Result(ctxT(t), run.ExecutionID, 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, StateCompleted, res.State)
+	id, err := selfOutbound{e}.Resolve(ctxT(t), flowkeeper.WorkflowName, flowkeeper.WorkflowID(clusterOneWF.Name(), ""))
+	require.NoError(t, err)
+	_, err = e.Cancel(ctxT(t), id, "tidy up")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	d, err := e.Describe(ctxT(t), id)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, d.Execution.State)
+}

@@ -11,8 +11,9 @@ const (
 	// WorkflowName is the keeper's workflow: reserved, a system workflow.
 	WorkflowName = "hv.flow.keeper"
 	// AcquireSignal and ReleaseSignal are what the keeper receives.
-	AcquireSignal = "acquire"
-	ReleaseSignal = "release"
+	// Both are system signals: only Harvest sends them.
+	AcquireSignal = "hv:flow_acquire"
+	ReleaseSignal = "hv:flow_release"
 	// StateQuery answers the keeper's State.
 	StateQuery = "state"
 	// GrantSignal is what the keeper sends a run it gives a slot; the

@@ -35,6 +35,10 @@ func (in *Intake) Cancel(ctx context.Context, id uuid.UUID, reason string) (shar
 		if shardapi.IsTerminal(ex.State) {
 			return &shardapi.TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
+		if harvest.IsSystemWorkflow(ex.WorkflowName) {
+			return fmt.Errorf("%s is a run of %s, Harvest's own: it is not cancelled (an admin may terminate it): %w",
+				ex.ID, ex.WorkflowName, shardapi.ErrInvalidArgument)
+		}
 		if ex.State == shardapi.StateQueued {
 			res.State, res.Newly = shardapi.StateCancelled, true
 			fx, err = runs.CloseNow(ctx, tx, ex, shardapi.StateCancelled, reason, "")
