@@ -55,6 +55,7 @@ type Limit struct {
 type limitBody struct {
 	MaxRunning     int     `json:"max_running"`
 	KeyPointer     string  `json:"key_pointer,omitempty"`
+	Scope          string  `json:"scope,omitempty"`
 	PerSecond      float64 `json:"per_second,omitempty"`
 	Burst          int     `json:"burst,omitempty"`
 	RateKeyPointer string  `json:"rate_key_pointer,omitempty"`
@@ -69,7 +70,7 @@ func (c *Client) SetLimit(ctx context.Context, l Limit) (*Limit, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc, err := encodeBody(limitBody{MaxRunning: l.MaxRunning, KeyPointer: l.KeyPointer,
+	enc, err := encodeBody(limitBody{MaxRunning: l.MaxRunning, KeyPointer: l.KeyPointer, Scope: l.Scope,
 		PerSecond: l.PerSecond, Burst: l.Burst, RateKeyPointer: l.RateKeyPointer})
 	if err != nil {
 		return nil, err

@@ -135,7 +135,7 @@ func limitRows(tw *tabwriter.Writer, l *client.Limit) {
 	kv(tw, "Max running", maxRunning)
 	kv(tw, "Key pointer", dash(l.KeyPointer))
 	if l.Kind == client.LimitWorkflow {
-		kv(tw, "Scope", cmp.Or(l.Scope, "shard"))
+		kv(tw, "Scope", scopeCell(*l))
 	}
 	if l.Kind == client.LimitActivity {
 		kv(tw, "Per second", perSecond)
@@ -145,11 +145,19 @@ func limitRows(tw *tabwriter.Writer, l *client.Limit) {
 	kv(tw, "Updated", stamp(l.UpdatedAt))
 }
 
+// scopeCell is a workflow limit's scope ("-" for an activity's).
+func scopeCell(l client.Limit) string {
+	if l.Kind != client.LimitWorkflow {
+		return "-"
+	}
+	return cmp.Or(l.Scope, "shard")
+}
+
 // limitsTable lists limits by kind, then name.
 func limitsTable(tw *tabwriter.Writer, list []client.Limit) {
-	row(tw, "KIND", "NAME", "MAX RUNNING", "KEY POINTER", "PER SECOND", "BURST", "RATE KEY POINTER", "UPDATED")
+	row(tw, "KIND", "NAME", "MAX RUNNING", "KEY POINTER", "SCOPE", "PER SECOND", "BURST", "RATE KEY POINTER", "UPDATED")
 	for _, l := range list {
 		maxRunning, perSecond, burst := limitCells(l)
-		row(tw, l.Kind, l.Name, maxRunning, dash(l.KeyPointer), perSecond, burst, dash(l.RateKeyPointer), stamp(l.UpdatedAt))
+		row(tw, l.Kind, l.Name, maxRunning, dash(l.KeyPointer), scopeCell(l), perSecond, burst, dash(l.RateKeyPointer), stamp(l.UpdatedAt))
 	}
 }

@@ -23,9 +23,13 @@ func TestLimitCommands(t *testing.T) {
 		require.Equal(t, "counter", cell(t, table, "Name"))
 		require.Equal(t, "1", cell(t, table, "Max running"))
 		require.Equal(t, "-", cell(t, table, "Key pointer"))
+		require.Equal(t, "shard", cell(t, table, "Scope"))
 		require.NotContains(t, table, "Per second", "a workflow has no rate")
 		m := b.okJSON(t, b.as(b.admin, "limit", "set", "workflow", "counter", "--max-running", "1")...)
 		require.Equal(t, float64(1), m["max_running"], "the same limit again")
+		cluster := b.ok(t, b.as(b.admin, "limit", "set", "workflow", "export", "--max-running", "3", "--scope", "cluster")...)
+		require.Equal(t, "cluster", cell(t, cluster, "Scope"))
+		b.ok(t, b.as(b.admin, "limit", "delete", "workflow", "export")...)
 	})
 	t.Run("TheLimitHolds", func(t *testing.T) {
 		require.Equal(t, "RUNNING", startCounter(t))
@@ -55,6 +59,8 @@ func TestLimitCommands(t *testing.T) {
 			{"limit", "set", "workflow", "counter", "--max-running", "-1"},
 			{"limit", "set", "workflow", "counter", "--max-running", "1", "--key-pointer", "customer"},
 			{"limit", "set", "activity", "noop_step", "--per-second", "1e9"},
+			{"limit", "set", "workflow", "counter", "--max-running", "1", "--scope", "planet"},
+			{"limit", "set", "activity", "noop_step", "--max-running", "1", "--scope", "cluster"},
 		} {
 			r := b.ctl(t, b.as(b.admin, args...)...)
 			require.Equal(t, exitFailure, r.code, "%v: stderr: %s", args, r.stderr)
@@ -65,10 +71,10 @@ func TestLimitCommands(t *testing.T) {
 		table := b.ok(t, b.as(b.admin, "limit", "list")...)
 		wf := rows(table, "workflow")
 		require.Len(t, wf, 1, table)
-		require.Equal(t, []string{"workflow", "counter", "1", "-", "-", "-", "-"}, wf[0][:7], "nothing refused was stored")
+		require.Equal(t, []string{"workflow", "counter", "1", "-", "shard", "-", "-", "-"}, wf[0][:8], "nothing refused was stored")
 		act := rows(table, "activity")
 		require.Len(t, act, 1, table)
-		require.Equal(t, []string{"activity", "noop_step", "-", "-", "2.5", "3", "/tenant"}, act[0][:7])
+		require.Equal(t, []string{"activity", "noop_step", "-", "-", "-", "2.5", "3", "/tenant"}, act[0][:8])
 		m := b.okJSON(t, b.as(b.admin, "limit", "list")...)
 		require.Len(t, m["limits"], 2)
 	})
