@@ -45,11 +45,12 @@ func registerKeeper(reg *harvest.Registry) error {
 func (e *Engine) limits() store.Limits {
 	var lim store.Limits
 	for _, l := range e.flowLimits() {
+		tokens, _ := harvest.ParsePointer(l.KeyPointer) // checked when the limit was declared or set
 		if l.Scope == harvest.ScopeCluster {
 			lim.Cluster, lim.ClusterMax = append(lim.Cluster, l.WorkflowName), append(lim.ClusterMax, int32(l.MaxRunning))
+			lim.ClusterPaths = append(lim.ClusterPaths, store.PointerPath(tokens))
 			continue
 		}
-		tokens, _ := harvest.ParsePointer(l.KeyPointer) // checked when the limit was declared or set
 		lim.Names, lim.Max = append(lim.Names, l.WorkflowName), append(lim.Max, int32(l.MaxRunning))
 		lim.Paths = append(lim.Paths, store.PointerPath(tokens))
 	}

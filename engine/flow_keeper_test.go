@@ -144,3 +144,43 @@ func TestKeeperIsNotCancelled(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StateRunning, d.Execution.State)
 }
+
+// Runs that were RUNNING before their workflow's limit was counted
+// across the cluster are adopted by the key's keeper: they hold its slots
+// (over the limit), so a new start waits until they closed below it.
+func TestKeeperAdoptsRunningRuns(t *testing.T) {
+	t.Parallel()
+	var rt atomic.Pointer[RuntimeLimits]
+	rt.Store(&RuntimeLimits{})
+	b := setup(t)
+	e := b.engine(t, func(c *Config) { c.Limits = func() RuntimeLimits { return *rt.Load() } })
+	var running []uuid.UUID
+	for range 2 {
+		res := start(t, e, StartRequest{WorkflowName: blockWF.Name()})
+		require.Equal(t, StateRunning, res.State)
+		running = append(running, res.ExecutionID)
+	}
+	rt.Store(&RuntimeLimits{Workflows: map[string]harvest.ConcurrencyLimit{
+		blockWF.Name(): {MaxRunning: 1, Scope: harvest.ScopeCluster}}})
+	e.flow.Queued()
+	late := start(t, e, StartRequest{WorkflowName: blockWF.Name()})
+	require.Equal(t, StateQueued, late.State)
+	eventually(t, "the keeper counts the two running runs and the new one waits", func() bool {
+		if _, err := (selfOutbound{e}).Resolve(ctxT(t), flowkeeper.WorkflowName, flowkeeper.WorkflowID(blockWF.Name(), "")); err != nil {
+			return false // not started yet
+		}
+		s := keeperState(t, e, blockWF.Name(), "")
+		return len(s.Holders) == 2 && len(s.Waiting) == 1
+	})
+	for i, id := range running {
+		require.Equal(t, StateQueued, runStates(t, b.pool, late.ExecutionID)[late.ExecutionID], "held back while %d adopted runs run", 2-i)
+		_, err := e.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "go", Payload: raw(t, "done")})
+		require.NoError(t, err)
+		res, err := e.Result(ctxT(t), id, 20*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, StateCompleted, res.State)
+	}
+	eventually(t, "the new run granted once both closed", func() bool {
+		return runStates(t, b.pool, late.ExecutionID)[late.ExecutionID] == StateRunning
+	})
+}

@@ -57,6 +57,10 @@ type Acquire struct {
 	Weight int `json:"weight,omitempty"`
 	// Max is the limit in force when the run started.
 	Max int `json:"max"`
+	// Held: the run runs already (it started before its limit was
+	// counted across the cluster): it holds a slot at once, over the
+	// limit if need be, and is sent no grant.
+	Held bool `json:"held,omitempty"`
 }
 
 // Release is the payload of the release signal: the chain closed, or its
@@ -81,8 +85,13 @@ func (s *State) Acquire(a Acquire) []Entry {
 		return s.grants()
 	}
 	s.Arrivals++
-	s.Waiting = append(s.Waiting, Entry{Chain: a.Chain, Execution: a.Execution, Priority: cmp.Or(a.Priority, harvest.PriorityDefault),
-		Fairness: a.Fairness, Turn: s.lastTurn(a.Fairness) + TurnScale/int64(max(a.Weight, 1)), Arrival: s.Arrivals})
+	e := Entry{Chain: a.Chain, Execution: a.Execution, Priority: cmp.Or(a.Priority, harvest.PriorityDefault),
+		Fairness: a.Fairness, Turn: s.lastTurn(a.Fairness) + TurnScale/int64(max(a.Weight, 1)), Arrival: s.Arrivals}
+	if a.Held {
+		s.Holders = append(s.Holders, e)
+		return nil
+	}
+	s.Waiting = append(s.Waiting, e)
 	return s.grants()
 }
 

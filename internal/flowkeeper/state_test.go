@@ -63,6 +63,16 @@ func TestState(t *testing.T) {
 		}
 		require.Equal(t, []string{"b", "c", "d"}, chains(s.Acquire(acq("d", 4))))
 	})
+	t.Run("AHeldAcquireHoldsAtOnceOverTheLimit", func(t *testing.T) {
+		t.Parallel()
+		s := &State{}
+		s.Acquire(acq("a", 1))
+		require.Empty(t, s.Acquire(Acquire{Chain: "b", Execution: "x-b", Max: 1, Held: true}), "no grant for a run that runs")
+		require.Equal(t, []string{"a", "b"}, chains(s.Holders))
+		require.Empty(t, s.Acquire(acq("c", 1)))
+		require.Empty(t, s.Release(Release{Chain: "a"}), "still one holder: the limit")
+		require.Equal(t, []string{"c"}, chains(s.Release(Release{Chain: "b"})))
+	})
 	t.Run("PriorityComesFirst", func(t *testing.T) {
 		t.Parallel()
 		s := &State{}

@@ -151,23 +151,48 @@ func (x *Dispatcher) adopt(ctx context.Context) error {
 	}
 	x.adoptedAt = time.Now()
 	lim := x.d.Limits()
-	sig := strings.Join(lim.Names, "\x00") + "\x01" + strings.Join(lim.Paths, "\x00")
+	sig := strings.Join(lim.Names, "\x00") + "\x01" + strings.Join(lim.Paths, "\x00") + "\x01" +
+		strings.Join(lim.Cluster, "\x00") + "\x01" + strings.Join(lim.ClusterPaths, "\x00")
 	if sig == x.adopted {
 		return nil
 	}
-	if len(lim.Names) > 0 {
-		var n int64
+	if len(lim.Names) > 0 || len(lim.Cluster) > 0 {
+		var n, keepers int64
 		err := x.d.Fence.Do(ctx, func(tx *fence.Tx) (err error) {
-			n, err = store.AdoptRunning(ctx, tx, lim)
+			if n, err = adoptRunning(ctx, tx, lim); err != nil {
+				return err
+			}
+			keepers, err = adoptKeepers(ctx, tx, lim)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("adopt running runs: %w", err)
 		}
-		if n > 0 {
-			x.d.Log.Info().Int64("runs", n).Msg("running runs of newly limited workflows hold slots")
+		if n+keepers > 0 {
+			x.d.Log.Info().Int64("runs", n).Int64("keepers_runs", keepers).Msg("running runs of newly limited workflows hold slots")
+		}
+		if keepers > 0 {
+			x.d.WakeOutbox(ctx)
 		}
 	}
 	x.adopted = sig
 	return nil
+}
+
+// adoptRunning adopts the running runs of the workflows limited per
+// shard (store.AdoptRunning).
+func adoptRunning(ctx context.Context, tx *fence.Tx, lim store.Limits) (int64, error) {
+	if len(lim.Names) == 0 {
+		return 0, nil
+	}
+	return store.AdoptRunning(ctx, tx, lim)
+}
+
+// adoptKeepers makes the keepers of the workflows limited across the
+// cluster count their running runs no keeper counts (store.AdoptKeepers).
+func adoptKeepers(ctx context.Context, tx *fence.Tx, lim store.Limits) (int64, error) {
+	if len(lim.Cluster) == 0 {
+		return 0, nil
+	}
+	return store.AdoptKeepers(ctx, tx, lim)
 }

@@ -111,6 +111,8 @@ type Limits struct {
 	// dispatcher asks, and never promotes, their queued runs.
 	Cluster    []string
 	ClusterMax []int32
+	// ClusterPaths are their key pointers' paths, as Paths.
+	ClusterPaths []string
 	// Paths are the JSON arrays of the limits' key pointers' reference
 	// tokens (empty: a limit on the name alone).
 	Paths []string

@@ -58,6 +58,45 @@ func AskKeepers(ctx context.Context, q Querier, lim Limits, max int) (int64, err
 	return tag.RowsAffected(), err
 }
 
+// adoptKeepersSQL makes the keepers count the RUNNING runs of the
+// workflows $1 (limits $2, key paths $3) that no keeper counts (runs
+// started before their limit was counted across the cluster): each is
+// marked as its keeper's, with the key its input gives ("" when the value
+// is missing; a key it holds already stays), and its acquire says it
+// holds a slot already (held), which the keeper counts whatever the
+// limit, as a lowered limit lets the runs over it finish.
+const adoptKeepersSQL = `
+	WITH lim AS (
+	    SELECT u.n AS name, u.m AS max, ARRAY(SELECT jsonb_array_elements_text(u.p::jsonb)) AS path
+	      FROM unnest($1::text[], $2::int[], $3::text[]) AS u(n, m, p)
+	), adopted AS (
+	    UPDATE harvest_executions x
+	       SET flow_asked = true,
+	           flow_key = coalesce(x.flow_key, CASE WHEN cardinality(l.path) = 0 THEN '' ELSE coalesce(x.input #>> l.path, '') END),
+	           priority = coalesce(x.priority, 3), fairness_key = coalesce(x.fairness_key, ''),
+	           flow_since = coalesce(x.flow_since, clock_timestamp())
+	      FROM lim l
+	     WHERE x.workflow_name = l.name AND x.state = 'RUNNING' AND NOT x.flow_asked
+	    RETURNING x.execution_id, coalesce(x.chain_id, x.execution_id)::text AS chain, x.workflow_name, x.flow_key,
+	              x.priority, x.fairness_key AS fairness, l.max
+	)
+	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)
+	SELECT a.execution_id, '` + FlowAcquireKeyPrefix + `' || a.chain, '` + FlowAcquireKind + `',
+	       jsonb_build_object('workflow', a.workflow_name, 'key', a.flow_key,
+	                          'acquire', jsonb_build_object('chain', a.chain, 'execution', a.execution_id::text,
+	                                                        'priority', a.priority, 'fairness', a.fairness, 'max', a.max,
+	                                                        'held', true))
+	  FROM adopted a
+	ON CONFLICT DO NOTHING`
+
+// AdoptKeepers makes the keepers of lim's workflows limited across the
+// cluster count their RUNNING runs no keeper counts (adoptKeepersSQL); it
+// returns how many it adopted.
+func AdoptKeepers(ctx context.Context, q Querier, lim Limits) (int64, error) {
+	tag, err := q.Exec(ctx, adoptKeepersSQL, lim.Cluster, lim.ClusterMax, lim.ClusterPaths)
+	return tag.RowsAffected(), err
+}
+
 // QueueGrantSlots queues, for the keepers' grants to the runs ids, the
 // promotion of those still QUEUED whose keeper holds their slots: RUNNING,
 // their first workflow task due now.
