@@ -6,3 +6,5 @@
 -- outbox row in the close's transaction). A continue-as-new successor
 -- keeps it, as it keeps the slot.
 ALTER TABLE harvest_executions ADD COLUMN flow_asked boolean NOT NULL DEFAULT false;
+-- Lean statistics, as migration 006 set for every column.
+ALTER TABLE harvest_executions ALTER COLUMN flow_asked SET STATISTICS 10;

@@ -81,8 +81,11 @@ func TestKeeper(t *testing.T) {
 	var chain string
 	env.Output(runs[2].ExecutionID, &chain)
 	require.Equal(t, "c2", chain, "the release granted the waiter, in the task that continued as new")
-	next := env.Describe(keeper.ExecutionID).Execution.ContinuedTo
-	require.NotNil(t, next, "the fourth signal ends the run (Every 4)")
+	// The fourth signal ends the run (Every 4), once its grant's answer
+	// came back to it.
+	next := env.WaitFor(keeper.ExecutionID, "the keeper continued as new", func(d engine.Description) bool {
+		return d.Execution.ContinuedTo != nil
+	}).Execution.ContinuedTo
 	s := state(t, env, *next)
 	held, waiting = holders(s)
 	require.Equal(t, []string{"c1", "c2"}, held)
