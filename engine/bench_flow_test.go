@@ -117,3 +117,31 @@ func BenchmarkDispatch(b *testing.B) {
 	waitRunning(b, e, benchLimitedWF.Name())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 }
+
+// benchClusterWF is block under a limit counted across the cluster that
+// the benchmark never reaches: one key, so one keeper grants every run.
+var benchClusterWF = harvest.NewWorkflow("block_cluster", func(ctx harvest.Context, _ string) (string, error) {
+	return goSignal.Receive(ctx)
+}).WithConcurrency(harvest.ConcurrencyLimit{MaxRunning: 1 << 30, Scope: harvest.ScopeCluster})
+
+// BenchmarkDispatchCluster is BenchmarkDispatch for a limit counted
+// across the cluster: b.N runs made due at once, timed until every one
+// is RUNNING with its first task run — each asked of the key's keeper
+// (an outbox row, a keyed signal, a keeper task) and granted by it (an
+// external signal whose transaction makes the run RUNNING).
+func BenchmarkDispatchCluster(b *testing.B) {
+	e := benchEngine(b)
+	require.NoError(b, e.reg.Register(benchClusterWF))
+	at := time.Now().Add(time.Hour)
+	for i := range b.N {
+		_, err := e.StartWorkflow(context.Background(), StartRequest{WorkflowName: benchClusterWF.Name(), StartAt: &at,
+			IdempotencyKey: fmt.Sprint("d", i)})
+		require.NoError(b, err)
+	}
+	b.ResetTimer()
+	_, err := e.pool.Exec(context.Background(), `UPDATE harvest_executions SET start_at = now() WHERE state = 'QUEUED'`)
+	require.NoError(b, err)
+	e.flow.Queued()
+	waitRunning(b, e, benchClusterWF.Name())
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}

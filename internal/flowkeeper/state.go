@@ -24,6 +24,14 @@ type State struct {
 	// Holders hold a slot, Waiting wait for one.
 	Holders []Entry `json:"holders,omitempty"`
 	Waiting []Entry `json:"waiting,omitempty"`
+	// Released are the chains whose release came before their acquire
+	// (the outbox performs rows in no set order): their acquire, when it
+	// comes, is dropped. Refused are the chains whose grant their run
+	// refused (it closed) before their release came: the release, when
+	// it comes, is not remembered. Each chain has one acquire and one
+	// release, so every mark is taken out again.
+	Released []string `json:"released,omitempty"`
+	Refused  []string `json:"refused,omitempty"`
 	// Arrivals numbers the acquires, for the order within a priority
 	// and turn.
 	Arrivals int64 `json:"arrivals,omitempty"`
@@ -84,6 +92,9 @@ func (s *State) Acquire(a Acquire) []Entry {
 	if s.find(a.Chain) {
 		return s.grants()
 	}
+	if unmark(&s.Released, a.Chain) {
+		return nil // its chain closed already
+	}
 	s.Arrivals++
 	e := Entry{Chain: a.Chain, Execution: a.Execution, Priority: cmp.Or(a.Priority, harvest.PriorityDefault),
 		Fairness: a.Fairness, Turn: s.lastTurn(a.Fairness) + TurnScale/int64(max(a.Weight, 1)), Arrival: s.Arrivals}
@@ -96,11 +107,46 @@ func (s *State) Acquire(a Acquire) []Entry {
 }
 
 // Release frees the chain's slot, or takes it out of the waiters, and
-// returns the waiters that hold a slot now.
+// returns the waiters that hold a slot now. A release of a chain the
+// keeper does not know came before its acquire: it is remembered, so that
+// the acquire is dropped.
 func (s *State) Release(r Release) []Entry {
-	s.Holders = slices.DeleteFunc(s.Holders, func(e Entry) bool { return e.Chain == r.Chain })
-	s.Waiting = slices.DeleteFunc(s.Waiting, func(e Entry) bool { return e.Chain == r.Chain })
+	switch {
+	case s.find(r.Chain):
+		return s.drop(r.Chain)
+	case unmark(&s.Refused, r.Chain):
+	case !slices.Contains(s.Released, r.Chain):
+		s.Released = append(s.Released, r.Chain)
+	}
+	return nil
+}
+
+// Refuse frees the slot of a chain whose run refused its grant (it
+// closed, its release not here yet) and returns the waiters that hold a
+// slot now; the release, when it comes, changes nothing.
+func (s *State) Refuse(chain string) []Entry {
+	if !s.find(chain) {
+		return nil // released already
+	}
+	s.Refused = append(s.Refused, chain)
+	return s.drop(chain)
+}
+
+// drop frees the chain's slot, or takes it out of the waiters, and
+// returns the waiters that hold a slot now.
+func (s *State) drop(chain string) []Entry {
+	s.Holders = slices.DeleteFunc(s.Holders, func(e Entry) bool { return e.Chain == chain })
+	s.Waiting = slices.DeleteFunc(s.Waiting, func(e Entry) bool { return e.Chain == chain })
 	return s.grants()
+}
+
+// unmark takes chain out of marks, and reports whether it was there.
+func unmark(marks *[]string, chain string) bool {
+	i := slices.Index(*marks, chain)
+	if i >= 0 {
+		*marks = slices.Delete(*marks, i, i+1)
+	}
+	return i >= 0
 }
 
 // find reports whether the chain holds or waits.

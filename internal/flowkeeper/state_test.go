@@ -38,6 +38,7 @@ func TestState(t *testing.T) {
 		require.Equal(t, []string{"b"}, chains(s.Release(Release{Chain: "a"})))
 		require.Equal(t, []string{"b"}, chains(s.Holders))
 		require.Empty(t, s.Release(Release{Chain: "nobody"}), "an unknown chain frees nothing")
+		s.Released = nil
 		require.Empty(t, s.Release(Release{Chain: "c"}), "a waiter's release takes it out of the queue")
 		require.Empty(t, s.Waiting)
 		require.Empty(t, s.Release(Release{Chain: "b"}))
@@ -72,6 +73,32 @@ func TestState(t *testing.T) {
 		require.Empty(t, s.Acquire(acq("c", 1)))
 		require.Empty(t, s.Release(Release{Chain: "a"}), "still one holder: the limit")
 		require.Equal(t, []string{"c"}, chains(s.Release(Release{Chain: "b"})))
+	})
+	t.Run("AReleaseBeforeItsAcquireDropsIt", func(t *testing.T) {
+		t.Parallel()
+		s := &State{}
+		require.Empty(t, s.Release(Release{Chain: "early"}))
+		require.Equal(t, []string{"early"}, s.Released)
+		require.Empty(t, s.Acquire(Acquire{Chain: "early", Execution: "x", Max: 1, Held: true}), "its chain closed: no slot")
+		require.Empty(t, s.Holders)
+		require.Empty(t, s.Released, "the acquire consumed the mark")
+		require.Equal(t, []string{"next"}, chains(s.Acquire(acq("next", 1))), "the slot stayed free")
+	})
+	t.Run("ARefusedGrantFreesTheSlotOnce", func(t *testing.T) {
+		t.Parallel()
+		s := &State{}
+		s.Acquire(acq("a", 1))
+		s.Acquire(acq("b", 1))
+		require.Equal(t, []string{"b"}, chains(s.Refuse("a")), "a's run closed: its slot goes to b")
+		require.Empty(t, s.Release(Release{Chain: "a"}), "a's release after its refusal")
+		require.Empty(t, s.Released, "nothing left to drop")
+		require.Empty(t, s.Refused)
+		require.Empty(t, s.Refuse("b"), "b's run refused its grant")
+		require.Empty(t, s.Release(Release{Chain: "b"}))
+		require.Empty(t, s.Refuse("b"), "a refusal after the release changes nothing")
+		require.Empty(t, s.Released)
+		require.Empty(t, s.Refused)
+		require.Empty(t, s.Holders)
 	})
 	t.Run("PriorityComesFirst", func(t *testing.T) {
 		t.Parallel()

@@ -94,7 +94,7 @@ func (k *keeper) send(ctx harvest.Context, grants []Entry) {
 		k.sel.AddFuture(f, func() {
 			k.pending--
 			if _, err := f.Get(ctx); err != nil {
-				k.send(ctx, k.s.Release(Release{Chain: g.Chain}))
+				k.send(ctx, k.s.Refuse(g.Chain))
 			}
 		})
 	}
