@@ -133,8 +133,17 @@ func (p *Postgres) Restart(down time.Duration) error {
 }
 
 // DSN is the URL of database db as the nodes and the checker use it.
+//
+// Its connect timeout is 10 s. With 2 s, a PostgreSQL restart twice left
+// the shard owners unable to connect for four minutes (CI and a local
+// run, 2026-12-07): right after the restart every pool opened up to 32
+// connections at once on two cores, none finished its startup within
+// 2 s, each abandoned one was tried again, and PostgreSQL forked
+// backends for attempts nobody waited for (about 40 a second) while the
+// node that owned no shard connected at once. A timeout that outlasts a
+// loaded startup ends that loop.
 func (p *Postgres) DSN(db string) string {
-	return fmt.Sprintf("postgres://postgres@%s:%d/%s?sslmode=disable&connect_timeout=2", p.Host, p.Port, db)
+	return fmt.Sprintf("postgres://postgres@%s:%d/%s?sslmode=disable&connect_timeout=10", p.Host, p.Port, db)
 }
 
 // CreateDB creates an empty database (harvestd migrates it on first use).
