@@ -279,6 +279,10 @@ func TestActivityRateLimit(t *testing.T) {
 		t.Parallel()
 		starts := &startTimes{}
 		b, e1 := setupPaced(t, harvest.RateLimit{PerSecond: 1, Burst: 10}, starts)
+		// The bucket is made full at the first claim, which comes after
+		// this: the clock both sides read (PostgreSQL's now() and ours)
+		// is the machine's.
+		before := time.Now()
 		burst := start(t, e1, StartRequest{WorkflowName: "pace", Input: raw(t, 10)})
 		// The burst empties the bucket. Its run closes first: an attempt
 		// the crash cut short would be tried again in its slot, with no
@@ -286,14 +290,17 @@ func TestActivityRateLimit(t *testing.T) {
 		require.Equal(t, StateCompleted, waitClosed(t, e1, burst.ExecutionID).State)
 		crash(e1)
 		e2 := b.engine(t)
-		start(t, e2, StartRequest{WorkflowName: "pace", Input: raw(t, 2)})
-		waitStarts(t, starts, 12, 30*time.Second)
-		// The bucket held 10 tokens when the first call was claimed and
-		// gains one a second: twelve claims take at least two seconds,
-		// however long the burst and the restart took (less a little: a
-		// call begins a moment after its claim). A bucket reset by the
-		// restart would have let the last two in at once.
-		require.GreaterOrEqual(t, starts.first(11).Sub(starts.first(0)), 1900*time.Millisecond,
-			"twelve calls at 1 a second with a burst of 10, across a restart")
+		restarted := time.Now()
+		start(t, e2, StartRequest{WorkflowName: "pace", Input: raw(t, 3)})
+		waitStarts(t, starts, 13, 30*time.Second)
+		// The bucket held 10 tokens at the first claim and gains one a
+		// second: the thirteenth claim, and so its call, comes at least
+		// three seconds after the first claim, so after before, however
+		// late any call began after its claim. A bucket reset by the
+		// restart would have let the last three in at once, as soon as
+		// the new engine claimed them.
+		t.Logf("burst and restart took %s", restarted.Sub(before))
+		require.GreaterOrEqual(t, starts.first(12).Sub(before), 3*time.Second,
+			"thirteen calls at 1 a second with a burst of 10, across a restart")
 	})
 }
