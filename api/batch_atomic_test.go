@@ -89,6 +89,7 @@ func TestBatchStartAtomic(t *testing.T) {
 			{"UnknownWorkflow", map[string]any{"workflow_name": "no_such_workflow"}, http.StatusNotFound, codeUnknownWorkflow},
 			{"BadInput", map[string]any{"workflow_name": "typed", "input": map[string]any{"user_id": 0}}, http.StatusUnprocessableEntity, "invalid_input"},
 			{"EmptyName", map[string]any{"workflow_name": ""}, http.StatusBadRequest, codeInvalidArgument},
+			{"SystemWorkflow", map[string]any{"workflow_name": "hv.flow.keeper", "workflow_id": "hv:flow:x"}, http.StatusBadRequest, codeInvalidArgument},
 			{"ReservedKey", map[string]any{"workflow_name": "block", "idempotency_key": "hv:forged"}, http.StatusBadRequest, codeInvalidArgument},
 			{"EmptyKey", map[string]any{"workflow_name": "block", "idempotency_key": ""}, http.StatusBadRequest, codeInvalidArgument},
 			{"UnknownField", map[string]any{"workflow_name": "block", "nope": 1}, http.StatusBadRequest, codeInvalidJSON},

@@ -42,6 +42,8 @@ func TestBatchDirectAnswersAsTheRoute(t *testing.T) {
 		{"UnknownWorkflow", "no_such_workflow", map[string]any{}, map[string]any{}, 404, true},
 		{"ReservedKey", "onboarding", map[string]any{"idempotency_key": "hv:x"},
 			map[string]any{"idempotency_key": "hv:x"}, 400, true},
+		{"SystemWorkflow", "hv.flow.keeper", map[string]any{"workflow_id": "hv:flow:direct"},
+			map[string]any{"workflow_id": "hv:flow:direct"}, 400, true},
 		{"WorkflowIDTooLong", "onboarding", map[string]any{"workflow_id": long},
 			map[string]any{"workflow_id": long}, 400, true},
 	}
