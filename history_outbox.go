@@ -51,7 +51,7 @@ func IsSystemSignal(name string) bool { return strings.HasPrefix(name, ReservedP
 
 // SystemWorkflowPrefix starts the names of the workflows Harvest runs
 // itself (the keeper of a limit counted across the cluster): only Harvest
-// starts them, and they are not cancelled (an admin may terminate one).
+// starts them, and they are neither cancelled nor terminated by hand.
 const SystemWorkflowPrefix = "hv."
 
 // IsSystemWorkflow reports whether name is a workflow only Harvest starts.

@@ -126,9 +126,9 @@ func keeperState(t *testing.T, e *Engine, workflow, key string) flowkeeper.State
 	return s
 }
 
-// A keeper is Harvest's own: a cancel request is refused (it would drop
+// A keeper is Harvest's own: a cancel or a terminate is refused (either would drop
 // the key's slots), and it keeps running.
-func TestKeeperIsNotCancelled(t *testing.T) {
+func TestKeeperIsNotClosedByHand(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	require.NoError(t, b.reg.Register(clusterOneWF))
@@ -141,6 +141,8 @@ func TestKeeperIsNotCancelled(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.Cancel(ctxT(t), id, "tidy up")
 	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = e.Terminate(ctxT(t), id, "tidy up")
+	require.ErrorIs(t, err, ErrInvalidArgument, "a keeper's successor would start with no slots")
 	d, err := e.Describe(ctxT(t), id)
 	require.NoError(t, err)
 	require.Equal(t, StateRunning, d.Execution.State)

@@ -35,9 +35,8 @@ func (in *Intake) Cancel(ctx context.Context, id uuid.UUID, reason string) (shar
 		if shardapi.IsTerminal(ex.State) {
 			return &shardapi.TerminalError{ExecutionID: ex.ID.String(), State: ex.State}
 		}
-		if harvest.IsSystemWorkflow(ex.WorkflowName) {
-			return fmt.Errorf("%s is a run of %s, Harvest's own: it is not cancelled (an admin may terminate it): %w",
-				ex.ID, ex.WorkflowName, shardapi.ErrInvalidArgument)
+		if err := refuseSystem(ex, "cancelled"); err != nil {
+			return err
 		}
 		if ex.State == shardapi.StateQueued {
 			res.State, res.Newly = shardapi.StateCancelled, true
@@ -77,7 +76,9 @@ func hasCancelRequest(ctx context.Context, tx *fence.Tx, id uuid.UUID) (bool, er
 
 // Terminate force-closes a run as TERMINATED and releases its workflow id.
 // Terminating a closed run is a no-op (Newly=false); terminating a run
-// that continued as new terminates its chain's current run.
+// that continued as new terminates its chain's current run. A system
+// workflow's run (a keeper, whose state is the slots it holds) is not
+// terminated.
 func (in *Intake) Terminate(ctx context.Context, id uuid.UUID, reason string) (shardapi.CloseResult, error) {
 	return in.close(ctx, id, shardapi.StateTerminated, reason)
 }
@@ -96,6 +97,9 @@ func (in *Intake) close(ctx context.Context, id uuid.UUID, state, reason string)
 			res.State = ex.State
 			return nil
 		}
+		if err := refuseSystem(ex, "terminated"); err != nil {
+			return err
+		}
 		res.State, res.Newly = state, true
 		fx, err = runs.CloseNow(ctx, tx, ex, state, reason, "")
 		return err
@@ -105,4 +109,14 @@ func (in *Intake) close(ctx context.Context, id uuid.UUID, state, reason string)
 	}
 	in.d.Settle(ctx, fx, nil)
 	return res, nil
+}
+
+// refuseSystem refuses to close by hand (how: "cancelled", "terminated")
+// a run of a system workflow: a keeper's state is the slots it holds, and
+// a successor would start with none.
+func refuseSystem(ex *store.Exec, how string) error {
+	if !harvest.IsSystemWorkflow(ex.WorkflowName) {
+		return nil
+	}
+	return fmt.Errorf("%s is a run of %s, Harvest's own: it is not %s: %w", ex.ID, ex.WorkflowName, how, shardapi.ErrInvalidArgument)
 }
