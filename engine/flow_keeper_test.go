@@ -187,3 +187,36 @@ func TestKeeperAdoptsRunningRuns(t *testing.T) {
 		return runStates(t, b.pool, late.ExecutionID)[late.ExecutionID] == StateRunning
 	})
 }
+
+// clusterBlockWF is limited to one run at once across the cluster; its
+// runs wait for the go signal.
+var clusterBlockWF = harvest.NewWorkflow("cluster_block", func(ctx harvest.Context, _ string) (string, error) {
+	return goSignal.Receive(ctx)
+}).WithConcurrency(harvest.ConcurrencyLimit{MaxRunning: 1, Scope: harvest.ScopeCluster})
+
+// A queued run's fairness weight reaches its keeper, which takes its
+// turn by it (TurnScale / weight), from a start batch's insert and from a
+// signal-with-start's.
+func TestKeeperCarriesFairnessWeight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.reg.Register(clusterBlockWF))
+	e := b.engine(t)
+	start(t, e, StartRequest{WorkflowName: clusterBlockWF.Name(), FairnessKey: "holder"})
+	eventually(t, "the first run holds the slot", func() bool {
+		_, err := selfOutbound{e}.Resolve(ctxT(t), flowkeeper.WorkflowName, flowkeeper.WorkflowID(clusterBlockWF.Name(), ""))
+		return err == nil && len(keeperState(t, e, clusterBlockWF.Name(), "").Holders) == 1
+	})
+	start(t, e, StartRequest{WorkflowName: clusterBlockWF.Name(), FairnessKey: "heavy", FairnessWeight: 4})
+	_, err := e.SignalWithStart(ctxT(t), SignalWithStartRequest{SignalName: goSignal.Name(), SignalPayload: raw(t, "x"),
+		Start: StartRequest{WorkflowName: clusterBlockWF.Name(), WorkflowID: "sws", FairnessKey: "medium", FairnessWeight: 2}})
+	require.NoError(t, err)
+	turns := map[string]int64{}
+	eventually(t, "both runs wait at the keeper", func() bool {
+		for _, w := range keeperState(t, e, clusterBlockWF.Name(), "").Waiting {
+			turns[w.Fairness] = w.Turn
+		}
+		return len(turns) == 2
+	})
+	require.Equal(t, map[string]int64{"heavy": flowkeeper.TurnScale / 4, "medium": flowkeeper.TurnScale / 2}, turns)
+}

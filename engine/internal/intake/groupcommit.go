@@ -624,7 +624,8 @@ func (c *runColumns) queue(b *pgx.Batch) {
 // and fairness key.
 func runFlows(flows []*store.Flow) store.RunFlows {
 	n := len(flows)
-	out := store.RunFlows{Keys: make([]*string, n), Fairness: make([]*string, n), Priority: make([]*int16, n), Rank: make([]int64, n)}
+	out := store.RunFlows{Keys: make([]*string, n), Fairness: make([]*string, n), Priority: make([]*int16, n),
+		Weight: make([]*int16, n), Rank: make([]int64, n)}
 	seen := make(map[store.Flow]int64)
 	for i, f := range flows {
 		if f == nil {
@@ -634,7 +635,7 @@ func runFlows(flows []*store.Flow) store.RunFlows {
 		if !f.Held {
 			seen[turn] += f.Step() // a run that takes its slot at once takes no turn
 		}
-		out.Keys[i], out.Fairness[i], out.Priority[i], out.Rank[i] = &f.Key, &f.Fairness, &f.Priority, seen[turn]
+		out.Keys[i], out.Fairness[i], out.Priority[i], out.Weight[i], out.Rank[i] = &f.Key, &f.Fairness, &f.Priority, &f.Weight, seen[turn]
 	}
 	return out
 }

@@ -28,7 +28,8 @@ const (
 
 // askKeepersSQL marks up to $3 queued runs of the workflows $1 (limits
 // $2) as their keepers' (flow_asked), and inserts the outbox row of each
-// one's acquire, in one statement. A delayed run asks once it is due.
+// one's acquire (with its fairness weight, migration 028), in one
+// statement. A delayed run asks once it is due.
 const askKeepersSQL = `
 	WITH lim AS (
 	    SELECT * FROM unnest($1::text[], $2::int[]) AS l(name, max)
@@ -40,13 +41,15 @@ const askKeepersSQL = `
 	             ORDER BY created_at LIMIT $3) c
 	     WHERE x.execution_id = c.execution_id AND x.state = 'QUEUED' AND NOT x.flow_asked
 	    RETURNING x.execution_id, coalesce(x.chain_id, x.execution_id)::text AS chain, x.workflow_name,
-	              coalesce(x.flow_key, '') AS flow_key, coalesce(x.priority, 3) AS priority, coalesce(x.fairness_key, '') AS fairness
+	              coalesce(x.flow_key, '') AS flow_key, coalesce(x.priority, 3) AS priority, coalesce(x.fairness_key, '') AS fairness,
+	              coalesce(x.fairness_weight, 1) AS weight
 	)
 	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)
 	SELECT a.execution_id, '` + FlowAcquireKeyPrefix + `' || a.chain, '` + FlowAcquireKind + `',
 	       jsonb_build_object('workflow', a.workflow_name, 'key', a.flow_key,
 	                          'acquire', jsonb_build_object('chain', a.chain, 'execution', a.execution_id::text,
-	                                                        'priority', a.priority, 'fairness', a.fairness, 'max', l.max))
+	                                                        'priority', a.priority, 'fairness', a.fairness, 'weight', a.weight,
+	                                                        'max', l.max))
 	  FROM asked a JOIN lim l ON l.name = a.workflow_name
 	ON CONFLICT DO NOTHING`
 

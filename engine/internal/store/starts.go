@@ -70,15 +70,16 @@ func insertFlowRun(r NewRun, taskDue bool) (string, []any) {
 	return `
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
 		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
-		                                flow_key, priority, fairness_key, flow_turn, flow_since)
+		                                flow_key, priority, fairness_key, flow_turn, flow_since, fairness_weight)
 		SELECT $1, $2, $3, CASE WHEN $9::bool THEN 'RUNNING' ELSE 'QUEUED' END, $4, $5, $6, $7, $8, 1,
 		       CASE WHEN $9::bool AND $14::bool THEN greatest(now(), coalesce($8::timestamptz, now())) END,
 		       $10, $11, $12,
 		       CASE WHEN NOT $9::bool THEN ` + nextTurnSQL("$13", "$2", "$10", "$12") + ` END,
-		       CASE WHEN $9::bool THEN clock_timestamp() END
+		       CASE WHEN $9::bool THEN clock_timestamp() END,
+		       CASE WHEN NOT $9::bool THEN nullif($15::smallint, 1) END
 		RETURNING created_at`,
 		[]any{r.ID, r.Name, r.WorkflowID, r.Queue, r.Input, r.Memo, r.Key, r.StartAt,
-			f.Held, f.Key, f.Priority, f.Fairness, f.Step(), taskDue}
+			f.Held, f.Key, f.Priority, f.Fairness, f.Step(), taskDue, f.Weight}
 }
 
 // nextTurnSQL is the turn of a queued run of workflow name, key and
@@ -160,13 +161,14 @@ func QueueInsertRuns(b *pgx.Batch, r NewRuns) {
 }
 
 // RunFlows are the flows of the runs of a NewRuns, one per index (a nil
-// key: a run under no limit): its key, priority and fairness key, and
-// how far after the last live turn of its workflow, key and fairness key
-// its turn is (its step plus those of the runs before it in the batch).
+// key: a run under no limit): its key, priority, fairness key and weight,
+// and how far after the last live turn of its workflow, key and fairness
+// key its turn is (its step plus those of the runs before it in the
+// batch).
 type RunFlows struct {
-	Keys, Fairness []*string
-	Priority       []*int16
-	Rank           []int64
+	Keys, Fairness   []*string
+	Priority, Weight []*int16
+	Rank             []int64
 }
 
 // QueueInsertRunsWithFlows is QueueInsertRuns for a batch with runs of
@@ -179,19 +181,20 @@ func QueueInsertRunsWithFlows(b *pgx.Batch, r NewRuns, f RunFlows) {
 		INSERT INTO harvest_executions (execution_id, workflow_name, workflow_id, state, queue, input, memo,
 		                                idempotency_key, start_at, next_event_id, wf_task_due_at,
 		                                output, error, completed_at, holds_slot,
-		                                flow_key, priority, fairness_key, flow_turn, flow_since)
+		                                flow_key, priority, fairness_key, flow_turn, flow_since, fairness_weight)
 		SELECT id, n, w, st, q, i::jsonb, m::jsonb, k, s, nx,
 		       CASE WHEN ran OR st = 'QUEUED' THEN NULL ELSE greatest(now(), coalesce(s, now())) END,
 		       o::jsonb, er::jsonb, CASE WHEN st IN ('RUNNING', 'QUEUED') THEN NULL ELSE now() END, hs,
 		       fk, fp, ff,
 		       CASE WHEN st = 'QUEUED' THEN `+nextTurnSQL("rank", "r.n", "r.fk", "r.ff")+` END,
-		       CASE WHEN fk IS NOT NULL AND st <> 'QUEUED' THEN clock_timestamp() END
+		       CASE WHEN fk IS NOT NULL AND st <> 'QUEUED' THEN clock_timestamp() END,
+		       CASE WHEN st = 'QUEUED' THEN nullif(fw, 1) END
 		  FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		              $8::timestamptz[], $9::bool[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::bool[],
-		              $15::text[], $16::smallint[], $17::text[], $18::bigint[])
-		       AS r(id, n, w, q, i, m, k, s, ran, nx, st, o, er, hs, fk, fp, ff, rank)`,
+		              $15::text[], $16::smallint[], $17::text[], $18::bigint[], $19::smallint[])
+		       AS r(id, n, w, q, i, m, k, s, ran, nx, st, o, er, hs, fk, fp, ff, rank, fw)`,
 		r.IDs, r.Names, r.WorkflowIDs, r.Queues, r.Inputs, r.Memos, r.Keys, r.StartAt,
-		r.Ran, r.Next, r.States, r.Outputs, r.Errors, r.HoldsSlot, f.Keys, f.Priority, f.Fairness, f.Rank)
+		r.Ran, r.Next, r.States, r.Outputs, r.Errors, r.HoldsSlot, f.Keys, f.Priority, f.Fairness, f.Rank, f.Weight)
 }
 
 // Placements are the routing keys of placed starts, one per index: the

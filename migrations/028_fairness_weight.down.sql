@@ -1,0 +1,1 @@
+ALTER TABLE harvest_executions DROP COLUMN fairness_weight;
