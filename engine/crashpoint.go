@@ -72,8 +72,8 @@ import (
 //
 // And the flow dispatcher's (internal/flow):
 //
-//   - crashFlowBeforeCommit: queued runs were made RUNNING, before the
-//     commit.
+//   - crashFlowBeforeCommit: queued runs were made RUNNING (or running
+//     runs adopted), before the commit.
 const (
 	crashLoaded          = wftask.CrashLoaded
 	crashRan             = wftask.CrashRan

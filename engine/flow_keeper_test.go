@@ -220,3 +220,73 @@ func TestKeeperCarriesFairnessWeight(t *testing.T) {
 	})
 	require.Equal(t, map[string]int64{"heavy": flowkeeper.TurnScale / 4, "medium": flowkeeper.TurnScale / 2}, turns)
 }
+
+// TestKeeperAdoptionCrashPoints stops the engine at each boundary of an
+// adoption (the dispatcher's adopt step, the outbox performing the held
+// acquires, the keeper's tasks and signals), the first time it meets it
+// once the limit is counted across the cluster, and checks that the
+// successor's keeper counts the two running runs once each: a new start
+// waits until both closed, and is granted then.
+func TestKeeperAdoptionCrashPoints(t *testing.T) {
+	t.Parallel()
+	for _, p := range keeperCrashPoints {
+		t.Run(string(p), func(t *testing.T) {
+			t.Parallel()
+			var rt atomic.Pointer[RuntimeLimits]
+			rt.Store(&RuntimeLimits{})
+			limits := func(c *Config) { c.Limits = func() RuntimeLimits { return *rt.Load() } }
+			b := setup(t)
+			hit, frozen := make(chan struct{}), make(chan struct{})
+			var armed atomic.Bool
+			once := crashOnce(p, hit, frozen)
+			e1 := b.engine(t, limits, func(c *Config) {
+				c.crashHook = func(ctx context.Context, at loop.CrashPoint) error {
+					if !armed.Load() {
+						return nil
+					}
+					return once(ctx, at)
+				}
+			})
+			var running []uuid.UUID
+			for range 2 {
+				res := start(t, e1, StartRequest{WorkflowName: blockWF.Name()})
+				require.Equal(t, StateRunning, res.State)
+				running = append(running, res.ExecutionID)
+			}
+			armed.Store(true)
+			rt.Store(&RuntimeLimits{Workflows: map[string]harvest.ConcurrencyLimit{
+				blockWF.Name(): {MaxRunning: 1, Scope: harvest.ScopeCluster}}})
+			e1.flow.Queued()
+			select {
+			case <-hit:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the adoption never met %s", p)
+			}
+			crash(e1)
+			close(frozen)
+
+			e2 := b.engine(t, limits)
+			late := start(t, e2, StartRequest{WorkflowName: blockWF.Name()})
+			require.Equal(t, StateQueued, late.State)
+			eventually(t, "the keeper counts each running run once and the new one waits", func() bool {
+				if _, err := (selfOutbound{e2}).Resolve(ctxT(t), flowkeeper.WorkflowName, flowkeeper.WorkflowID(blockWF.Name(), "")); err != nil {
+					return false // not started yet
+				}
+				s := keeperState(t, e2, blockWF.Name(), "")
+				return len(s.Holders) == 2 && len(s.Waiting) == 1
+			})
+			for _, id := range running {
+				require.Equal(t, StateQueued, runStates(t, b.pool, late.ExecutionID)[late.ExecutionID])
+				_, err := e2.Signal(ctxT(t), SignalRequest{ExecutionID: id, SignalName: "go", Payload: raw(t, "done")})
+				require.NoError(t, err)
+				res, err := e2.Result(ctxT(t), id, 20*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, StateCompleted, res.State)
+			}
+			eventually(t, "the new run granted once both closed", func() bool {
+				return runStates(t, b.pool, late.ExecutionID)[late.ExecutionID] == StateRunning
+			})
+			require.Len(t, keeperState(t, e2, blockWF.Name(), "").Holders, 1, "the new run holds the one slot")
+		})
+	}
+}

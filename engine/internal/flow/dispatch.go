@@ -17,8 +17,9 @@ import (
 // dispatchBatch is the most queued runs one transaction promotes.
 const dispatchBatch = 512
 
-// CrashBeforeCommit: queued runs were promoted, before the commit (a
-// crash leaves them QUEUED, to be promoted by the next owner).
+// CrashBeforeCommit: queued runs were promoted, or running runs adopted,
+// before the commit (a crash leaves them QUEUED, or not adopted, for the
+// next owner).
 const CrashBeforeCommit loop.CrashPoint = "flow.before_commit"
 
 // Deps is what the dispatcher uses; the engine fills it.
@@ -162,8 +163,10 @@ func (x *Dispatcher) adopt(ctx context.Context) error {
 			if n, err = adoptRunning(ctx, tx, lim); err != nil {
 				return err
 			}
-			keepers, err = adoptKeepers(ctx, tx, lim)
-			return err
+			if keepers, err = adoptKeepers(ctx, tx, lim); err != nil || n+keepers == 0 {
+				return err
+			}
+			return x.d.Crash.At(ctx, CrashBeforeCommit)
 		})
 		if err != nil {
 			return fmt.Errorf("adopt running runs: %w", err)
