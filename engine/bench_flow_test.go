@@ -78,6 +78,39 @@ func BenchmarkStartLimitedPerKey(b *testing.B) {
 	reportTrips(b, e)
 }
 
+// benchLimitedNoopWF is noop under a limit on its name that the
+// benchmarks never reach: each run closes in its first task, which runs
+// in its start's batch, so the key holds none for long.
+var benchLimitedNoopWF = harvest.NewWorkflow("noop_limited", func(_ harvest.Context, in string) (string, error) {
+	return in, nil
+}).WithConcurrency(harvest.ConcurrencyLimit{MaxRunning: 1000})
+
+// BenchmarkStartNoopKeyed is BenchmarkStartKeyed for runs that close in
+// their first task (noop), the pair of BenchmarkStartNoopLimited.
+func BenchmarkStartNoopKeyed(b *testing.B) {
+	e := benchEngine(b)
+	require.NoError(b, e.reg.Register(noopWF))
+	startsInParallel(b, e, func(i int64) StartRequest {
+		return StartRequest{WorkflowName: noopWF.Name(), IdempotencyKey: fmt.Sprint("k", i)}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")
+}
+
+// BenchmarkStartNoopLimited is BenchmarkStartNoopKeyed under a limit on
+// the workflow's name (one key, 1,000 slots) that is never reached: each
+// batch locks the key, reads its use (the runs still running: about none)
+// and takes its slots.
+func BenchmarkStartNoopLimited(b *testing.B) {
+	e := limitedEngine(b)
+	require.NoError(b, e.reg.Register(benchLimitedNoopWF))
+	startsInParallel(b, e, func(i int64) StartRequest {
+		return StartRequest{WorkflowName: benchLimitedNoopWF.Name(), IdempotencyKey: fmt.Sprint("k", i)}
+	})
+	waitRunning(b, e, benchLimitedNoopWF.Name())
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "starts/s")
+	reportTrips(b, e)
+}
+
 // reportTrips reports how the engine's start batches went: in one trip,
 // in two, and one-trip batches that missed (and were redone in two).
 func reportTrips(b *testing.B, e *Engine) {
@@ -144,4 +177,20 @@ func BenchmarkDispatchCluster(b *testing.B) {
 	e.flow.Queued()
 	waitRunning(b, e, benchClusterWF.Name())
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}
+
+// BenchmarkActivityRateLimit measures how close an activity limited to
+// 50 calls a second (burst 5) comes to its rate: ten runs call it 60
+// times each, one call after another, and each round counts the calls
+// begun in the 10 s after the first burst (the bar: 450–550).
+func BenchmarkActivityRateLimit(b *testing.B) {
+	for range b.N {
+		starts := &startTimes{}
+		_, e := setupPaced(b, harvest.RateLimit{PerSecond: 50, Burst: 5}, starts)
+		for range 10 {
+			start(b, e, StartRequest{WorkflowName: "pace", Input: raw(b, 60)})
+		}
+		waitStarts(b, starts, 5+500+1, time.Minute)
+		b.ReportMetric(float64(starts.within(starts.first(5), 10*time.Second)), "calls/10s")
+	}
 }

@@ -92,7 +92,7 @@ type testBundle struct {
 	nodes int
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	b := &testBundle{pool: pgtest.NewPool(t), reg: harvest.NewRegistry(), demo: demo.New(demo.NewServices()), keys: &keyLog{}}
 	require.NoError(t, b.demo.Register(b.reg))
@@ -102,7 +102,7 @@ func setup(t *testing.T) *testBundle {
 }
 
 // registerActivityWorkflows adds workflows whose activities log their keys.
-func (b *testBundle) registerActivityWorkflows(t *testing.T) {
+func (b *testBundle) registerActivityWorkflows(t testing.TB) {
 	flaky := harvest.NewActivity("flaky", func(ctx *harvest.ActivityContext, failures int) (int, error) {
 		b.keys.add("flaky", ctx.IdempotencyKey().String())
 		if ctx.Attempt() <= failures {
@@ -137,7 +137,7 @@ func testConfig(node string) Config {
 }
 
 // engine starts an engine on the bundle's database; cleanup stops it.
-func (b *testBundle) engine(t *testing.T, mutate ...func(*Config)) *Engine {
+func (b *testBundle) engine(t testing.TB, mutate ...func(*Config)) *Engine {
 	t.Helper()
 	b.nodes++
 	cfg := testConfig("node-a")
@@ -155,20 +155,20 @@ func (b *testBundle) engine(t *testing.T, mutate ...func(*Config)) *Engine {
 // killed process would leave it.
 func crash(e *Engine) { e.Abandon() }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func start(t *testing.T, e *Engine, req StartRequest) StartResult {
+func start(t testing.TB, e *Engine, req StartRequest) StartResult {
 	t.Helper()
 	res, err := e.StartWorkflow(ctxT(t), req)
 	require.NoError(t, err)
 	return res
 }
 
-func raw(t *testing.T, v any) json.RawMessage {
+func raw(t testing.TB, v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
