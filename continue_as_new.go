@@ -91,8 +91,11 @@ func asContinueAsNew(err error) (*ContinueAsNewError, bool) {
 }
 
 // continueAsNew issues the run's close: the next input, the signals its
-// code did not consume and a cancel request it did not act on.
+// code did not consume (updates waiting for their handlers among them)
+// and a cancel request it did not act on. Updates whose handlers still
+// run are answered first, with an error.
 func (s *runState) continueAsNew(can *ContinueAsNewError) {
+	s.abandonUpdates()
 	s.issue(EventWorkflowContinuedAsNew, "", "", args{}, func() any {
 		return WorkflowContinuedAsNewData{Input: can.Input, CarriedSignals: s.unconsumedSignals(),
 			CancelRequested: s.pendingCancel()}

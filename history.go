@@ -24,6 +24,8 @@ const (
 	EventTimerFired         EventType = "TimerFired"
 	EventSignalReceived     EventType = "SignalReceived"
 	EventMarkerRecorded     EventType = "MarkerRecorded"
+	// EventUpdateCompleted is an update handler's result (update.go).
+	EventUpdateCompleted EventType = "UpdateCompleted"
 	// EventWorkflowCancelRequested is a cancel request, delivered to the
 	// code like a signal; the run stays open until the code returns.
 	EventWorkflowCancelRequested EventType = "WorkflowCancelRequested"
@@ -49,7 +51,7 @@ func (t EventType) IsCommand() bool {
 	case EventActivityScheduled, EventTimerStarted, EventMarkerRecorded,
 		EventWorkflowCompleted, EventWorkflowFailed, EventWorkflowContinuedAsNew,
 		EventTimerCanceled, EventActivityCancelRequested,
-		EventSignalExternalInitiated, EventChildWorkflowInitiated:
+		EventSignalExternalInitiated, EventChildWorkflowInitiated, EventUpdateCompleted:
 		return true
 	}
 	return false

@@ -98,6 +98,9 @@ type runState struct {
 
 	queries  map[string]queryHandler // registered by SetQueryHandler
 	querying bool                    // a query handler runs: commands and waits fail it
+
+	updates  map[string]updateHandler // registered by Update.SetHandler
+	updating map[string]string        // update id → name of the handlers running (update.go)
 }
 
 func newRunState(task WorkflowTask, started WorkflowStartedData, logger zerolog.Logger) *runState {
@@ -318,6 +321,9 @@ func (s *runState) deliver(ev Event) error {
 			return s.childClosed(ev, d.Payload)
 		}
 		s.signals[d.SignalName] = append(s.signals[d.SignalName], arrival{seq: s.tick(), name: d.SignalName, payload: d.Payload, key: d.Key})
+		if d.SignalName == UpdateSignal {
+			s.dispatchUpdates()
+		}
 	case EventWorkflowCancelRequested:
 		s.requestCancel(d.Reason)
 	case EventExternalSignalDelivered, EventExternalSignalFailed:
@@ -452,6 +458,7 @@ func commandKey(ev Event) (id, name, digest string) {
 		ActivityID string `json:"activity_id"`
 		TimerID    string `json:"timer_id"`
 		MarkerID   string `json:"marker_id"`
+		UpdateID   string `json:"update_id"`
 		CommandID  string `json:"command_id"`
 		Name       string `json:"name"`
 		SignalName string `json:"signal_name"`
@@ -474,6 +481,8 @@ func commandKey(ev Event) (id, name, digest string) {
 		return d.CommandID, d.SignalName, d.Digest
 	case EventChildWorkflowInitiated:
 		return d.CommandID, d.Workflow, d.Digest
+	case EventUpdateCompleted:
+		return d.UpdateID, d.Name, ""
 	}
 	return "", "", ""
 }
