@@ -23,6 +23,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/read"
 	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/internal/schedule"
+	"github.com/harvestd/harvest/engine/internal/update"
 	"github.com/harvestd/harvest/engine/internal/wftask"
 )
 
@@ -73,6 +74,8 @@ type Engine struct {
 	// in admits starts, signals, cancels and terminates
 	// (internal/intake).
 	in *intake.Intake
+	// upd performs updates (internal/update).
+	upd *update.Updater
 	// clock estimates the database's time (the fence's and the one-trip
 	// start batches').
 	clock fence.Clock
@@ -112,6 +115,7 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	e.wf = e.newRunner()
 	e.act = e.newActivities()
 	e.in = e.newIntake()
+	e.upd = e.newUpdater()
 	e.closed.OnClose = e.wf.Drop
 	if e.cfg.Outbound == nil {
 		e.cfg.Outbound = selfOutbound{e}
