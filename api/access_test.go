@@ -126,6 +126,7 @@ var documented = map[string]access{
 	"POST /api/harvest/workflows/batch_start":           needWrite,
 	"POST /api/harvest/workflows/:id/signal-with-start": needWrite,
 	"POST /api/harvest/workflows/:id/signal/:signal":    needWrite,
+	"POST /api/harvest/workflows/:id/update/:update":    needWrite,
 	"POST /api/harvest/workflows/:id/cancel":            needWrite,
 
 	"POST /api/harvest/workflows/:id/terminate":     needAdmin,

@@ -33,6 +33,8 @@ const (
 	codeForwardFailed    = "forward_failed"
 	codeInternal         = "internal"
 	codeUnknownQuery     = "unknown_query"
+	codeUnknownUpdate    = "unknown_update"
+	codeUpdateRejected   = "update_rejected"
 	codeQueryCommand     = "query_command"
 	codeQueryTimeout     = "query_timeout"
 	codeAdmissionBlocked = "admission_blocked"
@@ -109,6 +111,12 @@ func (s *Server) classify(c *gin.Context, err error) *apiError {
 	case errors.As(err, &terminal):
 		return &apiError{status: http.StatusConflict, code: codeTerminal, msg: terminal.Error(),
 			extra: gin.H{"execution_id": terminal.ExecutionID, "state": terminal.State}}
+	case errors.Is(err, harvest.ErrUnknownUpdate):
+		return &apiError{status: http.StatusNotFound, code: codeUnknownUpdate, msg: err.Error()}
+	case errors.Is(err, harvest.ErrUpdateArgs):
+		return &apiError{status: http.StatusUnprocessableEntity, code: codeInvalidPayload, msg: err.Error()}
+	case errors.Is(err, harvest.ErrUpdateRejected):
+		return &apiError{status: http.StatusUnprocessableEntity, code: codeUpdateRejected, msg: err.Error()}
 	case errors.Is(err, harvest.ErrUnknownQuery):
 		return &apiError{status: http.StatusNotFound, code: codeUnknownQuery, msg: err.Error()}
 	case errors.Is(err, harvest.ErrQueryCommand):

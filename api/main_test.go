@@ -81,7 +81,7 @@ func (b *testBundle) serve(t testing.TB, mutate func(*engine.Config)) {
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(b.svc).Register(reg))
-	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF, lingerWF, shout, pairWF, testworkflows.QueryCounter, handToken, handTokenWF))
+	require.NoError(t, reg.Register(blockWF, typedWF, approvalWF, lingerWF, shout, pairWF, testworkflows.QueryCounter, testworkflows.Tally, handToken, handTokenWF))
 	out := &Outbound{}
 	cfg := engine.Config{ShardID: 3, NodeID: "api-test", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop(), Outbound: out}
 	if mutate != nil {

@@ -27,6 +27,7 @@ type Shard interface {
 	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Outcome, error)
 	History(ctx context.Context, id uuid.UUID, q engine.HistoryQuery) (engine.HistoryPage, error)
 	Query(ctx context.Context, id uuid.UUID, name string, args json.RawMessage) (json.RawMessage, error)
+	Update(ctx context.Context, req engine.UpdateRequest) (engine.UpdateResult, error)
 	LookupWorkflowID(ctx context.Context, name, workflowID string) (engine.SlotHolder, bool, error)
 	ClaimPlacement(ctx context.Context, req engine.ClaimRequest) (engine.ClaimResult, error)
 	List(ctx context.Context, q engine.ListQuery) (engine.ListPage, error)

@@ -83,6 +83,15 @@ var (
 	// (rate_limited, HTTP 429), refused before any work; retried after
 	// the server's Retry-After.
 	ErrRateLimited = errors.New("rate limited")
+	// ErrUnknownUpdate: the run's code registered no handler under this
+	// update name (unknown_update, HTTP 404); nothing was recorded.
+	ErrUnknownUpdate = errors.New("unknown update")
+	// ErrUpdateRejected: the run's validator refused the update
+	// (update_rejected, HTTP 422); nothing was recorded.
+	ErrUpdateRejected = errors.New("update rejected")
+	// ErrUpdatePending: an update was accepted but its handler did not
+	// answer within the wait. Ask again with the same update id.
+	ErrUpdatePending = errors.New("update accepted, not answered yet")
 )
 
 // Error codes of the server's error body (docs/http-api.md).
@@ -128,6 +137,9 @@ const (
 	CodeUnknownQuery = "unknown_query"
 	CodeQueryCommand = "query_command"
 	CodeQueryTimeout = "query_timeout"
+	// CodeUnknownUpdate and CodeUpdateRejected answer updates.
+	CodeUnknownUpdate  = "unknown_update"
+	CodeUpdateRejected = "update_rejected"
 )
 
 // codeClass maps known codes to their sentinel; a nil value is a known code
@@ -157,6 +169,8 @@ var codeClass = map[string]error{
 	CodeUnknownQuery:     ErrUnknownQuery,
 	CodeQueryCommand:     ErrQueryCommand,
 	CodeQueryTimeout:     ErrQueryTimeout,
+	CodeUnknownUpdate:    ErrUnknownUpdate,
+	CodeUpdateRejected:   ErrUpdateRejected,
 }
 
 // statusClass classifies answers without a known code.

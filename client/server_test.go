@@ -49,7 +49,7 @@ func setupServerEngine(t testing.TB, config func(*engine.Engine) api.Config, mut
 	t.Helper()
 	reg := harvest.NewRegistry()
 	require.NoError(t, demo.New(demo.NewServices()).Register(reg))
-	require.NoError(t, reg.Register(approvalWF, testworkflows.QueryCounter, pendingActivity, pendingWF))
+	require.NoError(t, reg.Register(approvalWF, testworkflows.QueryCounter, testworkflows.Tally, pendingActivity, pendingWF))
 	pool := pgtest.NewPool(t)
 	cfg := engine.Config{ShardID: 0, NodeID: "t", PollInterval: 20 * time.Millisecond, Logger: zerolog.Nop()}
 	mutate(&cfg)
