@@ -102,6 +102,8 @@ type Demo struct {
 	// Export runs under a limit per tenant counted across the cluster
 	// (export.go).
 	Export *harvest.Workflow[ExportInput, string]
+	// Cart holds items its add_item update adds (cart.go).
+	Cart *harvest.Workflow[struct{}, CartState]
 }
 
 // New binds the demo definitions to svc.
@@ -141,6 +143,7 @@ func New(svc *Services) *Demo {
 	d.RenderReport = newRenderReport()
 	d.Report = newReport(d.RenderReport)
 	d.Export = newExport()
+	d.Cart = harvest.NewWorkflow(CartName, d.cart).WithSignals(Checkout)
 	return d
 }
 
@@ -204,7 +207,7 @@ func (d *Demo) noopChain(ctx harvest.Context, in NoopChainInput) (int, error) {
 // Definitions lists everything to register.
 func (d *Demo) Definitions() []harvest.Registrable {
 	return []harvest.Registrable{d.CreateUser, d.ChargeCard, d.RefundCharge, d.Onboarding, d.Order, d.NoopStep, d.NoopChain,
-		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally, d.Report, d.RenderReport, d.Export}
+		d.AutoApprove, d.ApprovalRace, d.Counter, d.ParentChain, d.Approver, d.Tally, d.Report, d.RenderReport, d.Export, d.Cart}
 }
 
 // Register adds the demo definitions to reg.

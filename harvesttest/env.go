@@ -183,6 +183,19 @@ func (e *Env) Signal(id uuid.UUID, signal string, payload any, opts ...SignalOpt
 	return res
 }
 
+// Update sends the run the update name with args under updateID and
+// waits, up to the env's timeout, for its handler's answer. A refusal
+// (harvest.ErrUpdateRejected, ErrUnknownUpdate, ErrUpdateArgs) or a
+// closed run's *engine.TerminalError is returned, not failed: tests assert
+// them.
+func (e *Env) Update(id uuid.UUID, name, updateID string, args any) (engine.UpdateResult, error) {
+	e.t.Helper()
+	ctx, cancel := e.ctx()
+	defer cancel()
+	return e.eng.Update(ctx, engine.UpdateRequest{ExecutionID: id, Name: name, UpdateID: updateID, Args: e.encode(args),
+		Wait: e.timeout})
+}
+
 // Result waits for the run to close and returns how it ended.
 func (e *Env) Result(id uuid.UUID) engine.Outcome {
 	e.t.Helper()

@@ -20,9 +20,10 @@ func workflowCommand() *cli.Command {
 	return &cli.Command{
 		Name:    "workflow",
 		Aliases: []string{"wf"},
-		Usage:   "start, signal, inspect and close workflow runs",
+		Usage:   "start, signal, update, inspect and close workflow runs",
 		Subcommands: []*cli.Command{
-			startCommand(), signalCommand(), signalWithStartCommand(), describeCommand(), childrenCommand(), queryCommand(), resultCommand(),
+			startCommand(), signalCommand(), signalWithStartCommand(), updateCommand(), describeCommand(), childrenCommand(), queryCommand(),
+			resultCommand(),
 			historyCommand(), listCommand(), cancelCommand(), terminateCommand(),
 		},
 	}
