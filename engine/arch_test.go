@@ -33,6 +33,7 @@ var layers = map[string]int{
 	"engine/internal/wftask":   4,
 	"engine/internal/activity": 4,
 	"engine/internal/read":     4,
+	"engine/internal/update":   4,
 	"engine/internal/runs":     3,
 	"engine/internal/fence":    2,
 	"engine/internal/store":    1,
