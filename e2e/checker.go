@@ -44,7 +44,7 @@ var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, Check
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
 	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS,
-	CheckFlowLimit, CheckActivityFlowLimit, CheckClusterFlowLimit}
+	CheckFlowLimit, CheckActivityFlowLimit, CheckClusterFlowLimit, CheckUpdateOnce}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -80,13 +80,17 @@ type DBState struct {
 	slots     []*slotRow // the limited runs' slots (checker_flow.go)
 	// activitySlots are the slots the reports' activity attempts held.
 	activitySlots []*slotRow
+	// updates counts the UpdateCompleted events per (execution, update
+	// id) (checker_cart.go).
+	updates map[[2]string]int64
 }
 
 // ReadDB reads every shard database.
 func ReadDB(ctx context.Context, dsns map[uint16]string) (*DBState, error) {
 	st := &DBState{execs: map[string]*execRow{}, signals: map[[2]string]int64{}, acts: map[[2]string][2]int64{},
 		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}, cancels: map[string]*cancelRow{},
-		childInits: map[string]int64{}, extTerminal: map[string]int64{}, outbox: map[uint16]int64{}, runInputs: map[string]string{}}
+		childInits: map[string]int64{}, extTerminal: map[string]int64{}, outbox: map[uint16]int64{}, runInputs: map[string]string{},
+		updates: map[[2]string]int64{}}
 	for shard, dsn := range dsns {
 		if err := st.readShard(ctx, shard, dsn); err != nil {
 			return nil, fmt.Errorf("shard %d: %w", shard, err)
@@ -185,6 +189,9 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 		return err
 	}
 	if err := st.readActivitySlots(ctx, shard, conn); err != nil {
+		return err
+	}
+	if err := st.readUpdates(ctx, conn); err != nil {
 		return err
 	}
 	return st.readCancels(ctx, conn)
@@ -353,14 +360,15 @@ func Check(ops []*Op, st *DBState) []Violation {
 			if x.name != op.Workflow || x.wfID != op.WorkflowID {
 				add(CheckAckedExists, "sws %q answered %s, which is %s/%s", op.WorkflowID, op.ExecID, x.name, x.wfID)
 			}
-		case KindSignal:
+		case KindSignal, KindUpdate:
 			if op.ExecID != op.Target {
-				add(CheckAckedExists, "signal %q to %s answered for %s", op.Key, op.Target, op.ExecID)
+				add(CheckAckedExists, "%s %q to %s answered for %s", op.Kind, op.Key, op.Target, op.ExecID)
 			}
 		}
 		// A counter add reaches the chain's current run, and an unconsumed
 		// one is carried to the next: checkChains counts it per chain.
-		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && op.Chain == "" && !signalSeen[sk] {
+		// An update's signal key is its id's (checkCarts counts it).
+		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && op.Kind != KindUpdate && op.Chain == "" && !signalSeen[sk] {
 			signalSeen[sk] = true
 			if n := st.signals[[2]string{op.ExecID, op.Key}]; n != 1 {
 				add(CheckSignalOnce, "acknowledged signal %q to %s has %d SignalReceived events", op.Key, op.ExecID, n)
@@ -385,6 +393,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	checkDeferred(ops, st, add)
 	checkWebhooks(ops, st, add)
 	checkFlow(st, add)
+	checkCarts(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).

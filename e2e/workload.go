@@ -25,6 +25,7 @@ const (
 	KindSignal = "signal" // keyed signal to an execution
 	KindSWS    = "sws"    // keyed signal-with-start
 	KindCancel = "cancel" // cooperative cancel of an execution (idempotent by nature, no key)
+	KindUpdate = "update" // keyed update of an execution (workload_cart.go)
 )
 
 // Workflows and the signal of the demo the workload drives.
@@ -73,6 +74,8 @@ type Op struct {
 	// signal's current_execution_id, a keyed start replay's
 	// latest_execution_id (empty when the answer named none).
 	Current string `json:"current,omitempty"`
+	// Outcome is an update's answer: completed, failed or accepted.
+	Outcome string `json:"outcome,omitempty"`
 
 	// Cancel answers: the 200's flags, and the state of a 200 or a 409.
 	CancelRequested *bool  `json:"cancel_requested,omitempty"`
@@ -190,6 +193,8 @@ func (c *Client) requestOf(op *Op) request {
 			input = reportInput(op.Key)
 		case wfExport:
 			input = exportInput(op.Key)
+		case wfCart:
+			input = map[string]any{}
 		}
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/start", op.Key,
 			map[string]any{"input": input}}
@@ -197,12 +202,17 @@ func (c *Client) requestOf(op *Op) request {
 		if op.Workflow == wfCounter {
 			return counterAdd(op)
 		}
+		if op.Workflow == wfCart {
+			return cartCheckout(op)
+		}
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Target + "/signal/" + sigApproved, op.Key,
 			map[string]any{"by": "e2e"}}
 	case KindSWS:
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/signal-with-start", op.Key,
 			map[string]any{"workflow_id": op.WorkflowID, "signal_name": sigApproved, "signal_payload": map[string]any{"by": "sws"},
 				"input": orderInput(op.WorkflowID), "idempotency_key": op.Key}}
+	case KindUpdate:
+		return cartAddItem(op)
 	case KindSchedule, KindSchedulePause:
 		return scheduleRequest(op)
 	case KindDebounce, KindBatch, KindThrottle:
@@ -329,6 +339,7 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 		CancelRequested *bool  `json:"cancel_requested"`
 		NewlyCancelled  *bool  `json:"newly_cancelled"`
 		State           string `json:"state"`
+		Outcome         string `json:"outcome"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		a.Err = "bad answer: " + err.Error()
@@ -339,6 +350,7 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 	op.CancelRequested, op.NewlyCancelled, op.State = out.CancelRequested, out.NewlyCancelled, out.State
 	op.DeferredID = out.DeferredID
 	op.Current = cmp.Or(out.Current, out.Latest)
+	op.Outcome = out.Outcome
 	return a, false
 }
 
@@ -364,6 +376,9 @@ type Workload struct {
 	// parent with children and an order with an approver
 	// (workload_family.go; 0: none).
 	ParentShare, ApproverShare float64
+	// CartShare is the share of chains that start a cart, send it keyed
+	// updates and check it out (workload_cart.go; 0: none).
+	CartShare float64
 	// ReportShare is the share of chains that start a report, a workflow
 	// under a concurrency limit per customer and shard, or, as many, an
 	// export, under one per tenant across the cluster (workload_flow.go;
@@ -449,6 +464,9 @@ func (w *Workload) newChain() chain {
 	}
 	if rand.Float64() < w.ApproverShare {
 		return approverChain(n)
+	}
+	if rand.Float64() < w.CartShare {
+		return cartChain(n)
 	}
 	if r := rand.Float64(); r < w.ReportShare {
 		if r < w.ReportShare/2 {
