@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -155,4 +156,22 @@ func TestUpdate(t *testing.T) {
 		require.True(t, res.Completed)
 		require.JSONEq(t, "2", string(res.Output))
 	})
+}
+
+// BenchmarkUpdate: sequential updates of one run, each answered after its
+// handler's activity (validation, acceptance, the handler's two workflow
+// tasks and its activity, the answer's lookup), with the default poll
+// interval (1 s: a waiting request looks sooner).
+func BenchmarkUpdate(b *testing.B) {
+	bundle := setup(b)
+	require.NoError(b, bundle.reg.Register(twice, tallyWF))
+	e := bundle.engine(b, func(c *Config) { c.PollInterval = PollIntervalDefault })
+	run := start(b, e, StartRequest{WorkflowName: tallyWF.Name(), Input: raw(b, false)})
+	b.ResetTimer()
+	for i := range b.N {
+		res, err := e.Update(ctxT(b), UpdateRequest{ExecutionID: run.ExecutionID, Name: addUpd.Name(),
+			UpdateID: fmt.Sprint("u", i), Args: raw(b, 1), Wait: 20 * time.Second})
+		require.NoError(b, err)
+		require.True(b, res.Completed)
+	}
 }

@@ -131,13 +131,19 @@ func (u *Updater) validate(ctx context.Context, id uuid.UUID, req Request) error
 	return err
 }
 
+// firstLook is the first pause of a waiting request; each next one
+// doubles, up to Deps.Poll: a handler that runs no long effect answers
+// within a few of them.
+const firstLook = 5 * time.Millisecond
+
 // wait polls for the update's result until the wait ends (a pending
 // result) or the chain closes without it (its terminal error).
 func (u *Updater) wait(ctx context.Context, req Request) (Result, error) {
-	tick := time.NewTicker(u.d.Poll)
-	defer tick.Stop()
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	<-pause.C
 	deadline := time.Now().Add(req.Wait)
-	for {
+	for step := firstLook; ; step = min(2*step, u.d.Poll) {
 		if res, ok, err := u.answered(ctx, req); ok || err != nil {
 			return res, err
 		}
@@ -151,10 +157,11 @@ func (u *Updater) wait(ctx context.Context, req Request) (Result, error) {
 		if !time.Now().Before(deadline) {
 			return Result{UpdateID: req.UpdateID, ExecutionID: req.ExecutionID}, nil
 		}
+		pause.Reset(min(step, time.Until(deadline)))
 		select {
 		case <-ctx.Done():
 			return Result{}, ctx.Err()
-		case <-tick.C:
+		case <-pause.C:
 		}
 	}
 }
