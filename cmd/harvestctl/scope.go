@@ -17,6 +17,7 @@ import (
 var commandScopes = map[string]client.TokenScope{
 	"workflow start":             client.ScopeWrite,
 	"workflow signal":            client.ScopeWrite,
+	"workflow update":            client.ScopeWrite,
 	"workflow signal-with-start": client.ScopeWrite,
 	"workflow describe":          client.ScopeRead,
 	"workflow children":          client.ScopeRead,
