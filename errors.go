@@ -9,6 +9,18 @@ import (
 
 // Sentinel errors of the SDK.
 var (
+	// ErrUpdateRejected is the error of an update its validator refused
+	// (an *UpdateRejectedError).
+	ErrUpdateRejected = errors.New("update rejected")
+	// ErrUnknownUpdate: the run's code registered no handler under the
+	// update's name (at its current point).
+	ErrUnknownUpdate = errors.New("unknown update")
+	// ErrUpdateArgs: the update's arguments do not decode into its
+	// handler's argument type.
+	ErrUpdateArgs = errors.New("update arguments do not decode")
+	// errUpdateGone is the error an update gets when its run continued as
+	// new while its handler ran.
+	errUpdateGone = errors.New("the run continued as new while the update's handler ran")
 	// ErrUnknownWorkflow is returned when no workflow is registered under a name.
 	ErrUnknownWorkflow = errors.New("unknown workflow")
 	// ErrUnknownActivity is returned when no activity is registered under a name.

@@ -2,7 +2,6 @@ package harvest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -34,21 +33,6 @@ const (
 	// UpdateQueryPrefix starts the name of the query that validates an
 	// update: the prefix and the update's name.
 	UpdateQueryPrefix = ReservedPrefix + "update:"
-)
-
-var (
-	// ErrUpdateRejected is the error of an update its validator refused
-	// (an *UpdateRejectedError).
-	ErrUpdateRejected = errors.New("update rejected")
-	// ErrUnknownUpdate: the run's code registered no handler under the
-	// update's name (at its current point).
-	ErrUnknownUpdate = errors.New("unknown update")
-	// ErrUpdateArgs: the update's arguments do not decode into its
-	// handler's argument type.
-	ErrUpdateArgs = errors.New("update arguments do not decode")
-	// errUpdateGone is the error an update gets when its run continued as
-	// new while its handler ran.
-	errUpdateGone = errors.New("the run continued as new while the update's handler ran")
 )
 
 // UpdateRequest is the payload of UpdateSignal: the update's id, name and
