@@ -15,6 +15,8 @@ import (
 
 var (
 	addUpd = harvest.NewUpdate[int, int]("add")
+	// holdUpd's handler answers the next item signal's payload.
+	holdUpd = harvest.NewUpdate[struct{}, string]("hold")
 	// twice is the activity an add update's handler runs.
 	twice = harvest.NewActivity("twice_updates", func(_ *harvest.ActivityContext, n int) (int, error) { return 2 * n, nil })
 	// tallyWF adds twice the n of each add update to its total, which its
@@ -32,6 +34,9 @@ var (
 			}
 			return nil
 		})
+		holdUpd.SetHandler(ctx, func(ctx harvest.Context, _ struct{}) (string, error) {
+			return itemSig.Receive(ctx)
+		}, nil)
 		if _, err := goSignal.Receive(ctx); err != nil {
 			return 0, err
 		}
@@ -142,19 +147,28 @@ func TestUpdate(t *testing.T) {
 		require.Zero(t, countType(t, b, next, harvest.EventActivityScheduled)-1)
 	})
 
-	t.Run("AnUnansweredUpdateIsPending", func(t *testing.T) {
+	t.Run("AnUnansweredUpdateIsPendingThenAnswered", func(t *testing.T) {
 		t.Parallel()
-		_, e := setupUpdates(t)
+		b, e := setupUpdates(t)
 		run := start(t, e, StartRequest{WorkflowName: tallyWF.Name(), Input: raw(t, false)})
-		res, err := e.Update(ctxT(t), UpdateRequest{ExecutionID: run.ExecutionID, Name: addUpd.Name(), UpdateID: "quick",
-			Args: raw(t, 1), Wait: 0})
-		require.NoError(t, err)
-		if !res.Completed { // a zero wait looks once
-			res, err = sendUpdate(t, e, run.ExecutionID, "quick", 1)
-			require.NoError(t, err)
+		hold := func(wait time.Duration) (UpdateResult, error) {
+			return e.Update(ctxT(t), UpdateRequest{ExecutionID: run.ExecutionID, Name: holdUpd.Name(), UpdateID: "held", Wait: wait})
 		}
+		res, err := hold(100 * time.Millisecond)
+		require.NoError(t, err)
+		require.False(t, res.Completed, "its handler waits for an item: accepted, not answered")
+		require.Equal(t, run.ExecutionID, res.ExecutionID)
+		res, err = hold(0)
+		require.NoError(t, err)
+		require.False(t, res.Completed, "a retry of the accepted id is pending too")
+		require.Zero(t, countType(t, b, run.ExecutionID, harvest.EventUpdateCompleted))
+		_, err = e.Signal(ctxT(t), SignalRequest{ExecutionID: run.ExecutionID, SignalName: itemSig.Name(), Payload: raw(t, "now")})
+		require.NoError(t, err)
+		res, err = hold(20 * time.Second)
+		require.NoError(t, err)
 		require.True(t, res.Completed)
-		require.JSONEq(t, "2", string(res.Output))
+		require.JSONEq(t, `"now"`, string(res.Output))
+		require.Equal(t, 1, countType(t, b, run.ExecutionID, harvest.EventUpdateCompleted), "accepted once, however often asked")
 	})
 }
 
