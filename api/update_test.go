@@ -29,6 +29,17 @@ func TestUpdateRoute(t *testing.T) {
 		body := b.do(t, "POST", path, map[string]any{"args": 1, "update_id": "add-1"})
 		require.EqualValues(t, 6, body.Body["result"], "%s", body.Raw)
 	})
+	t.Run("NotAnsweredInTimeIsAccepted", func(t *testing.T) {
+		hold := "/workflows/" + id + "/update/" + testworkflows.Hold.Name()
+		r := b.do(t, "POST", hold+"?wait=50ms", map[string]any{}, "Idempotency-Key", "held")
+		require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+		require.Equal(t, map[string]any{"update_id": "held", "update": "hold", "execution_id": id, "outcome": "accepted"}, r.Body)
+		rel := b.do(t, "POST", "/workflows/"+id+"/signal/"+testworkflows.Release.Name(), `"go"`)
+		require.Equal(t, http.StatusAccepted, rel.Status, "%s", rel.Raw)
+		r = b.do(t, "POST", hold+"?wait=20s", map[string]any{}, "Idempotency-Key", "held")
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Equal(t, "go", r.Body["result"])
+	})
 	t.Run("AHandlerErrorIsTheAnswer", func(t *testing.T) {
 		r := b.do(t, "POST", path, map[string]any{"args": 13})
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)

@@ -11,6 +11,13 @@ import (
 // "boom" (any argument of 13) fails in its handler.
 var Add = harvest.NewUpdate[int, int]("add")
 
+// Hold is Tally's other update: its handler answers the payload of the
+// next Release signal.
+var Hold = harvest.NewUpdate[struct{}, string]("hold")
+
+// Release answers a Hold update.
+var Release = harvest.NewSignal[string]("release")
+
 // Tally ("update_tally") keeps a total that Add updates change, until Ping
 // "stop", and returns it.
 var Tally = harvest.NewWorkflow("update_tally", func(ctx harvest.Context, _ struct{}) (int, error) {
@@ -27,6 +34,7 @@ var Tally = harvest.NewWorkflow("update_tally", func(ctx harvest.Context, _ stru
 		}
 		return nil
 	})
+	Hold.SetHandler(ctx, func(ctx harvest.Context, _ struct{}) (string, error) { return Release.Receive(ctx) }, nil)
 	for {
 		v, err := Ping.Receive(ctx)
 		if err != nil || v == "stop" {
