@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/harvestd/harvest/internal/pgtest"
 )
 
 // cancelWorld is a synthetic run for the cancel checks: one shard, orders
@@ -232,10 +230,7 @@ func TestCheckCancels(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			dsn := pgtest.NewDB(t)
-			conn, err := pgx.Connect(ctx, dsn)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = conn.Close(context.Background()) })
+			dsn, conn := plantDB(ctx, t)
 			w := &cancelWorld{t: t, ctx: ctx, dsn: dsn, conn: conn}
 			tt.build(w)
 

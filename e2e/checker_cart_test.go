@@ -7,8 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/harvestd/harvest/internal/pgtest"
 )
 
 // cartWorld is a synthetic cart as a correct cluster leaves it: two
@@ -26,10 +24,7 @@ type cartWorld struct {
 func newCartWorld(t *testing.T) *cartWorld {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	dsn := pgtest.NewDB(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	dsn, conn := plantDB(ctx, t)
 	w := &cartWorld{t: t, ctx: ctx, conn: conn, dsns: map[uint16]string{0: dsn}, cart: newExecID(0)}
 	require.NoError(t, plantExecution(ctx, conn, w.cart, wfCart, "wf-cart-1", "cart-1", "COMPLETED"))
 	for _, sku := range []string{"cart-1-item-0", "cart-1-item-1"} {

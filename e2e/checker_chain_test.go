@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/harvestd/harvest/internal/pgtest"
 )
 
 // chainWorld is a synthetic counter chain (every 2, until 5: three runs)
@@ -34,10 +32,7 @@ func addKey(i int) string { return fmt.Sprintf("%s-add-%d", chainKey, i) }
 func newChainWorld(t *testing.T) *chainWorld {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	dsn := pgtest.NewDB(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	dsn, conn := plantDB(ctx, t)
 	w := &chainWorld{t: t, ctx: ctx, conn: conn, dsns: map[uint16]string{0: dsn}}
 	w.plantRuns()
 	w.recordOps()

@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/harvestd/harvest/internal/pgtest"
 )
 
 // deferredWorld is what a correct cluster leaves of a few deferred
@@ -41,10 +39,7 @@ func newDeferredWorldWithout(t *testing.T, name string) *deferredWorld {
 	w := &deferredWorld{t: t, ctx: ctx, dsns: map[uint16]string{}, t0: time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond),
 		items: map[string]string{}, runs: map[string]string{}, runShard: map[string]uint16{}, without: name}
 	for shard := range 2 {
-		dsn := pgtest.NewDB(t)
-		conn, err := pgx.Connect(ctx, dsn)
-		require.NoError(t, err)
-		t.Cleanup(func() { conn.Close(context.Background()) })
+		dsn, conn := plantDB(ctx, t)
 		w.conns[shard], w.dsns[uint16(shard)] = conn, dsn
 	}
 	w.plant("deb", KindDebounce, "deb-1", debounceWorkflowID("2.0"), `{"activities": 1, "token": "2.0"}`, 2, 0, 1)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/harvestd/harvest/internal/pgtest"
 )
 
 // familyWorld is a parent with two children (one on the other shard) and
@@ -32,10 +30,7 @@ func newFamilyWorld(t *testing.T, skipDone bool) *familyWorld {
 	t.Cleanup(cancel)
 	w := &familyWorld{t: t, ctx: ctx, dsns: map[uint16]string{}}
 	for shard := range 2 {
-		dsn := pgtest.NewDB(t)
-		conn, err := pgx.Connect(ctx, dsn)
-		require.NoError(t, err)
-		t.Cleanup(func() { conn.Close(context.Background()) })
+		dsn, conn := plantDB(ctx, t)
 		w.conns[shard], w.dsns[uint16(shard)] = conn, dsn
 	}
 	w.plantParent(skipDone)

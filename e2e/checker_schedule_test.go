@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/harvestd/harvest/internal/pgtest"
 )
 
 // scheduleWorld is a schedule firing every second (skip) over five
@@ -37,10 +35,7 @@ func newScheduleWorldWithout(t *testing.T, missing int) *scheduleWorld {
 	w := &scheduleWorld{t: t, ctx: ctx, dsns: map[uint16]string{}, runs: map[int]string{},
 		t0: time.Now().UTC().Truncate(time.Second).Add(-time.Minute)}
 	for shard := range 2 {
-		dsn := pgtest.NewDB(t)
-		conn, err := pgx.Connect(ctx, dsn)
-		require.NoError(t, err)
-		t.Cleanup(func() { conn.Close(context.Background()) })
+		dsn, conn := plantDB(ctx, t)
 		w.conns[shard], w.dsns[uint16(shard)] = conn, dsn
 	}
 	for i := range 5 {

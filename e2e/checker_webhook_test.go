@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/harvestd/harvest/webhook"
 )
 
@@ -33,10 +32,7 @@ func newWebhookDBs(t *testing.T) *webhookWorld {
 	t.Cleanup(cancel)
 	w := &webhookWorld{t: t, ctx: ctx, dsns: map[uint16]string{}, runs: map[string]string{}}
 	for shard := range 2 {
-		dsn := pgtest.NewDB(t)
-		conn, err := pgx.Connect(ctx, dsn)
-		require.NoError(t, err)
-		t.Cleanup(func() { conn.Close(context.Background()) })
+		dsn, conn := plantDB(ctx, t)
 		w.conns[shard], w.dsns[uint16(shard)] = conn, dsn
 	}
 	return w

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/harvestd/harvest/internal/pgtest"
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
 )
 
 // newExecID mints an execution id of shard (its first two bytes).
@@ -16,6 +19,17 @@ func newExecID(shard uint16) string {
 	id := uuid.New()
 	id[0], id[1] = byte(shard>>8), byte(shard)
 	return id.String()
+}
+
+// plantDB makes an empty migrated database for a synthetic world and
+// connects to it (closed when the test ends).
+func plantDB(ctx context.Context, t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	dsn := pgtest.NewDB(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return dsn, conn
 }
 
 // plantExecution inserts a closed execution with a one-event history.
