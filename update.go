@@ -33,6 +33,10 @@ const (
 	// UpdateQueryPrefix starts the name of the query that validates an
 	// update: the prefix and the update's name.
 	UpdateQueryPrefix = ReservedPrefix + "update:"
+	// UpdateWithStartKeyPrefix starts the idempotency key of an
+	// update-with-start's start: the prefix and its update id, so a retry
+	// finds the run the first attempt started or attached to.
+	UpdateWithStartKeyPrefix = ReservedPrefix + "uws:"
 )
 
 // UpdateRequest is the payload of UpdateSignal: the update's id, name and

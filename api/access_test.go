@@ -127,6 +127,7 @@ var documented = map[string]access{
 	"POST /api/harvest/workflows/:id/signal-with-start": needWrite,
 	"POST /api/harvest/workflows/:id/signal/:signal":    needWrite,
 	"POST /api/harvest/workflows/:id/update/:update":    needWrite,
+	"POST /api/harvest/workflows/:id/update-with-start": needWrite,
 	"POST /api/harvest/workflows/:id/cancel":            needWrite,
 
 	"POST /api/harvest/workflows/:id/terminate":     needAdmin,

@@ -28,6 +28,7 @@ type Shard interface {
 	History(ctx context.Context, id uuid.UUID, q engine.HistoryQuery) (engine.HistoryPage, error)
 	Query(ctx context.Context, id uuid.UUID, name string, args json.RawMessage) (json.RawMessage, error)
 	Update(ctx context.Context, req engine.UpdateRequest) (engine.UpdateResult, error)
+	UpdateWithStart(ctx context.Context, req engine.UpdateWithStartRequest) (engine.UpdateWithStartResult, error)
 	LookupWorkflowID(ctx context.Context, name, workflowID string) (engine.SlotHolder, bool, error)
 	ClaimPlacement(ctx context.Context, req engine.ClaimRequest) (engine.ClaimResult, error)
 	List(ctx context.Context, q engine.ListQuery) (engine.ListPage, error)

@@ -100,6 +100,7 @@ func (s *Server) routes() {
 	s.handle(g, http.MethodPost, "/workflows/:id/signal-with-start", needWrite, s.signalWithStart)
 	s.handle(g, http.MethodPost, "/workflows/:id/signal/:signal", needWrite, s.signal)
 	s.handle(g, http.MethodPost, "/workflows/:id/update/:update", needWrite, s.update)
+	s.handle(g, http.MethodPost, "/workflows/:id/update-with-start", needWrite, s.updateWithStart)
 	s.handle(g, http.MethodGet, "/workflows/:id", needRead, s.describe)
 	s.handle(g, http.MethodGet, "/workflows/:id/result", needRead, s.result)
 	s.handle(g, http.MethodGet, "/workflows/:id/children", needRead, s.children)

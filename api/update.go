@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ func (s *Server) update(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.answerUpdate(c, req, res)
+	s.answerUpdate(c, req, res, nil)
 }
 
 // updateRequest reads the update's name, its wait and the
@@ -68,6 +69,13 @@ func (s *Server) updateRequest(c *gin.Context, id uuid.UUID) (engine.UpdateReque
 	if err := checkUpdateName(name); err != nil {
 		return engine.UpdateRequest{}, err
 	}
+	req, err := s.updateHeader(c, id)
+	req.Name = name
+	return req, err
+}
+
+// updateHeader reads an update's wait and its Idempotency-Key header.
+func (s *Server) updateHeader(c *gin.Context, id uuid.UUID) (engine.UpdateRequest, error) {
 	wait := min(defaultUpdateWait, s.cfg.ResultWaitMax)
 	if v := c.Query("wait"); v != "" {
 		w, err := parseWait(v, s.cfg.ResultWaitMax)
@@ -77,7 +85,7 @@ func (s *Server) updateRequest(c *gin.Context, id uuid.UUID) (engine.UpdateReque
 		wait = w
 	}
 	key, _, err := idempotencyKey(c)
-	return engine.UpdateRequest{ExecutionID: id, Name: name, UpdateID: key, Wait: wait}, err
+	return engine.UpdateRequest{ExecutionID: id, UpdateID: key, Wait: wait}, err
 }
 
 // decodeUpdate reads the body into req: its arguments, and its update id
@@ -111,10 +119,11 @@ func checkUpdateName(name string) error {
 	return nil
 }
 
-// answerUpdate writes an update's answer: 200 with its result or its
-// handler's error, 202 while it has none.
-func (s *Server) answerUpdate(c *gin.Context, req engine.UpdateRequest, res engine.UpdateResult) {
+// answerUpdate writes an update's answer, with the fields of more: 200
+// with its result or its handler's error, 202 while it has none.
+func (s *Server) answerUpdate(c *gin.Context, req engine.UpdateRequest, res engine.UpdateResult, more gin.H) {
 	body := gin.H{"update_id": req.UpdateID, "update": req.Name, "execution_id": res.ExecutionID.String()}
+	maps.Copy(body, more)
 	switch {
 	case !res.Completed:
 		body["outcome"] = "accepted"

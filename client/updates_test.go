@@ -40,3 +40,30 @@ func TestUpdateClient(t *testing.T) {
 	_, err = b.api.UpdateIdempotent(ctx, run.ExecutionID, testworkflows.Add.Name(), "", 1, 0)
 	require.ErrorIs(t, err, client.ErrInvalid)
 }
+
+// TestUpdateWithStartClient starts a run by its first update, and updates
+// the running run by the next; a retried id finds the same run and answer.
+func TestUpdateWithStartClient(t *testing.T) {
+	t.Parallel()
+	b := setupServer(t)
+	ctx := context.Background()
+	req := client.UpdateWithStartRequest{WorkflowID: "tally-client", UpdateName: testworkflows.Add.Name(), UpdateID: "first", Args: 3}
+	first, err := b.api.UpdateWithStart(ctx, testworkflows.Tally.Name(), req)
+	require.NoError(t, err)
+	require.True(t, first.StartedFresh)
+	require.Equal(t, "completed", first.Outcome)
+	require.JSONEq(t, "3", string(first.Result))
+	req.Args = 30
+	again, err := b.api.UpdateWithStart(ctx, testworkflows.Tally.Name(), req)
+	require.NoError(t, err)
+	require.False(t, again.StartedFresh)
+	require.Equal(t, first.ExecutionID, again.ExecutionID)
+	require.JSONEq(t, "3", string(again.Result), "a retry gets the first answer")
+	req.UpdateID, req.Args = "second", 1
+	next, err := b.api.UpdateWithStart(ctx, testworkflows.Tally.Name(), req)
+	require.NoError(t, err)
+	require.JSONEq(t, "4", string(next.Result))
+	req.UpdateID = ""
+	_, err = b.api.UpdateWithStart(ctx, testworkflows.Tally.Name(), req)
+	require.ErrorIs(t, err, client.ErrInvalid)
+}

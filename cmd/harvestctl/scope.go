@@ -18,6 +18,7 @@ var commandScopes = map[string]client.TokenScope{
 	"workflow start":             client.ScopeWrite,
 	"workflow signal":            client.ScopeWrite,
 	"workflow update":            client.ScopeWrite,
+	"workflow update-with-start": client.ScopeWrite,
 	"workflow signal-with-start": client.ScopeWrite,
 	"workflow describe":          client.ScopeRead,
 	"workflow children":          client.ScopeRead,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,4 +34,25 @@ func TestUpdateCommand(t *testing.T) {
 	require.Contains(t, r.stderr, "unknown_update")
 	r = b.ctl(t, "workflow", "update", id, demo.CartAddItemUpdate, "--args-json", `{"sku":`)
 	require.Equal(t, exitUsage, r.code)
+}
+
+// TestUpdateWithStartCommand starts a cart by its first update and
+// updates it by the next; a repeated id gets the same run and answer.
+func TestUpdateWithStartCommand(t *testing.T) {
+	b := setup(t)
+	uws := func(id, sku string) []string {
+		return []string{"workflow", "update-with-start", demo.CartName, demo.CartAddItemUpdate, "--workflow-id", "cart-ctl",
+			"--update-id", id, "--args-json", `{"sku":"` + sku + `","qty":1}`}
+	}
+	table := b.ok(t, uws("first", "apple")...)
+	require.Equal(t, "completed", cell(t, table, "Outcome"))
+	require.Equal(t, "true", cell(t, table, "Started fresh"))
+	first := b.okJSON(t, uws("first", "plum")...)
+	require.Equal(t, false, first["started_fresh"], "a repeated id finds the run it started")
+	require.Contains(t, fmt.Sprint(first["result"]), "apple")
+	next := b.okJSON(t, uws("second", "pear")...)
+	require.Equal(t, first["execution_id"], next["execution_id"])
+	require.EqualValues(t, 2, next["result"].(map[string]any)["count"])
+	r := b.ctl(t, "workflow", "update-with-start", demo.CartName, demo.CartAddItemUpdate)
+	require.Equal(t, exitUsage, r.code, "--workflow-id is required")
 }

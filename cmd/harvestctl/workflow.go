@@ -22,7 +22,7 @@ func workflowCommand() *cli.Command {
 		Aliases: []string{"wf"},
 		Usage:   "start, signal, update, inspect and close workflow runs",
 		Subcommands: []*cli.Command{
-			startCommand(), signalCommand(), signalWithStartCommand(), updateCommand(), describeCommand(), childrenCommand(), queryCommand(),
+			startCommand(), signalCommand(), signalWithStartCommand(), updateCommand(), updateWithStartCommand(), describeCommand(), childrenCommand(), queryCommand(),
 			resultCommand(),
 			historyCommand(), listCommand(), cancelCommand(), terminateCommand(),
 		},
