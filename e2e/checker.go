@@ -241,6 +241,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 			startKeys[[2]string{op.Workflow, op.Key}] = true
 		case KindSWS:
 			swsIDs[[2]string{op.Workflow, op.WorkflowID}] = true
+		case KindUWS:
+			startKeys[[2]string{op.Workflow, uwsKeyPrefix + op.Key}] = true
 		}
 	}
 
@@ -360,6 +362,10 @@ func Check(ops []*Op, st *DBState) []Violation {
 			if x.name != op.Workflow || x.wfID != op.WorkflowID {
 				add(CheckAckedExists, "sws %q answered %s, which is %s/%s", op.WorkflowID, op.ExecID, x.name, x.wfID)
 			}
+		case KindUWS:
+			if x.name != op.Workflow || x.wfID != op.WorkflowID || x.ik != uwsKeyPrefix+op.Key {
+				add(CheckAckedExists, "update-with-start %q answered %s, which is %s/%s with key %q", op.Key, op.ExecID, x.name, x.wfID, x.ik)
+			}
 		case KindSignal, KindUpdate:
 			if op.ExecID != op.Target {
 				add(CheckAckedExists, "%s %q to %s answered for %s", op.Kind, op.Key, op.Target, op.ExecID)
@@ -368,7 +374,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// A counter add reaches the chain's current run, and an unconsumed
 		// one is carried to the next: checkChains counts it per chain.
 		// An update's signal key is its id's (checkCarts counts it).
-		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && op.Kind != KindUpdate && op.Chain == "" && !signalSeen[sk] {
+		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && !isUpdateOp(op) && op.Chain == "" && !signalSeen[sk] {
 			signalSeen[sk] = true
 			if n := st.signals[[2]string{op.ExecID, op.Key}]; n != 1 {
 				add(CheckSignalOnce, "acknowledged signal %q to %s has %d SignalReceived events", op.Key, op.ExecID, n)

@@ -24,6 +24,13 @@ const CheckUpdateOnce = "update id -> accepted and applied once"
 // (harvest.UpdateKeyPrefix).
 const updateKeyPrefix = "hv:upd:"
 
+// uwsKeyPrefix starts the start key of an update-with-start
+// (harvest.UpdateWithStartKeyPrefix): the start claim is the update id's.
+const uwsKeyPrefix = "hv:uws:"
+
+// isUpdateOp reports whether op is an update (with start or not).
+func isUpdateOp(op *Op) bool { return op.Kind == KindUpdate || op.Kind == KindUWS }
+
 // cartOutput is the part of the cart's output the checker reads.
 type cartOutput struct {
 	Items []struct {
@@ -64,7 +71,7 @@ func checkCarts(ops []*Op, st *DBState, add func(check, format string, args ...a
 		}
 	}
 	for _, op := range ops {
-		if op.Kind == KindUpdate && op.OK && op.Outcome == "completed" {
+		if isUpdateOp(op) && op.OK && op.Outcome == "completed" {
 			checkAnsweredUpdate(st, op, add)
 		}
 	}

@@ -39,6 +39,21 @@ func newCartWorld(t *testing.T) *cartWorld {
 	return w
 }
 
+// startedByUpdate adds cart-2, started by its first update's
+// update-with-start (answered twice: a re-delivery), and returns its id.
+func (w *cartWorld) startedByUpdate() string {
+	id := newExecID(0)
+	require.NoError(w.t, plantExecution(w.ctx, w.conn, id, wfCart, "cart-2", uwsKeyPrefix+"cart-2-item-0", "COMPLETED"))
+	require.NoError(w.t, plantOutput(w.ctx, w.conn, id, map[string]any{"items": []map[string]any{{"sku": "cart-2-item-0", "qty": 1}}, "count": 1}))
+	require.NoError(w.t, plantEvent(w.ctx, w.conn, id, "SignalReceived",
+		map[string]any{"signal_name": "hv:update", "idempotency_key": updateKeyPrefix + "cart-2-item-0"}))
+	require.NoError(w.t, plantEvent(w.ctx, w.conn, id, "UpdateCompleted", map[string]any{"update_id": "cart-2-item-0", "name": updAddItem}))
+	for _, dup := range []bool{false, true} {
+		w.op(Op{Kind: KindUWS, Workflow: wfCart, Key: "cart-2-item-0", WorkflowID: "cart-2", ExecID: id, Outcome: "completed", Dup: dup})
+	}
+	return id
+}
+
 func (w *cartWorld) accept(id string) {
 	require.NoError(w.t, plantEvent(w.ctx, w.conn, w.cart, "SignalReceived",
 		map[string]any{"signal_name": "hv:update", "idempotency_key": updateKeyPrefix + id}))
@@ -86,6 +101,15 @@ func TestCheckCarts(t *testing.T) {
 			w.output("cart-1-item-0", "cart-1-item-1", "cart-1-item-2")
 			w.update("cart-1-item-2")
 		}, CheckUpdateOnce, "accepted it 0 times"},
+		{"StartedByItsFirstUpdate", func(w *cartWorld) { w.startedByUpdate() }, "", ""},
+		{"UpdateWithStartStartedTwice", func(w *cartWorld) {
+			w.startedByUpdate()
+			require.NoError(w.t, plantExecution(w.ctx, w.conn, newExecID(0), wfCart, "cart-2", uwsKeyPrefix+"cart-2-item-0", "COMPLETED"))
+		}, CheckStartDedup, "2 executions"},
+		{"UpdateWithStartAnsweredByAnotherRun", func(w *cartWorld) {
+			w.startedByUpdate()
+			w.op(Op{Kind: KindUWS, Workflow: wfCart, Key: "cart-1-item-0", WorkflowID: "cart-2", ExecID: w.cart, Outcome: "completed"})
+		}, CheckAckedExists, "update-with-start"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

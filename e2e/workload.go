@@ -21,11 +21,12 @@ import (
 
 // Operation kinds.
 const (
-	KindStart  = "start"  // keyed start (no workflow id: the server mints it)
-	KindSignal = "signal" // keyed signal to an execution
-	KindSWS    = "sws"    // keyed signal-with-start
-	KindCancel = "cancel" // cooperative cancel of an execution (idempotent by nature, no key)
-	KindUpdate = "update" // keyed update of an execution (workload_cart.go)
+	KindStart  = "start"             // keyed start (no workflow id: the server mints it)
+	KindSignal = "signal"            // keyed signal to an execution
+	KindSWS    = "sws"               // keyed signal-with-start
+	KindCancel = "cancel"            // cooperative cancel of an execution (idempotent by nature, no key)
+	KindUpdate = "update"            // keyed update of an execution (workload_cart.go)
+	KindUWS    = "update_with_start" // keyed update-with-start of a cart (workload_cart.go)
 )
 
 // Workflows and the signal of the demo the workload drives.
@@ -213,6 +214,8 @@ func (c *Client) requestOf(op *Op) request {
 				"input": orderInput(op.WorkflowID), "idempotency_key": op.Key}}
 	case KindUpdate:
 		return cartAddItem(op)
+	case KindUWS:
+		return cartUpdateWithStart(op)
 	case KindSchedule, KindSchedulePause:
 		return scheduleRequest(op)
 	case KindDebounce, KindBatch, KindThrottle:
@@ -572,7 +575,7 @@ func (w *Workload) runChain(ctx context.Context, ch chain, timeout time.Duration
 			return
 		}
 		ch.runs.learn(res)
-		if tmpl.Kind == KindStart {
+		if tmpl.Kind == KindStart || tmpl.Kind == KindUWS {
 			// Feed the answer to the rest of the chain now, before a dup
 			// or a stop can park it.
 			for _, next := range ch.ops[i+1:] {
