@@ -128,6 +128,9 @@ var documented = map[string]access{
 	"POST /api/harvest/workflows/:id/signal/:signal":    needWrite,
 	"POST /api/harvest/workflows/:id/update/:update":    needWrite,
 	"POST /api/harvest/workflows/:id/update-with-start": needWrite,
+	"POST /api/harvest/batch":                           needAdmin,
+	"GET /api/harvest/batch/:id":                        needRead,
+	"POST /api/harvest/batch/:id/cancel":                needAdmin,
 	"POST /api/harvest/workflows/:id/cancel":            needWrite,
 
 	"POST /api/harvest/workflows/:id/terminate":     needAdmin,

@@ -49,6 +49,8 @@ var auditActions = map[string]string{
 	"GET " + BasePath + "/admin/limits":                  "limit.list",
 	"PUT " + BasePath + "/admin/limits/:kind/:name":      "limit.set",
 	"DELETE " + BasePath + "/admin/limits/:kind/:name":   "limit.delete",
+	"POST " + BasePath + "/batch":                        "batch.create",
+	"POST " + BasePath + "/batch/:id/cancel":             "batch.cancel",
 	"POST " + BasePath + "/schedules":                    "schedule.create",
 	"DELETE " + BasePath + "/schedules/:schedule":        "schedule.delete",
 	"POST " + BasePath + "/schedules/:schedule/pause":    "schedule.pause",

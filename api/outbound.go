@@ -146,8 +146,14 @@ func (o *Outbound) call(ctx context.Context, path, key string, body []byte, out 
 
 // serve serves POST path with body in process and returns the answer.
 func (o *Outbound) serve(ctx context.Context, path, key string, body []byte) (*answerWriter, error) {
+	return o.serveMethod(ctx, http.MethodPost, path, key, body)
+}
+
+// serveMethod serves method path with body in process and returns the
+// answer.
+func (o *Outbound) serveMethod(ctx context.Context, method, path, key string, body []byte) (*answerWriter, error) {
 	ctx = context.WithValue(ctx, systemCallKey{}, true)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, BasePath+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, BasePath+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("outbound request: %w", err)
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -31,17 +29,8 @@ func TestContinueAsNewCrashPoints(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			g := b.registerCarry(t)
-			var armed atomic.Bool
-			hit, frozen := make(chan struct{}), make(chan struct{})
-			hook := crashOnce(p, hit, frozen)
-			e1 := b.engine(t, func(c *Config) {
-				c.crashHook = func(ctx context.Context, q loop.CrashPoint) error {
-					if !armed.Load() {
-						return nil
-					}
-					return hook(ctx, q)
-				}
-			})
+			rig := newCrashRig(t, b, once(p))
+			e1 := rig.e
 			run := start(t, e1, StartRequest{WorkflowName: "carry", Input: raw(t, 0)})
 			g.waitEntered(t)
 			for _, s := range []string{"a", "b", "c"} {
@@ -49,27 +38,21 @@ func TestContinueAsNewCrashPoints(t *testing.T) {
 			}
 			eventually(t, "the signals' tasks ran", func() bool { return !taskDue(t, b, run.ExecutionID) })
 			if p != crashSignal {
-				armed.Store(true) // the next workflow task is the hand-over
+				rig.arm() // the next workflow task is the hand-over
 			}
 			for range 4 {
 				g.pass <- struct{}{} // the attempt, and one per retry after the crash
 			}
 			if p == crashSignal {
 				waitLinks(t, e1, run.ExecutionID, 2)
-				armed.Store(true) // the next signal batch carries "d" to the new run
+				rig.arm() // the next signal batch carries "d" to the new run
 			}
 			sent := make(chan struct{})
 			go func() {
 				defer close(sent)
 				_, _ = e1.Signal(context.Background(), carrySignal(t, run.ExecutionID, "d"))
 			}()
-			select {
-			case <-hit:
-			case <-time.After(20 * time.Second):
-				t.Fatalf("the hand-over never reached %s", p)
-			}
-			crash(e1)
-			close(frozen)
+			rig.crashAtHit(t, "the hand-over at "+string(p))
 			<-sent
 
 			e2 := b.engine(t)

@@ -25,6 +25,7 @@ import (
 	"github.com/harvestd/harvest/engine/internal/schedule"
 	"github.com/harvestd/harvest/engine/internal/update"
 	"github.com/harvestd/harvest/engine/internal/wftask"
+	"github.com/harvestd/harvest/internal/batchop"
 )
 
 // Engine runs one shard. Create it with New, then Start it; the request
@@ -95,6 +96,9 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	if err := registerKeeper(reg); err != nil {
 		return nil, err
 	}
+	if err := batchop.Register(reg); err != nil {
+		return nil, err
+	}
 	if cfg.Activities == nil {
 		cfg.Activities = reg
 	}
@@ -107,6 +111,14 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 		bus:    loop.NewBus(),
 		closed: runs.NewWatch(),
 	}
+	if e.cfg.Outbound == nil {
+		e.cfg.Outbound = selfOutbound{e}
+	}
+	runner, err := batchop.NewRunner(e.cfg.Outbound, e.cfg.Activities)
+	if err != nil {
+		return nil, err
+	}
+	e.cfg.Activities = runner
 	e.fence = fence.New(fence.Config{Pool: pool, ShardID: cfg.ShardID, NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
 		TakeOver: cfg.TakeOver, Ahead: e.ahead, Clock: &e.clock, Lost: e.lostLease, Log: e.log})
 	e.epoch, e.owning = &e.fence.Epoch, &e.fence.Owning
@@ -117,9 +129,6 @@ func New(pool *pgxpool.Pool, reg *harvest.Registry, cfg Config) (*Engine, error)
 	e.in = e.newIntake()
 	e.upd = e.newUpdater()
 	e.closed.OnClose = e.wf.Drop
-	if e.cfg.Outbound == nil {
-		e.cfg.Outbound = selfOutbound{e}
-	}
 	e.newOutbox()
 	e.newSchedules()
 	e.newDeferred()

@@ -236,34 +236,19 @@ func TestKeeperAdoptionCrashPoints(t *testing.T) {
 			rt.Store(&RuntimeLimits{})
 			limits := func(c *Config) { c.Limits = func() RuntimeLimits { return *rt.Load() } }
 			b := setup(t)
-			hit, frozen := make(chan struct{}), make(chan struct{})
-			var armed atomic.Bool
-			once := crashOnce(p, hit, frozen)
-			e1 := b.engine(t, limits, func(c *Config) {
-				c.crashHook = func(ctx context.Context, at loop.CrashPoint) error {
-					if !armed.Load() {
-						return nil
-					}
-					return once(ctx, at)
-				}
-			})
+			rig := newCrashRig(t, b, once(p), limits)
+			e1 := rig.e
 			var running []uuid.UUID
 			for range 2 {
 				res := start(t, e1, StartRequest{WorkflowName: blockWF.Name()})
 				require.Equal(t, StateRunning, res.State)
 				running = append(running, res.ExecutionID)
 			}
-			armed.Store(true)
+			rig.arm()
 			rt.Store(&RuntimeLimits{Workflows: map[string]harvest.ConcurrencyLimit{
 				blockWF.Name(): {MaxRunning: 1, Scope: harvest.ScopeCluster}}})
 			e1.flow.Queued()
-			select {
-			case <-hit:
-			case <-time.After(20 * time.Second):
-				t.Fatalf("the adoption never met %s", p)
-			}
-			crash(e1)
-			close(frozen)
+			rig.crashAtHit(t, "the adoption at "+string(p))
 
 			e2 := b.engine(t, limits)
 			late := start(t, e2, StartRequest{WorkflowName: blockWF.Name()})

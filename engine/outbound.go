@@ -29,6 +29,9 @@ type Outbound interface {
 	// running, wherever it is placed; an error wrapping ErrNotFound when
 	// none is.
 	Resolve(ctx context.Context, workflowName, workflowID string) (uuid.UUID, error)
+	// List lists a page of the runs of every shard (a batch job's,
+	// internal/batchop): an error when a shard could not be read.
+	List(ctx context.Context, q ListQuery) (ListPage, error)
 }
 
 // selfOutbound performs every operation on the engine itself.
@@ -60,6 +63,10 @@ func (s selfOutbound) Cancel(ctx context.Context, id uuid.UUID, reason string) (
 
 func (s selfOutbound) Terminate(ctx context.Context, id uuid.UUID, reason string) (CloseResult, error) {
 	return s.e.Terminate(ctx, id, reason)
+}
+
+func (s selfOutbound) List(ctx context.Context, q ListQuery) (ListPage, error) {
+	return s.e.List(ctx, q)
 }
 
 func (s selfOutbound) Resolve(ctx context.Context, workflowName, workflowID string) (uuid.UUID, error) {

@@ -190,3 +190,7 @@ func eventData[T any](t *testing.T, pool *pgxpool.Pool, id uuid.UUID, typ harves
 	require.NoError(t, json.Unmarshal(raw, &v))
 	return v
 }
+
+func (c *countingOutbound) List(ctx context.Context, q ListQuery) (ListPage, error) {
+	return c.self().List(ctx, q)
+}

@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,17 +52,8 @@ func TestUpdateCrashPoints(t *testing.T) {
 func updateCrash(t *testing.T, withStart bool, p loop.CrashPoint, n int32) {
 	b := setup(t)
 	require.NoError(t, b.reg.Register(twice, tallyWF))
-	hit, frozen := make(chan struct{}), make(chan struct{})
-	var armed atomic.Bool
-	nth := crashNth(p, n, hit, frozen)
-	e1 := b.engine(t, func(c *Config) {
-		c.crashHook = func(ctx context.Context, at loop.CrashPoint) error {
-			if !armed.Load() {
-				return nil
-			}
-			return nth(ctx, at)
-		}
-	})
+	rig := newCrashRig(t, b, nth(p, n))
+	e1 := rig.e
 	send := func(e *Engine) (UpdateResult, error) {
 		res, err := updateWithStart(t, e, "crashed-cart", "crashed", 5, "")
 		return res.Update, err
@@ -74,15 +62,9 @@ func updateCrash(t *testing.T, withStart bool, p loop.CrashPoint, n int32) {
 		run := startTally(t, b, e1)
 		send = func(e *Engine) (UpdateResult, error) { return sendUpdate(t, e, run.ExecutionID, "crashed", 5) }
 	}
-	armed.Store(true)
+	rig.arm()
 	go func() { _, _ = send(e1) }() // its answer dies with e1
-	select {
-	case <-hit:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the update never met %s %d times", p, n)
-	}
-	crash(e1)
-	close(frozen)
+	rig.crashAtHit(t, fmt.Sprintf("%s %d times", p, n))
 
 	e2 := b.engine(t)
 	res, err := send(e2)

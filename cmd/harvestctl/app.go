@@ -52,7 +52,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Usage: "output format: table or json (the server's JSON, pretty-printed)"},
 		},
 		Before:   loadCACert,
-		Commands: []*cli.Command{workflowCommand(), clusterCommand(), shardCommand(), gateCommand(), scheduleCommand(), deferredCommand(), tokenCommand(), webhookCommand(), activityCommand(), limitCommand(), certsCommand(), flowCommand(), benchCommand()},
+		Commands: []*cli.Command{workflowCommand(), clusterCommand(), shardCommand(), gateCommand(), scheduleCommand(), deferredCommand(), tokenCommand(), webhookCommand(), activityCommand(), limitCommand(), batchCommand(), certsCommand(), flowCommand(), benchCommand()},
 	}
 	for _, cmd := range app.Commands {
 		prepare(cmd, cmd.Name)

@@ -61,6 +61,9 @@ var commandScopes = map[string]client.TokenScope{
 	"activity list":              client.ScopeAdmin,
 	"activity delete":            client.ScopeAdmin,
 	"limit set":                  client.ScopeAdmin,
+	"batch start":                client.ScopeAdmin,
+	"batch describe":             client.ScopeRead,
+	"batch cancel":               client.ScopeAdmin,
 	"limit list":                 client.ScopeAdmin,
 	"limit delete":               client.ScopeAdmin,
 	"certs create":               "", // local files: no request, no token
