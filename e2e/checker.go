@@ -44,7 +44,7 @@ var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, Check
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
 	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS,
-	CheckFlowLimit, CheckActivityFlowLimit, CheckClusterFlowLimit, CheckUpdateOnce}
+	CheckFlowLimit, CheckActivityFlowLimit, CheckClusterFlowLimit, CheckUpdateOnce, CheckBatchOnce}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -243,6 +243,8 @@ func Check(ops []*Op, st *DBState) []Violation {
 			swsIDs[[2]string{op.Workflow, op.WorkflowID}] = true
 		case KindUWS:
 			startKeys[[2]string{op.Workflow, uwsKeyPrefix + op.Key}] = true
+		case KindBatchJob:
+			startKeys[[2]string{wfBatch, op.Key}] = true
 		}
 	}
 
@@ -362,6 +364,10 @@ func Check(ops []*Op, st *DBState) []Violation {
 			if x.name != op.Workflow || x.wfID != op.WorkflowID {
 				add(CheckAckedExists, "sws %q answered %s, which is %s/%s", op.WorkflowID, op.ExecID, x.name, x.wfID)
 			}
+		case KindBatchJob:
+			if x.name != wfBatch || x.ik != op.Key {
+				add(CheckAckedExists, "batch job %q answered %s, which is %s with key %q", op.Key, op.ExecID, x.name, x.ik)
+			}
 		case KindUWS:
 			if x.name != op.Workflow || x.wfID != op.WorkflowID || x.ik != uwsKeyPrefix+op.Key {
 				add(CheckAckedExists, "update-with-start %q answered %s, which is %s/%s with key %q", op.Key, op.ExecID, x.name, x.wfID, x.ik)
@@ -374,7 +380,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// A counter add reaches the chain's current run, and an unconsumed
 		// one is carried to the next: checkChains counts it per chain.
 		// An update's signal key is its id's (checkCarts counts it).
-		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && !isUpdateOp(op) && op.Chain == "" && !signalSeen[sk] {
+		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && op.Kind != KindBatchJob && !isUpdateOp(op) && op.Chain == "" && !signalSeen[sk] {
 			signalSeen[sk] = true
 			if n := st.signals[[2]string{op.ExecID, op.Key}]; n != 1 {
 				add(CheckSignalOnce, "acknowledged signal %q to %s has %d SignalReceived events", op.Key, op.ExecID, n)
@@ -400,6 +406,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	checkWebhooks(ops, st, add)
 	checkFlow(st, add)
 	checkCarts(ops, st, add)
+	checkBatches(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).

@@ -21,12 +21,13 @@ import (
 
 // Operation kinds.
 const (
-	KindStart  = "start"             // keyed start (no workflow id: the server mints it)
-	KindSignal = "signal"            // keyed signal to an execution
-	KindSWS    = "sws"               // keyed signal-with-start
-	KindCancel = "cancel"            // cooperative cancel of an execution (idempotent by nature, no key)
-	KindUpdate = "update"            // keyed update of an execution (workload_cart.go)
-	KindUWS    = "update_with_start" // keyed update-with-start of a cart (workload_cart.go)
+	KindStart    = "start"             // keyed start (no workflow id: the server mints it)
+	KindSignal   = "signal"            // keyed signal to an execution
+	KindSWS      = "sws"               // keyed signal-with-start
+	KindCancel   = "cancel"            // cooperative cancel of an execution (idempotent by nature, no key)
+	KindUpdate   = "update"            // keyed update of an execution (workload_cart.go)
+	KindUWS      = "update_with_start" // keyed update-with-start of a cart (workload_cart.go)
+	KindBatchJob = "batch_job"         // keyed batch job creation (workload_batch.go)
 )
 
 // Workflows and the signal of the demo the workload drives.
@@ -196,6 +197,8 @@ func (c *Client) requestOf(op *Op) request {
 			input = exportInput(op.Key)
 		case wfCart:
 			input = map[string]any{}
+		case wfRace:
+			input = raceInput()
 		}
 		return request{http.MethodPost, "/api/harvest/workflows/" + op.Workflow + "/start", op.Key,
 			map[string]any{"input": input}}
@@ -216,6 +219,8 @@ func (c *Client) requestOf(op *Op) request {
 		return cartAddItem(op)
 	case KindUWS:
 		return cartUpdateWithStart(op)
+	case KindBatchJob:
+		return batchJobRequest(op)
 	case KindSchedule, KindSchedulePause:
 		return scheduleRequest(op)
 	case KindDebounce, KindBatch, KindThrottle:
@@ -343,13 +348,14 @@ func (c *Client) attempt(ctx context.Context, op *Op, n int, req request, body [
 		NewlyCancelled  *bool  `json:"newly_cancelled"`
 		State           string `json:"state"`
 		Outcome         string `json:"outcome"`
+		BatchID         string `json:"batch_id"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		a.Err = "bad answer: " + err.Error()
 		return a, true
 	}
 	op.OK, op.Status, op.Err, op.Code = true, resp.StatusCode, "", ""
-	op.ExecID, op.Fresh, op.Dedup, op.Delivered = out.ExecutionID, out.StartedFresh, out.Deduplicated, out.SignalDelivered
+	op.ExecID, op.Fresh, op.Dedup, op.Delivered = cmp.Or(out.ExecutionID, out.BatchID), out.StartedFresh, out.Deduplicated, out.SignalDelivered
 	op.CancelRequested, op.NewlyCancelled, op.State = out.CancelRequested, out.NewlyCancelled, out.State
 	op.DeferredID = out.DeferredID
 	op.Current = cmp.Or(out.Current, out.Latest)
@@ -382,6 +388,9 @@ type Workload struct {
 	// CartShare is the share of chains that start a cart, send it keyed
 	// updates and check it out (workload_cart.go; 0: none).
 	CartShare float64
+	// BatchShare is the share of chains that start approval races and a
+	// batch job signalling them (workload_batch.go).
+	BatchShare float64
 	// ReportShare is the share of chains that start a report, a workflow
 	// under a concurrency limit per customer and shard, or, as many, an
 	// export, under one per tenant across the cluster (workload_flow.go;
@@ -470,6 +479,9 @@ func (w *Workload) newChain() chain {
 	}
 	if rand.Float64() < w.CartShare {
 		return cartChain(n)
+	}
+	if rand.Float64() < w.BatchShare {
+		return batchChain(n)
 	}
 	if r := rand.Float64(); r < w.ReportShare {
 		if r < w.ReportShare/2 {

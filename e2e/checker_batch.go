@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Batch jobs (the workload's batch chains).
+//
+//   - Each job's signal reached each run at most once: one SignalReceived
+//     per (run, hv:batch:<job>:<run>), whatever was repeated.
+//   - Each acknowledged job that completed counted every item (matched =
+//     done + skipped + failed) and failed none (its races accept the
+//     signal; a closed one is skipped).
+
+// CheckBatchOnce is the check of the batch jobs.
+const CheckBatchOnce = "batch job -> each run's item once, none failed"
+
+// batchKeyPrefix starts a batch job's item keys (batchop.KeyPrefix).
+const batchKeyPrefix = "hv:batch:"
+
+// batchProgress is the part of a job's result the checker reads.
+type batchProgress struct {
+	Matched, Done, Skipped, Failed int64
+	LastError                      string `json:"last_error"`
+}
+
+// checkBatches checks every batch item key and every acknowledged job.
+func checkBatches(ops []*Op, st *DBState, add func(check, format string, args ...any)) {
+	for _, k := range sortedKeys(st.signals) {
+		if n := st.signals[k]; strings.HasPrefix(k[1], batchKeyPrefix) && n != 1 {
+			add(CheckBatchOnce, "run %s has %d SignalReceived events keyed %q", k[0], n, k[1])
+		}
+	}
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if op.Kind == KindBatchJob && op.OK && !seen[op.ExecID] {
+			seen[op.ExecID] = true
+			checkBatchJob(st, op.ExecID, add)
+		}
+	}
+}
+
+// checkBatchJob checks the result of job id's chain, once it completed
+// (CheckCompleted reports a job that did not).
+func checkBatchJob(st *DBState, id string, add func(check, format string, args ...any)) {
+	x := st.execs[id]
+	for x != nil && x.continuedTo != "" {
+		x = st.execs[x.continuedTo]
+	}
+	if x == nil || x.state != "COMPLETED" {
+		return
+	}
+	var p batchProgress
+	if err := json.Unmarshal([]byte(x.output), &p); err != nil {
+		add(CheckBatchOnce, "batch job %s: its result does not decode: %v", id, err)
+		return
+	}
+	if p.Matched != p.Done+p.Skipped+p.Failed || p.Failed != 0 {
+		add(CheckBatchOnce, "batch job %s: matched %d, done %d, skipped %d, failed %d (%s)", id, p.Matched, p.Done, p.Skipped, p.Failed, p.LastError)
+	}
+}
