@@ -3,14 +3,29 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
+	"github.com/harvestd/harvest"
 )
 
 // queryRequest is the body of POST /workflows/{id}/query/{name}.
 type queryRequest struct {
 	Args json.RawMessage `json:"args"`
+}
+
+// checkQueryName checks a query's name: names with the reserved prefix
+// are Harvest's own (an update's validator, harvest.UpdateQueryPrefix).
+func checkQueryName(name string) error {
+	if err := checkText("query name", name, maxNameLen, true); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, harvest.ReservedPrefix) {
+		return badRequest(codeInvalidArgument, fmt.Sprintf("query name %q: names starting with %q are reserved", name, harvest.ReservedPrefix))
+	}
+	return nil
 }
 
 // query handles GET and POST /workflows/{execution_id}/query/{name}: the
@@ -23,7 +38,7 @@ func (s *Server) query(c *gin.Context) {
 		return
 	}
 	name := c.Param("query")
-	if err := checkText("query name", name, maxNameLen, true); err != nil {
+	if err := checkQueryName(name); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/harvestd/harvest"
 	"github.com/harvestd/harvest/engine"
+	"github.com/harvestd/harvest/internal/testworkflows"
 )
 
 // TestQueryHTTP queries a running run (from cached state, and with the
@@ -28,6 +30,14 @@ func TestQueryHTTP(t *testing.T) {
 			testQueryHTTP(t, setupWith(t, tc.cache), tc.cached)
 		})
 	}
+
+	t.Run("ReservedNamesAreHarvests", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		id := startTallies(t, b, 1)[0]
+		requireError(t, b.do(t, http.MethodPost, "/workflows/"+id+"/query/"+harvest.UpdateQueryPrefix+testworkflows.Add.Name(),
+			map[string]any{"args": 1}), http.StatusBadRequest, codeInvalidArgument)
+	})
 
 	t.Run("BoundedWaitGets408", func(t *testing.T) {
 		t.Parallel()
