@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
@@ -44,4 +45,27 @@ func TestCart(t *testing.T) {
 	env.Output(run.ExecutionID, &out)
 	require.Equal(t, []demo.CartItem{{SKU: "apple", Qty: 3}, {SKU: "pear", Qty: 2}}, out.Items)
 	require.Equal(t, 5, out.Count)
+}
+
+// A cart started by its first item (update-with-start): the next item
+// reaches the same cart, and a retry of the first finds it and its answer.
+func TestCartStartedByItsFirstItem(t *testing.T) {
+	t.Parallel()
+	env, _ := setup(t)
+	add := func(id string, it demo.CartItem) (uuid.UUID, demo.CartState) {
+		res, err := env.UpdateWithStart(demo.CartName, "cart-7", struct{}{}, demo.CartAddItemUpdate, id, it)
+		require.NoError(t, err)
+		require.True(t, res.Update.Completed)
+		var cart demo.CartState
+		require.NoError(t, json.Unmarshal(res.Update.Output, &cart))
+		return res.Start.ExecutionID, cart
+	}
+	first, cart := add("tea", demo.CartItem{SKU: "tea", Qty: 1})
+	require.Equal(t, 1, cart.Count)
+	next, cart := add("jam", demo.CartItem{SKU: "jam", Qty: 2})
+	require.Equal(t, first, next, "the running cart is updated")
+	require.Equal(t, 3, cart.Count)
+	again, cart := add("tea", demo.CartItem{SKU: "tea", Qty: 9})
+	require.Equal(t, first, again)
+	require.Equal(t, 1, cart.Count, "a retried id gets its first answer")
 }

@@ -196,6 +196,22 @@ func (e *Env) Update(id uuid.UUID, name, updateID string, args any) (engine.Upda
 		Wait: e.timeout})
 }
 
+// UpdateWithStart sends the update name with args under updateID to the
+// run of workflow holding workflowID, starting it with input first when
+// none is running (engine.Engine.UpdateWithStart), and waits for the
+// answer as Update does; opts change the start.
+func (e *Env) UpdateWithStart(workflow, workflowID string, input any, name, updateID string, args any, opts ...StartOption) (engine.UpdateWithStartResult, error) {
+	e.t.Helper()
+	start := engine.StartRequest{WorkflowName: workflow, WorkflowID: workflowID, Input: e.encode(input)}
+	for _, opt := range opts {
+		opt(&start)
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	return e.eng.UpdateWithStart(ctx, engine.UpdateWithStartRequest{Start: start,
+		Update: engine.UpdateRequest{Name: name, UpdateID: updateID, Args: e.encode(args), Wait: e.timeout}})
+}
+
 // Result waits for the run to close and returns how it ended.
 func (e *Env) Result(id uuid.UUID) engine.Outcome {
 	e.t.Helper()
