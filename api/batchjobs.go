@@ -33,7 +33,7 @@ var batchStates = []string{engine.StateQueued, engine.StateRunning, engine.State
 // batchJobBody is the body of POST /batch.
 type batchJobBody struct {
 	Operation      string          `json:"operation"`
-	Filter         batchJobFilter     `json:"filter"`
+	Filter         batchJobFilter  `json:"filter"`
 	Reason         string          `json:"reason"`
 	SignalName     string          `json:"signal_name"`
 	SignalPayload  json.RawMessage `json:"signal_payload"`
@@ -42,11 +42,12 @@ type batchJobBody struct {
 }
 
 type batchJobFilter struct {
-	WorkflowName  string     `json:"workflow_name"`
-	WorkflowID    string     `json:"workflow_id"`
-	States        []string   `json:"states"`
-	StartedAfter  *time.Time `json:"started_after"`
-	StartedBefore *time.Time `json:"started_before"`
+	WorkflowName     string     `json:"workflow_name"`
+	WorkflowID       string     `json:"workflow_id"`
+	WorkflowIDPrefix string     `json:"workflow_id_prefix"`
+	States           []string   `json:"states"`
+	StartedAfter     *time.Time `json:"started_after"`
+	StartedBefore    *time.Time `json:"started_before"`
 }
 
 // createBatch handles POST /batch: the job's run is started under its
@@ -164,10 +165,11 @@ func (f batchJobFilter) check() (batchop.Filter, error) {
 	if harvest.IsSystemWorkflow(f.WorkflowName) {
 		return batchop.Filter{}, badRequest(codeInvalidArgument, fmt.Sprintf("filter.workflow_name %q: Harvest's own runs are not batch items", f.WorkflowName))
 	}
-	if err := checkText("filter.workflow_id", f.WorkflowID, maxIDLen, false); err != nil {
+	if err := checkTexts(textParam{"filter.workflow_id", f.WorkflowID, maxIDLen},
+		textParam{"filter.workflow_id_prefix", f.WorkflowIDPrefix, maxIDLen}); err != nil {
 		return batchop.Filter{}, err
 	}
-	out := batchop.Filter{WorkflowName: f.WorkflowName, WorkflowID: f.WorkflowID, StartedAfter: f.StartedAfter, StartedBefore: f.StartedBefore}
+	out := batchop.Filter{WorkflowName: f.WorkflowName, WorkflowID: f.WorkflowID, WorkflowIDPrefix: f.WorkflowIDPrefix, StartedAfter: f.StartedAfter, StartedBefore: f.StartedBefore}
 	for _, st := range f.States {
 		if up := strings.ToUpper(st); slices.Contains(batchStates, up) {
 			out.States = append(out.States, up)

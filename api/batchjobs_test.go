@@ -82,6 +82,27 @@ func TestBatchRoutes(t *testing.T) {
 		}
 	})
 
+	t.Run("FiltersByWorkflowIDPrefix", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		ids := map[string]string{}
+		for _, wid := range []string{"doomed-1", "doomed-2", "kept-1"} {
+			r := b.do(t, "POST", "/workflows/"+testworkflows.Tally.Name()+"/start", map[string]any{"workflow_id": wid})
+			require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+			ids[wid] = r.Body["execution_id"].(string)
+		}
+		list := b.do(t, "GET", "/workflows?workflow_id_prefix=doomed-&counts=true", nil)
+		require.Len(t, list.Body["workflows"], 2, "%s", list.Raw)
+		require.Equal(t, 2.0, list.Body["counts"].(map[string]any)["RUNNING"])
+		r := b.do(t, "POST", "/batch", map[string]any{"operation": "terminate",
+			"filter": map[string]any{"workflow_name": testworkflows.Tally.Name(), "workflow_id_prefix": "doomed-"}})
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		done := batchDone(t, b, r.Body["batch_id"].(string))
+		require.Equal(t, 2.0, done.Body["progress"].(map[string]any)["done"], "%s", done.Raw)
+		kept := b.do(t, "GET", "/workflows/"+ids["kept-1"], nil)
+		require.Equal(t, "RUNNING", kept.Body["execution"].(map[string]any)["state"], "%s", kept.Raw)
+	})
+
 	t.Run("ACancelledJobStopsAfterItsPage", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

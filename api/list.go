@@ -62,11 +62,12 @@ func (s *Server) list(c *gin.Context) {
 
 func listQuery(c *gin.Context) (engine.ListQuery, error) {
 	q := engine.ListQuery{States: c.QueryArray("state"), WorkflowName: c.Query("workflow_name"),
-		WorkflowID: c.Query("workflow_id"), Cursor: c.Query("cursor")}
+		WorkflowID: c.Query("workflow_id"), WorkflowIDPrefix: c.Query("workflow_id_prefix"), Cursor: c.Query("cursor")}
 	for i, st := range q.States {
 		q.States[i] = strings.ToUpper(st)
 	}
 	if err := checkTexts(textParam{"workflow_name", q.WorkflowName, maxNameLen}, textParam{"workflow_id", q.WorkflowID, maxIDLen},
+		textParam{"workflow_id_prefix", q.WorkflowIDPrefix, maxIDLen},
 		textParam{"cursor", q.Cursor, maxIDLen}); err != nil {
 		return q, err
 	}

@@ -40,7 +40,8 @@ func (o *Outbound) List(ctx context.Context, q engine.ListQuery) (engine.ListPag
 // listValues is q as GET /workflows' query string.
 func listValues(q engine.ListQuery) url.Values {
 	v := url.Values{"state": q.States}
-	for name, s := range map[string]string{"workflow_name": q.WorkflowName, "workflow_id": q.WorkflowID, "cursor": q.Cursor} {
+	for name, s := range map[string]string{"workflow_name": q.WorkflowName, "workflow_id": q.WorkflowID,
+		"workflow_id_prefix": q.WorkflowIDPrefix, "cursor": q.Cursor} {
 		if s != "" {
 			v.Set(name, s)
 		}

@@ -35,11 +35,12 @@ type BatchJobRequest struct {
 // BatchFilter chooses a job's runs, as GET /workflows does; StartedBefore
 // defaults to the job's creation.
 type BatchFilter struct {
-	WorkflowName  string     `json:"workflow_name"`
-	WorkflowID    string     `json:"workflow_id,omitempty"`
-	States        []string   `json:"states,omitempty"`
-	StartedAfter  *time.Time `json:"started_after,omitempty"`
-	StartedBefore *time.Time `json:"started_before,omitempty"`
+	WorkflowName     string     `json:"workflow_name"`
+	WorkflowID       string     `json:"workflow_id,omitempty"`
+	WorkflowIDPrefix string     `json:"workflow_id_prefix,omitempty"`
+	States           []string   `json:"states,omitempty"`
+	StartedAfter     *time.Time `json:"started_after,omitempty"`
+	StartedBefore    *time.Time `json:"started_before,omitempty"`
 }
 
 // BatchCreated answers CreateBatchJob: the job's id, and whether this

@@ -219,6 +219,8 @@ type ListQuery struct {
 	States       []string
 	WorkflowName string
 	WorkflowID   string
+	// WorkflowIDPrefix keeps runs whose workflow id starts with it.
+	WorkflowIDPrefix string
 	// PageSize is 1–200; 0 is the server's default (50).
 	PageSize int
 	// Cursor is NextCursor of the previous page.
@@ -256,6 +258,7 @@ func (c *Client) List(ctx context.Context, lq ListQuery) (*ListPage, error) {
 	}
 	setNonEmpty(q, "workflow_name", lq.WorkflowName)
 	setNonEmpty(q, "workflow_id", lq.WorkflowID)
+	setNonEmpty(q, "workflow_id_prefix", lq.WorkflowIDPrefix)
 	if lq.PageSize > 0 {
 		q.Set("page_size", strconv.Itoa(lq.PageSize))
 	}

@@ -26,6 +26,7 @@ func batchCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "operation", Usage: "terminate, cancel or signal (required)"},
 					&cli.StringFlag{Name: "workflow-name", Usage: "the runs of this workflow (required)"},
+					&cli.StringFlag{Name: "workflow-id-prefix", Usage: "only runs whose business id starts with this"},
 					&cli.StringSliceFlag{Name: "state", Usage: "only runs in this state (repeatable; default: every state)"},
 					&cli.StringFlag{Name: "started-after", Usage: "only runs started at or after this RFC 3339 time"},
 					&cli.StringFlag{Name: "started-before", Usage: "only runs started before this RFC 3339 time (default: now)"},
@@ -75,7 +76,8 @@ func batchRequest(c *cli.Context) (client.BatchJobRequest, error) {
 	}
 	req := client.BatchJobRequest{Operation: c.String("operation"), Reason: c.String("reason"), SignalName: c.String("signal"),
 		Rate: c.Float64("rate"), IdempotencyKey: c.String("idempotency-key"),
-		Filter: client.BatchFilter{WorkflowName: c.String("workflow-name"), States: c.StringSlice("state")}}
+		Filter: client.BatchFilter{WorkflowName: c.String("workflow-name"), WorkflowIDPrefix: c.String("workflow-id-prefix"),
+			States: c.StringSlice("state")}}
 	var err error
 	if req.SignalPayload, err = jsonFlag(c, "signal-payload-json"); err != nil {
 		return req, err

@@ -406,6 +406,7 @@ func listCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "state", Usage: "keep runs in this state (repeatable): QUEUED, RUNNING, COMPLETED, FAILED, …"},
 			&cli.StringFlag{Name: "workflow-name", Usage: "keep runs of this workflow"},
 			&cli.StringFlag{Name: "workflow-id", Usage: "keep runs with this business id"},
+			&cli.StringFlag{Name: "workflow-id-prefix", Usage: "keep runs whose business id starts with this"},
 			&cli.IntFlag{Name: "page-size", Usage: "page size, 1-200 (server default 50)"},
 			&cli.StringFlag{Name: "cursor", Usage: "next_cursor of the previous page"},
 			&cli.StringFlag{Name: "order", Usage: "asc or desc (server default desc)"},
@@ -424,7 +425,7 @@ func listAction(c *cli.Context) error {
 	}
 	q := client.ListQuery{
 		States: c.StringSlice("state"), WorkflowName: c.String("workflow-name"), WorkflowID: c.String("workflow-id"),
-		PageSize: c.Int("page-size"), Cursor: c.String("cursor"), Order: c.String("order"), Counts: c.Bool("counts"),
+		WorkflowIDPrefix: c.String("workflow-id-prefix"), PageSize: c.Int("page-size"), Cursor: c.String("cursor"), Order: c.String("order"), Counts: c.Bool("counts"),
 	}
 	if q.StartedAfter, err = timeFlag(c, "started-after"); err != nil {
 		return err

@@ -137,7 +137,9 @@ type ListQuery struct {
 	States       []string
 	WorkflowName string
 	WorkflowID   string
-	PageSize     int
+	// WorkflowIDPrefix keeps the runs whose workflow id starts with it.
+	WorkflowIDPrefix string
+	PageSize         int
 	// Cursor is NextCursor of the previous page.
 	Cursor string
 	// Ascending lists oldest first (default newest first).

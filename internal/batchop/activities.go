@@ -108,7 +108,8 @@ type activities struct{ c Cluster }
 
 // list lists a page.
 func (a activities) list(ctx *harvest.ActivityContext, r ListRequest) (Page, error) {
-	q := shardapi.ListQuery{WorkflowName: r.Filter.WorkflowName, WorkflowID: r.Filter.WorkflowID, States: r.Filter.States,
+	q := shardapi.ListQuery{WorkflowName: r.Filter.WorkflowName, WorkflowID: r.Filter.WorkflowID,
+		WorkflowIDPrefix: r.Filter.WorkflowIDPrefix, States: r.Filter.States,
 		PageSize: r.Size, Cursor: r.Cursor, Ascending: true}
 	if r.Filter.StartedAfter != nil {
 		q.StartedAfter = *r.Filter.StartedAfter

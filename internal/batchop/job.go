@@ -44,11 +44,13 @@ func (o Operation) Valid() bool { return o == Terminate || o == Cancel || o == S
 
 // Filter is the list filter of a job: the list API's (GET /workflows).
 type Filter struct {
-	WorkflowName  string     `json:"workflow_name"`
-	WorkflowID    string     `json:"workflow_id,omitempty"`
-	States        []string   `json:"states,omitempty"`
-	StartedAfter  *time.Time `json:"started_after,omitempty"`
-	StartedBefore *time.Time `json:"started_before,omitempty"`
+	WorkflowName string `json:"workflow_name"`
+	WorkflowID   string `json:"workflow_id,omitempty"`
+	// WorkflowIDPrefix keeps the runs whose workflow id starts with it.
+	WorkflowIDPrefix string     `json:"workflow_id_prefix,omitempty"`
+	States           []string   `json:"states,omitempty"`
+	StartedAfter     *time.Time `json:"started_after,omitempty"`
+	StartedBefore    *time.Time `json:"started_before,omitempty"`
 }
 
 // Job is a batch job's input: what it does, how fast, and (carried by a

@@ -32,7 +32,7 @@ func (r *Reader) List(ctx context.Context, q shardapi.ListQuery) (shardapi.ListP
 	}
 	after, before := startedBounds(q)
 	list, err := store.ListExecutions(ctx, r.d.Pool, store.ListFilter{
-		States: q.States, WorkflowName: q.WorkflowName, WorkflowID: q.WorkflowID,
+		States: q.States, WorkflowName: q.WorkflowName, WorkflowID: q.WorkflowID, WorkflowIDPrefix: q.WorkflowIDPrefix,
 		CursorTime: curT, CursorID: curID, After: after, Before: before,
 		Ascending: q.Ascending, Limit: size + 1,
 	})
@@ -120,7 +120,7 @@ func (r *Reader) countByState(ctx context.Context, q shardapi.ListQuery) (map[st
 	for _, s := range listStates {
 		counts[s] = 0
 	}
-	err := store.CountByState(ctx, r.d.Pool, q.WorkflowName, q.WorkflowID, after, before, func(state string, n int64) { counts[state] = n })
+	err := store.CountByState(ctx, r.d.Pool, q.WorkflowName, q.WorkflowID, q.WorkflowIDPrefix, after, before, func(state string, n int64) { counts[state] = n })
 	if err != nil {
 		return nil, fmt.Errorf("count executions: %w", err)
 	}

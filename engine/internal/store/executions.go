@@ -13,14 +13,15 @@ import (
 // are not empty, created in [after, before) (nil: unbounded), in one
 // grouped read (the state_list index holds every column it needs when no
 // name or id is given); fn is called for each state with runs.
-func CountByState(ctx context.Context, q Querier, name, id string, after, before *time.Time, fn func(state string, n int64)) error {
+func CountByState(ctx context.Context, q Querier, name, id, idPrefix string, after, before *time.Time, fn func(state string, n int64)) error {
 	rows, err := q.Query(ctx, `
 		SELECT state, count(*) FROM harvest_executions
 		 WHERE ($1 = '' OR workflow_name = $1)
 		   AND ($2 = '' OR workflow_id = $2)
 		   AND ($3::timestamptz IS NULL OR created_at >= $3)
 		   AND ($4::timestamptz IS NULL OR created_at < $4)
-		 GROUP BY state`, pgx.QueryExecModeSimpleProtocol, name, id, after, before)
+		   AND ($5 = '' OR starts_with(workflow_id, $5))
+		 GROUP BY state`, pgx.QueryExecModeSimpleProtocol, name, id, after, before, idPrefix)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ func GetExecution(ctx context.Context, q Querier, id uuid.UUID) (shardapi.Execut
 type ListFilter struct {
 	States                   []string // empty: every state
 	WorkflowName, WorkflowID string   // "": any
+	WorkflowIDPrefix         string   // "": any
 	// CursorTime and CursorID are the (created_at, execution_id) key the
 	// page continues after (nil: from the start).
 	CursorTime *time.Time
@@ -68,9 +69,10 @@ func ListExecutions(ctx context.Context, q Querier, f ListFilter) ([]shardapi.Ex
 		   AND ($4::timestamptz IS NULL OR (created_at, execution_id) `+cmpOp+` ($4, $5::uuid))
 		   AND ($7::timestamptz IS NULL OR created_at >= $7)
 		   AND ($8::timestamptz IS NULL OR created_at < $8)
+		   AND ($9 = '' OR starts_with(workflow_id, $9))
 		 ORDER BY created_at `+order+`, execution_id `+order+`
 		 LIMIT $6`, pgx.QueryExecModeSimpleProtocol, f.States, f.WorkflowName, f.WorkflowID, f.CursorTime, f.CursorID,
-		f.Limit, f.After, f.Before)
+		f.Limit, f.After, f.Before, f.WorkflowIDPrefix)
 	if err != nil {
 		return nil, err
 	}
