@@ -297,7 +297,7 @@ func runInside(t *testing.T) {
 	}
 	ops := hist.Ops()
 	vs := Check(ops, st)
-	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st), DeferredStats(ops, st), WebhookStats(ops, st), FlowStats(st))
+	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st), DeferredStats(ops, st), WebhookStats(ops, st), FlowStats(st), BatchStats(ops, st))
 
 	rep := &Report{Profile: prof.name, Seed: seed, Nodes: nodes, Duration: loadDur, Total: time.Since(began), Ops: ops,
 		Faults: nem.Faults, Violations: vs, Executions: st.Executions(), Redelivered: redone, StillParked: left,

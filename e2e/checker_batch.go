@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -59,4 +60,38 @@ func checkBatchJob(st *DBState, id string, add func(check, format string, args .
 	if p.Matched != p.Done+p.Skipped+p.Failed || p.Failed != 0 {
 		add(CheckBatchOnce, "batch job %s: matched %d, done %d, skipped %d, failed %d (%s)", id, p.Matched, p.Done, p.Skipped, p.Failed, p.LastError)
 	}
+}
+
+// BatchStats summarizes the batch jobs for the report's notes: the jobs
+// answered, their items by outcome (of the jobs that completed), and the
+// runs their signals reached.
+func BatchStats(ops []*Op, st *DBState) string {
+	jobs := map[string]bool{}
+	for _, op := range ops {
+		if op.Kind == KindBatchJob && op.OK {
+			jobs[op.ExecID] = true
+		}
+	}
+	var total batchProgress
+	completed := 0
+	for id := range jobs {
+		x := st.execs[id]
+		for x != nil && x.continuedTo != "" {
+			x = st.execs[x.continuedTo]
+		}
+		var p batchProgress
+		if x == nil || x.state != "COMPLETED" || json.Unmarshal([]byte(x.output), &p) != nil {
+			continue
+		}
+		completed++
+		total.Matched, total.Done, total.Skipped, total.Failed = total.Matched+p.Matched, total.Done+p.Done, total.Skipped+p.Skipped, total.Failed+p.Failed
+	}
+	items := 0
+	for k := range st.signals {
+		if strings.HasPrefix(k[1], batchKeyPrefix) {
+			items++
+		}
+	}
+	return fmt.Sprintf("batch jobs: %d answered, %d completed: %d items matched, %d done, %d skipped, %d failed; %d runs got a job's signal",
+		len(jobs), completed, total.Matched, total.Done, total.Skipped, total.Failed, items)
 }

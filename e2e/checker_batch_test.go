@@ -48,6 +48,8 @@ func TestCheckBatches(t *testing.T) {
 			}
 			if tc.want == "" {
 				require.Empty(t, vs)
+				require.Equal(t, "batch jobs: 1 answered, 1 completed: 1 items matched, 1 done, 0 skipped, 0 failed; 1 runs got a job's signal",
+					BatchStats(ops, st))
 				return
 			}
 			require.True(t, reported(vs, CheckBatchOnce, tc.want), "want a %q violation saying %q", CheckBatchOnce, tc.want)
