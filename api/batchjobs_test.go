@@ -158,4 +158,3 @@ func TestBatchRoutes(t *testing.T) {
 		}
 	})
 }
-
