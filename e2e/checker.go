@@ -57,6 +57,8 @@ type execRow struct {
 	// Continue-as-new: the chain's first run (empty on a first run), the
 	// run this one continued from and to, and the output (JSON, "" if none).
 	chainID, continuedFrom, continuedTo, output string
+	// waiting is what an open run waits on (readWaiting).
+	waiting string
 }
 
 // DBState is what the checker reads from the shard databases.
@@ -192,6 +194,9 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 		return err
 	}
 	if err := st.readUpdates(ctx, conn); err != nil {
+		return err
+	}
+	if err := st.readWaiting(ctx, conn); err != nil {
 		return err
 	}
 	return st.readCancels(ctx, conn)
@@ -428,6 +433,9 @@ func Check(ops []*Op, st *DBState) []Violation {
 			msg := ""
 			if x.lastError != "" {
 				msg = ": " + x.lastError
+			}
+			if x.waiting != "" {
+				msg += " (" + x.waiting + ")"
 			}
 			add(CheckCompleted, "execution %s (%s/%s) is %s%s", id, x.name, x.wfID, x.state, msg)
 		}

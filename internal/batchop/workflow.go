@@ -8,10 +8,14 @@ import (
 )
 
 // activityOptions are the batch activities': retried until they succeed
-// (an item refused for good is counted, not an error), a minute apart at
-// most.
+// (an item refused for good is counted, not an error), at most
+// retryMax apart, so that a job goes on soon after a shard it needs is
+// reachable again.
 var activityOptions = harvest.ActivityOptions{StartToClose: 5 * time.Minute,
-	Retry: &harvest.RetryPolicy{MaxAttempts: -1, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: time.Minute}}
+	Retry: &harvest.RetryPolicy{MaxAttempts: -1, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: retryMax}}
+
+// retryMax is the longest wait between two attempts of a batch activity.
+const retryMax = 10 * time.Second
 
 // The workflow's declarations of the activities: Register registers
 // their implementations under the same names.
