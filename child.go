@@ -147,14 +147,14 @@ type childRun struct {
 func (s *runState) startChild(name string, input json.RawMessage, o ChildOptions) *childRun {
 	id := s.nextSeq()
 	if o.WorkflowID == "" {
-		o.WorkflowID = s.info.ExecutionID + "-" + id
+		o.WorkflowID = s.keyBase + "-" + id
 	}
 	if o.ParentClosePolicy == "" {
 		o.ParentClosePolicy = ParentCloseTerminate
 	}
 	d := ChildWorkflowInitiatedData{CommandID: id, WorkflowName: name, WorkflowID: o.WorkflowID, Input: input,
 		ParentClosePolicy: string(o.ParentClosePolicy), ExecutionTimeoutMS: o.ExecutionTimeout.Milliseconds(),
-		RunTimeoutMS: o.RunTimeout.Milliseconds(), IdempotencyKey: ChildStartKey(s.info.ExecutionID, id),
+		RunTimeoutMS: o.RunTimeout.Milliseconds(), IdempotencyKey: ChildStartKey(s.keyBase, id),
 		ConcurrencyKey: o.ConcurrencyKey, Priority: o.Priority, FairnessKey: o.FairnessKey, FairnessWeight: o.FairnessWeight}
 	a := childArgs(d)
 	d.Digest = a.sum

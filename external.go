@@ -93,7 +93,7 @@ func (s *runState) signalExternal(t externalTarget, name string, payload json.Ra
 	s.issue(EventSignalExternalInitiated, id, name, a, func() any {
 		return SignalExternalInitiatedData{CommandID: id, ExecutionID: t.executionID, WorkflowName: t.workflowName,
 			WorkflowID: t.workflowID, SignalName: name, Payload: payload,
-			IdempotencyKey: ExternalSignalKey(s.info.ExecutionID, id), Digest: a.sum}
+			IdempotencyKey: ExternalSignalKey(s.keyBase, id), Digest: a.sum}
 	})
 	s.externals[id] = f
 	return f

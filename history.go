@@ -98,6 +98,15 @@ type WorkflowStartedData struct {
 	// ChainID the first run of their chain; both empty on a first run.
 	ContinuedFrom string `json:"continued_from,omitempty"`
 	ChainID       string `json:"chain_id,omitempty"`
+	// KeyBase is the run the keys of a reset run derive from (the
+	// activity, child start and external signal keys): the first run of
+	// its reset line, so that a reset run issues the keys the run it
+	// replays issued. Empty on any other run: its own execution id.
+	KeyBase string `json:"key_base,omitempty"`
+	// ResetFrom is the run a reset run replays the history of, and
+	// ResetEventID the last event it copied (see the engine's Reset).
+	ResetFrom    string `json:"reset_from,omitempty"`
+	ResetEventID int64  `json:"reset_event_id,omitempty"`
 }
 
 // WorkflowCompletedData is the payload of WorkflowCompleted.

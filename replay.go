@@ -66,9 +66,11 @@ func (r *Registry) RunWorkflowTask(ctx context.Context, task WorkflowTask, logge
 // The driver and the coroutine never run at the same time: they hand
 // control over through resume and yielded.
 type runState struct {
-	info   WorkflowInfo
-	now    time.Time
-	logger zerolog.Logger
+	info WorkflowInfo
+	// keyBase is what the run's keys derive from (WorkflowStartedData.KeyBase).
+	keyBase string
+	now     time.Time
+	logger  zerolog.Logger
 
 	seq      int
 	recorded []Event // command events already in history
@@ -119,6 +121,7 @@ func newRunState(task WorkflowTask, started WorkflowStartedData, logger zerolog.
 		s.info.StartedAt = s.now
 	}
 	s.info.ChainID, s.info.ContinuedFrom = cmp.Or(started.ChainID, s.info.ExecutionID), started.ContinuedFrom
+	s.keyBase = cmp.Or(started.KeyBase, s.info.ExecutionID)
 	for _, ev := range task.History {
 		if ev.Type.IsCommand() {
 			s.recorded = append(s.recorded, ev)
@@ -389,7 +392,7 @@ func (s *runState) scheduleActivity(name string, input json.RawMessage, opts Act
 	a := activityArgs(name, input, opts)
 	s.issue(EventActivityScheduled, id, name, a, func() any {
 		return ActivityScheduledData{ActivityID: id, Name: name, Input: input, Queue: opts.Queue,
-			IdempotencyKey: string(ActivityKey(s.info.ExecutionID, id)), Options: opts.Stored(), Digest: a.sum}
+			IdempotencyKey: string(ActivityKey(s.keyBase, id)), Options: opts.Stored(), Digest: a.sum}
 	})
 	s.activities[id] = f
 	return f

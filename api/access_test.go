@@ -134,6 +134,7 @@ var documented = map[string]access{
 	"POST /api/harvest/workflows/:id/cancel":            needWrite,
 
 	"POST /api/harvest/workflows/:id/terminate":     needAdmin,
+	"POST /api/harvest/workflows/:id/reset":         needAdmin,
 	"GET /api/harvest/admin/shards":                 needAdmin,
 	"POST /api/harvest/admin/shards":                needAdmin,
 	"GET /api/harvest/admin/shards/:shard":          needAdmin,

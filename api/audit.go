@@ -26,6 +26,7 @@ import (
 // scope admin); TestAuditTrail checks that none is missing.
 var auditActions = map[string]string{
 	"POST " + BasePath + "/workflows/:id/terminate":      "workflow.terminate",
+	"POST " + BasePath + "/workflows/:id/reset":          "workflow.reset",
 	"GET " + BasePath + "/admin/shards":                  "shard.list",
 	"POST " + BasePath + "/admin/shards":                 "shard.add",
 	"GET " + BasePath + "/admin/shards/:shard":           "shard.get",

@@ -128,6 +128,7 @@ func (b *authBundle) requireNoSecret(t *testing.T, logs *logBuffer, extra ...str
 var auditTargets = map[string]string{
 	"POST /api/harvest/workflows/:id/terminate":      "id=0003e886-0000-4000-8000-000000000001",
 	"POST /api/harvest/batch/:id/cancel":             "id=0003e886-0000-4000-8000-000000000001",
+	"POST /api/harvest/workflows/:id/reset":          "id=0003e886-0000-4000-8000-000000000001",
 	"GET /api/harvest/admin/shards/:shard":           "shard=3",
 	"POST /api/harvest/admin/shards/:shard/drain":    "shard=3",
 	"POST /api/harvest/admin/shards/:shard/undrain":  "shard=3",

@@ -22,6 +22,7 @@ type Shard interface {
 	SignalWithStart(ctx context.Context, req engine.SignalWithStartRequest) (engine.SignalWithStartResult, error)
 	Cancel(ctx context.Context, id uuid.UUID, reason string) (engine.CloseResult, error)
 	Terminate(ctx context.Context, id uuid.UUID, reason string) (engine.CloseResult, error)
+	Reset(ctx context.Context, req engine.ResetRequest) (engine.ResetResult, error)
 	Describe(ctx context.Context, id uuid.UUID) (engine.Description, error)
 	Children(ctx context.Context, id uuid.UUID) ([]engine.Child, error)
 	Result(ctx context.Context, id uuid.UUID, wait time.Duration) (engine.Outcome, error)

@@ -113,6 +113,7 @@ func (s *Server) routes() {
 	s.handle(g, http.MethodPost, "/workflows/:id/query/:query", needRead, s.query)
 	s.handle(g, http.MethodPost, "/workflows/:id/cancel", needWrite, s.cancel)
 	s.handle(g, http.MethodPost, "/workflows/:id/terminate", needAdmin, s.terminate)
+	s.handle(g, http.MethodPost, "/workflows/:id/reset", needAdmin, s.reset)
 }
 
 // ServeHTTP implements http.Handler.

@@ -74,6 +74,12 @@ import (
 //
 //   - crashFlowBeforeCommit: queued runs were made RUNNING (or running
 //     runs adopted), before the commit.
+//
+// And a reset's (engine/reset.go; TestResetCrashPoints stops at it and at
+// the commit's answer):
+//
+//   - crashReset: the new run, its claim and the old run's close are
+//     written, before the commit.
 const (
 	crashLoaded          = wftask.CrashLoaded
 	crashRan             = wftask.CrashRan

@@ -17,14 +17,14 @@ import (
 // a run this engine created and has not seen close is not read before
 // the wait: a poll that waits for the close of a fresh run reads nothing.
 // The PollInterval tick reads the run whatever the watch says. A run that
-// continued as new is not an end: Result follows the chain to its
-// successor within the same wait, and answers the outcome of the chain's
-// last run (shardapi.Outcome.ExecutionID).
+// continued as new, or that a reset replaced, is not an end: Result
+// follows the chain to its successor within the same wait, and answers
+// the outcome of the chain's last run (shardapi.Outcome.ExecutionID).
 func (r *Reader) Result(ctx context.Context, id uuid.UUID, wait time.Duration) (shardapi.Outcome, error) {
 	until := time.Now().Add(wait)
 	for {
 		o, err := r.runResult(ctx, id, time.Until(until))
-		if err != nil || o.State != shardapi.StateContinuedAsNew || o.ContinuedTo == nil {
+		if err != nil || o.ContinuedTo == nil {
 			return o, err
 		}
 		id = *o.ContinuedTo

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -65,6 +66,9 @@ type handOverRows struct {
 	inputs     []string
 	next       []int64 // the successor's next_event_id
 	events     eventRows
+	// stamped are a reset run's events, each stamped at its at (reset.go).
+	stamped eventRows
+	at      []time.Time
 }
 
 // add adds the successor next of ex with its first events.
@@ -99,7 +103,12 @@ func (ch *Changes) queueHandOvers(b *pgx.Batch) {
 	}
 	ahead := ch.Ahead.Microseconds()
 	store.QueueHandOvers(b, h.olds, h.news, h.inputs, h.next)
-	store.QueueInsertEvents(b, h.events.ids, h.events.nums, h.events.types, h.events.data, ahead)
+	if len(h.events.ids) > 0 {
+		store.QueueInsertEvents(b, h.events.ids, h.events.nums, h.events.types, h.events.data, ahead)
+	}
+	if len(h.stamped.ids) > 0 {
+		store.QueueInsertEventsAt(b, h.stamped.ids, h.stamped.nums, h.stamped.types, h.stamped.data, h.at)
+	}
 	store.QueueHandOverTimers(b, h.olds, h.news, TimeoutTimerPrefix+TimeoutExecution, TimeoutTimerPrefix+TimeoutRun, ahead)
 	store.QueueHandOverCallbacks(b, h.olds, h.news)
 }

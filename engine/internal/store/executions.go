@@ -177,3 +177,11 @@ func QueueFailWorkflowTask(b *pgx.Batch, id uuid.UUID, attempt int, lastErr stri
 		       wf_task_due_at = now() + $4 * interval '1 millisecond'
 		 WHERE execution_id = $1`, id, attempt, lastErr, delayMS)
 }
+
+// FlowKeyed reports whether run id carries a flow key (a run of a
+// workflow under a concurrency limit, flow.go).
+func FlowKeyed(ctx context.Context, q Querier, id uuid.UUID) (bool, error) {
+	var keyed bool
+	err := q.QueryRow(ctx, `SELECT flow_key IS NOT NULL FROM harvest_executions WHERE execution_id = $1`, id).Scan(&keyed)
+	return keyed, err
+}

@@ -136,7 +136,9 @@ func RecordResolved(ctx context.Context, q Querier, rowID int64, id uuid.UUID) (
 // idempotency key), and the close policy of each child of a closing
 // parent (closePolicyOutbox). A run that continues as new reports
 // nothing: its chain goes on, and the chain's last run reports for it
-// (the chain's first run holds the key), under the chain's id.
+// (the chain's first run holds the key), under the chain's id. Nor does
+// a run a reset replaced (TERMINATED, with continued_to): its chain goes
+// on too, and its children with it (no close policy).
 const closeOutbox = `
 	INSERT INTO harvest_outbox (execution_id, command_id, kind, request)
 	SELECT x.execution_id, '', 'child_done',
@@ -147,7 +149,7 @@ const closeOutbox = `
 	 CROSS JOIN LATERAL (SELECT coalesce(x.idempotency_key,
 	                            (SELECT f.idempotency_key FROM harvest_executions f WHERE f.execution_id = x.chain_id)) AS key) k
 	 WHERE x.execution_id = ANY($1) AND k.key LIKE 'hv:child:%'
-	   AND x.state NOT IN ('RUNNING', 'CONTINUED_AS_NEW')
+	   AND x.state NOT IN ('RUNNING', 'CONTINUED_AS_NEW') AND x.continued_to IS NULL
 	UNION ALL` + flowReleaseRows + `
 	UNION ALL` + closePolicyRows + `
 	ON CONFLICT DO NOTHING`
@@ -160,7 +162,8 @@ const flowReleaseRows = `
 	       jsonb_build_object('workflow', x.workflow_name, 'key', coalesce(x.flow_key, ''),
 	                          'chain', coalesce(x.chain_id, x.execution_id)::text)
 	  FROM harvest_executions x
-	 WHERE x.execution_id = ANY($1) AND x.flow_asked AND x.state NOT IN ('QUEUED', 'RUNNING', 'CONTINUED_AS_NEW')`
+	 WHERE x.execution_id = ANY($1) AND x.flow_asked AND x.state NOT IN ('QUEUED', 'RUNNING', 'CONTINUED_AS_NEW')
+	   AND x.continued_to IS NULL`
 
 // closePolicyOutbox inserts the close policy rows of the closed parents
 // $1 alone.
@@ -175,6 +178,8 @@ const closePolicyRows = `
 	       jsonb_build_object('execution_id', c.child_execution_id, 'policy', c.close_policy)
 	  FROM harvest_children c
 	 WHERE c.parent_execution_id = ANY($1) AND c.child_execution_id IS NOT NULL AND c.close_policy <> 'abandon'
+	   AND NOT EXISTS (SELECT 1 FROM harvest_executions p
+	                    WHERE p.execution_id = c.parent_execution_id AND p.state = 'TERMINATED' AND p.continued_to IS NOT NULL)
 	   AND NOT EXISTS (SELECT 1 FROM harvest_signals s
 	                    WHERE s.execution_id = c.parent_execution_id
 	                      AND s.idempotency_key = 'hv:childdone:' || c.child_execution_id::text)`
