@@ -37,6 +37,7 @@ type batchJobBody struct {
 	Reason         string          `json:"reason"`
 	SignalName     string          `json:"signal_name"`
 	SignalPayload  json.RawMessage `json:"signal_payload"`
+	ResetPoint     string          `json:"reset_point"`
 	Rate           *float64        `json:"rate"`
 	IdempotencyKey *string         `json:"idempotency_key"`
 }
@@ -111,19 +112,28 @@ func batchJob(c *gin.Context, raw []byte, key string, hasHeader bool) (batchop.J
 		key = uuid.NewString()
 	}
 	job := batchop.Job{Operation: batchop.Operation(b.Operation), Reason: b.Reason, SignalName: b.SignalName,
-		SignalPayload: b.SignalPayload, Rate: batchRateDefault}
+		SignalPayload: b.SignalPayload, ResetPoint: b.ResetPoint, Rate: batchRateDefault}
 	if err := b.check(c, &job); err != nil {
 		return batchop.Job{}, "", err
 	}
 	f, err := b.Filter.check()
 	job.Filter = f
+	if err == nil && job.Operation == batchop.Reset && f.StartedBefore.After(time.Now()) {
+		// A reset's new run starts now: a later end would let the job
+		// reset the runs it made, page after page.
+		now := time.Now().UTC()
+		job.Filter.StartedBefore = &now
+	}
 	return job, key, err
 }
 
 // check checks the body's operation, reason, signal and rate into job.
 func (b *batchJobBody) check(c *gin.Context, job *batchop.Job) error {
 	if !job.Operation.Valid() {
-		return badRequest(codeInvalidArgument, fmt.Sprintf("operation %q: one of terminate, cancel, signal", b.Operation))
+		return badRequest(codeInvalidArgument, fmt.Sprintf("operation %q: one of terminate, cancel, signal, reset", b.Operation))
+	}
+	if err := b.checkResetPoint(job.Operation); err != nil {
+		return err
 	}
 	if err := checkText("reason", b.Reason, maxIDLen, false); err != nil {
 		return err
@@ -136,6 +146,18 @@ func (b *batchJobBody) check(c *gin.Context, job *batchop.Job) error {
 			return badRequest(codeInvalidArgument, fmt.Sprintf("rate must be more than 0 and at most %d operations a second", batchRateMax))
 		}
 		job.Rate = *b.Rate
+	}
+	return nil
+}
+
+// checkResetPoint checks that a reset job names its point (a named one:
+// the runs' histories differ), and that no other job does.
+func (b *batchJobBody) checkResetPoint(op batchop.Operation) error {
+	switch {
+	case op != batchop.Reset && b.ResetPoint != "":
+		return badRequest(codeInvalidArgument, "reset_point is for the reset operation")
+	case op == batchop.Reset && b.ResetPoint != engine.ResetFirst && b.ResetPoint != engine.ResetLastTask:
+		return badRequest(codeInvalidArgument, fmt.Sprintf("reset_point %q: want %q or %q", b.ResetPoint, engine.ResetFirst, engine.ResetLastTask))
 	}
 	return nil
 }

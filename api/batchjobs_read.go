@@ -26,6 +26,7 @@ type batchAnswer struct {
 	Rate        float64          `json:"rate"`
 	Reason      string           `json:"reason,omitempty"`
 	SignalName  string           `json:"signal_name,omitempty"`
+	ResetPoint  string           `json:"reset_point,omitempty"`
 	Progress    batchop.Progress `json:"progress"`
 	CreatedAt   time.Time        `json:"created_at"`
 }
@@ -106,7 +107,7 @@ func batchJobOf(ctx context.Context, shard Shard, first, cur engine.Execution) (
 		return batchAnswer{}, fmt.Errorf("decode batch job %s: %w", first.ExecutionID, err)
 	}
 	out := batchAnswer{BatchID: first.ExecutionID.String(), ExecutionID: cur.ExecutionID.String(), Operation: string(job.Operation),
-		Filter: job.Filter, Rate: job.Rate, Reason: job.Reason, SignalName: job.SignalName, CreatedAt: first.CreatedAt}
+		Filter: job.Filter, Rate: job.Rate, Reason: job.Reason, SignalName: job.SignalName, ResetPoint: job.ResetPoint, CreatedAt: first.CreatedAt}
 	var err error
 	out.State, out.Progress, err = batchProgress(ctx, shard, cur)
 	return out, err

@@ -82,6 +82,26 @@ func TestBatchRoutes(t *testing.T) {
 		}
 	})
 
+	t.Run("ResetsTheMatchingRunsOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		ids := startTallies(t, b, 3)
+		later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		r := b.do(t, "POST", "/batch", map[string]any{"operation": "reset", "reset_point": "first", "reason": "new code",
+			"filter": map[string]any{"workflow_name": testworkflows.Tally.Name(), "started_before": later}})
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		done := batchDone(t, b, r.Body["batch_id"].(string))
+		require.Equal(t, "reset", done.Body["operation"])
+		require.Equal(t, "first", done.Body["reset_point"])
+		require.Equal(t, 3.0, done.Body["progress"].(map[string]any)["done"], "the new runs are not the job's: %s", done.Raw)
+		for _, x := range ids {
+			d := b.do(t, "GET", "/workflows/"+x, nil)
+			ex := d.Body["execution"].(map[string]any)
+			require.Equal(t, "TERMINATED", ex["state"], "%s", d.Raw)
+			require.NotEmpty(t, ex["continued_to"], "replaced by its reset")
+		}
+	})
+
 	t.Run("FiltersByWorkflowIDPrefix", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -131,7 +151,10 @@ func TestBatchRoutes(t *testing.T) {
 			status             int
 			code               string
 		}{
-			{"UnknownOperation", "POST", "/batch", map[string]any{"operation": "reset", "filter": filter}, http.StatusBadRequest, codeInvalidArgument},
+			{"UnknownOperation", "POST", "/batch", map[string]any{"operation": "explode", "filter": filter}, http.StatusBadRequest, codeInvalidArgument},
+			{"ResetWithoutPoint", "POST", "/batch", map[string]any{"operation": "reset", "filter": filter}, http.StatusBadRequest, codeInvalidArgument},
+			{"ResetToAnEventID", "POST", "/batch", map[string]any{"operation": "reset", "reset_point": "3", "filter": filter}, http.StatusBadRequest, codeInvalidArgument},
+			{"PointWithoutReset", "POST", "/batch", map[string]any{"operation": "terminate", "reset_point": "first", "filter": filter}, http.StatusBadRequest, codeInvalidArgument},
 			{"NoWorkflowName", "POST", "/batch", map[string]any{"operation": "terminate", "filter": map[string]any{}}, http.StatusBadRequest, codeInvalidArgument},
 			{"SystemWorkflow", "POST", "/batch", map[string]any{"operation": "terminate", "filter": map[string]any{"workflow_name": "hv.batch"}}, http.StatusBadRequest, codeInvalidArgument},
 			{"UnknownState", "POST", "/batch", map[string]any{"operation": "terminate", "filter": map[string]any{"workflow_name": "x", "states": []string{"sleepy"}}}, http.StatusBadRequest, codeInvalidArgument},

@@ -232,3 +232,29 @@ func (w *answerWriter) WriteHeader(status int) {
 		w.status = status
 	}
 }
+
+// Reset serves POST /workflows/{id}/reset in process, keyed.
+func (o *Outbound) Reset(ctx context.Context, req engine.ResetRequest) (engine.ResetResult, error) {
+	b := resetBody{Reason: req.Reason, Point: req.Point}
+	if req.Point == "" {
+		b.EventID = &req.EventID
+	}
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return engine.ResetResult{}, fmt.Errorf("encode reset: %w", err)
+	}
+	var out struct {
+		ExecutionID uuid.UUID `json:"execution_id"`
+		WorkflowID  string    `json:"workflow_id"`
+		ResetFrom   uuid.UUID `json:"reset_from"`
+		EventID     int64     `json:"event_id"`
+		Replaced    uuid.UUID `json:"replaced_execution_id"`
+		Terminated  bool      `json:"terminated"`
+		Newly       bool      `json:"newly_reset"`
+	}
+	if err := o.call(ctx, "/workflows/"+req.ExecutionID.String()+"/reset", req.IdempotencyKey, raw, &out); err != nil {
+		return engine.ResetResult{}, err
+	}
+	return engine.ResetResult{ExecutionID: out.ExecutionID, WorkflowID: out.WorkflowID, ResetFrom: out.ResetFrom,
+		EventID: out.EventID, Replaced: out.Replaced, Terminated: out.Terminated, Newly: out.Newly}, nil
+}

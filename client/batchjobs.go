@@ -15,10 +15,12 @@ const (
 	BatchTerminate = "terminate"
 	BatchCancel    = "cancel"
 	BatchSignal    = "signal"
+	BatchReset     = "reset"
 )
 
 // BatchJobRequest is a batch operation: Operation (BatchTerminate,
-// BatchCancel or BatchSignal, which needs SignalName) on every run the
+// BatchCancel, BatchSignal, which needs SignalName, or BatchReset, which
+// needs ResetPoint: "first" or "last_task") on every run the
 // filter matches, at most Rate a second (0: the server's default, 50).
 type BatchJobRequest struct {
 	Operation     string          `json:"operation"`
@@ -26,6 +28,7 @@ type BatchJobRequest struct {
 	Reason        string          `json:"reason,omitempty"`
 	SignalName    string          `json:"signal_name,omitempty"`
 	SignalPayload json.RawMessage `json:"signal_payload,omitempty"`
+	ResetPoint    string          `json:"reset_point,omitempty"`
 	Rate          float64         `json:"rate,omitempty"`
 	// IdempotencyKey identifies the job: a retry with it finds the same
 	// job. Empty: the client makes one, so that its own retries do too.
@@ -62,6 +65,7 @@ type BatchJob struct {
 	Rate        float64       `json:"rate"`
 	Reason      string        `json:"reason,omitempty"`
 	SignalName  string        `json:"signal_name,omitempty"`
+	ResetPoint  string        `json:"reset_point,omitempty"`
 	Progress    BatchProgress `json:"progress"`
 	CreatedAt   time.Time     `json:"created_at"`
 	Raw         []byte        `json:"-"`

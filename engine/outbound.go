@@ -32,6 +32,9 @@ type Outbound interface {
 	// List lists a page of the runs of every shard (a batch job's,
 	// internal/batchop): an error when a shard could not be read.
 	List(ctx context.Context, q ListQuery) (ListPage, error)
+	// Reset resets a run (a batch job's reset item): its key makes a
+	// retry answer the first reset.
+	Reset(ctx context.Context, req ResetRequest) (ResetResult, error)
 }
 
 // selfOutbound performs every operation on the engine itself.
@@ -67,6 +70,10 @@ func (s selfOutbound) Terminate(ctx context.Context, id uuid.UUID, reason string
 
 func (s selfOutbound) List(ctx context.Context, q ListQuery) (ListPage, error) {
 	return s.e.List(ctx, q)
+}
+
+func (s selfOutbound) Reset(ctx context.Context, req ResetRequest) (ResetResult, error) {
+	return s.e.Reset(ctx, req)
 }
 
 func (s selfOutbound) Resolve(ctx context.Context, workflowName, workflowID string) (uuid.UUID, error) {

@@ -194,3 +194,7 @@ func eventData[T any](t *testing.T, pool *pgxpool.Pool, id uuid.UUID, typ harves
 func (c *countingOutbound) List(ctx context.Context, q ListQuery) (ListPage, error) {
 	return c.self().List(ctx, q)
 }
+
+func (c *countingOutbound) Reset(ctx context.Context, req ResetRequest) (ResetResult, error) {
+	return c.self().Reset(ctx, req)
+}

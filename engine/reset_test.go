@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harvestd/harvest"
+	"github.com/harvestd/harvest/internal/batchop"
 )
 
 // fakeStripe charges once per idempotency key, as Stripe does: a repeated
@@ -241,4 +242,31 @@ func TestReset(t *testing.T) {
 		require.ErrorAs(t, err, &conflict)
 		require.Equal(t, next.ExecutionID.String(), conflict.ExistingExecutionID)
 	})
+}
+
+// TestBatchReset resets every running order with a batch job: each run is
+// replaced once (a retried job finds the same job), and every charge the
+// resets re-execute carries its key.
+func TestBatchReset(t *testing.T) {
+	t.Parallel()
+	b := setupReset(t)
+	const n = 7
+	for range n {
+		b.order(t)
+	}
+	now := time.Now()
+	// StartedBefore keeps the resets' own new runs out of the job (the
+	// API sets it to the job's creation when it is not given).
+	job := batchop.Job{Operation: batchop.Reset, ResetPoint: ResetFirst, Reason: "new charge code",
+		Filter: batchop.Filter{WorkflowName: b.wf.Name(), States: []string{StateRunning}, StartedBefore: &now}, Rate: 1000, Size: 3}
+	id := startBatch(t, b.e, "resets", job).ExecutionID
+	require.Equal(t, batchop.Progress{Matched: n, Done: n, Pages: 3, Finished: true}, batchResult(t, b.e, id))
+	require.Equal(t, id, startBatch(t, b.e, "resets", job).ExecutionID)
+	require.Equal(t, map[string]int{StateTerminated: n, StateRunning: n}, stateCounts(t, b.testBundle, b.wf.Name()))
+	eventually(t, "the re-executed charges", func() bool {
+		calls, _ := b.stripe.counts()
+		return calls == 2*n
+	})
+	_, charged := b.stripe.counts()
+	require.Equal(t, n, charged, "each order charged once")
 }

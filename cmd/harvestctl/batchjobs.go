@@ -18,21 +18,22 @@ const batchPoll = 500 * time.Millisecond
 func batchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "batch",
-		Usage: "terminate, cancel or signal every run a filter matches, as one tracked job",
+		Usage: "terminate, cancel, signal or reset every run a filter matches, as one tracked job",
 		Subcommands: []*cli.Command{
 			{
 				Name:  "start",
 				Usage: "start a batch job (scope admin); --follow shows its progress until it ends",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "operation", Usage: "terminate, cancel or signal (required)"},
+					&cli.StringFlag{Name: "operation", Usage: "terminate, cancel, signal or reset (required)"},
 					&cli.StringFlag{Name: "workflow-name", Usage: "the runs of this workflow (required)"},
 					&cli.StringFlag{Name: "workflow-id-prefix", Usage: "only runs whose business id starts with this"},
 					&cli.StringSliceFlag{Name: "state", Usage: "only runs in this state (repeatable; default: every state)"},
 					&cli.StringFlag{Name: "started-after", Usage: "only runs started at or after this RFC 3339 time"},
 					&cli.StringFlag{Name: "started-before", Usage: "only runs started before this RFC 3339 time (default: now)"},
-					&cli.StringFlag{Name: "reason", Usage: "the terminate's or cancel's reason"},
+					&cli.StringFlag{Name: "reason", Usage: "the terminate's, cancel's or reset's reason"},
 					&cli.StringFlag{Name: "signal", Usage: "the signal to send (operation signal)"},
 					&cli.StringFlag{Name: "signal-payload-json", Usage: "the signal's payload as JSON"},
+					&cli.StringFlag{Name: "reset-point", Usage: "first or last_task (operation reset)"},
 					&cli.Float64Flag{Name: "rate", Usage: "operations a second (server default 50)"},
 					idempotencyKeyFlag("the job's key: a repeat finds the same job (default: a fresh one)"),
 					&cli.BoolFlag{Name: "follow", Usage: "show the job's progress until it ends"},
@@ -75,7 +76,7 @@ func batchRequest(c *cli.Context) (client.BatchJobRequest, error) {
 		return client.BatchJobRequest{}, err
 	}
 	req := client.BatchJobRequest{Operation: c.String("operation"), Reason: c.String("reason"), SignalName: c.String("signal"),
-		Rate: c.Float64("rate"), IdempotencyKey: c.String("idempotency-key"),
+		ResetPoint: c.String("reset-point"), Rate: c.Float64("rate"), IdempotencyKey: c.String("idempotency-key"),
 		Filter: client.BatchFilter{WorkflowName: c.String("workflow-name"), WorkflowIDPrefix: c.String("workflow-id-prefix"),
 			States: c.StringSlice("state")}}
 	var err error

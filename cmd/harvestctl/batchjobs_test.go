@@ -30,4 +30,21 @@ func TestBatchCommand(t *testing.T) {
 	r = b.ctl(t, "batch", "start", "--operation", "explode", "--workflow-name", demo.CartName)
 	require.Equal(t, exitFailure, r.code)
 	require.Contains(t, r.stderr, "invalid_argument")
+	r = b.ctl(t, "batch", "start", "--operation", "reset", "--workflow-name", demo.CartName)
+	require.Equal(t, exitFailure, r.code, "a reset job needs --reset-point")
+	require.Contains(t, r.stderr, "reset_point")
+}
+
+// TestBatchResetCommand resets two running carts to their first task.
+func TestBatchResetCommand(t *testing.T) {
+	b := setup(t)
+	for range 2 {
+		b.okJSON(t, "workflow", "start", demo.CartName)
+	}
+	r := b.ctl(t, "batch", "start", "--operation", "reset", "--reset-point", "first", "--workflow-name", demo.CartName,
+		"--state", "RUNNING", "--follow")
+	require.Equal(t, 0, r.code, "%s", r.stderr)
+	require.Equal(t, "2", cell(t, r.stdout, "Done"))
+	list := b.okJSON(t, "workflow", "list", "--workflow-name", demo.CartName, "--state", "RUNNING")
+	require.Len(t, list["workflows"], 2, "the two new runs")
 }

@@ -29,6 +29,7 @@ var commandScopes = map[string]client.TokenScope{
 	"flow":                       client.ScopeRead,
 	"workflow cancel":            client.ScopeWrite,
 	"workflow terminate":         client.ScopeAdmin,
+	"workflow reset":             client.ScopeAdmin,
 	"cluster members":            client.ScopeRead,
 	"cluster routing":            client.ScopeRead,
 	"cluster peers":              client.ScopeAdmin,

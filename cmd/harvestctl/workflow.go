@@ -24,7 +24,7 @@ func workflowCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			startCommand(), signalCommand(), signalWithStartCommand(), updateCommand(), updateWithStartCommand(), describeCommand(), childrenCommand(), queryCommand(),
 			resultCommand(),
-			historyCommand(), listCommand(), cancelCommand(), terminateCommand(),
+			historyCommand(), listCommand(), cancelCommand(), terminateCommand(), resetCommand(),
 		},
 	}
 }

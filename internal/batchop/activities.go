@@ -21,6 +21,7 @@ type Cluster interface {
 	Terminate(ctx context.Context, id uuid.UUID, reason string) (shardapi.CloseResult, error)
 	Cancel(ctx context.Context, id uuid.UUID, reason string) (shardapi.CloseResult, error)
 	Signal(ctx context.Context, req shardapi.SignalRequest) (shardapi.SignalResult, error)
+	Reset(ctx context.Context, req shardapi.ResetRequest) (shardapi.ResetResult, error)
 }
 
 // ListRequest is a page to list: the runs Filter matches after Cursor,
@@ -45,6 +46,7 @@ type ApplyRequest struct {
 	Reason        string          `json:"reason,omitempty"`
 	SignalName    string          `json:"signal_name,omitempty"`
 	SignalPayload json.RawMessage `json:"signal_payload,omitempty"`
+	ResetPoint    string          `json:"reset_point,omitempty"`
 	Runs          []string        `json:"runs"`
 }
 
@@ -193,6 +195,10 @@ func (a activities) item(ctx context.Context, r ApplyRequest, run string) outcom
 		return outcome{done: err == nil, err: err}
 	case Signal:
 		_, err := a.c.Signal(ctx, shardapi.SignalRequest{ExecutionID: id, SignalName: r.SignalName, Payload: r.SignalPayload,
+			IdempotencyKey: ItemKey(r.Job, run)})
+		return outcome{done: err == nil, err: err}
+	case Reset:
+		_, err := a.c.Reset(ctx, shardapi.ResetRequest{ExecutionID: id, Point: r.ResetPoint, Reason: r.Reason,
 			IdempotencyKey: ItemKey(r.Job, run)})
 		return outcome{done: err == nil, err: err}
 	}

@@ -1,5 +1,5 @@
-// Package batchop is the batch operation (issue 44): terminate, cancel
-// or signal every run a list filter matches, as one tracked job.
+// Package batchop is the batch operation (issue 44): terminate, cancel,
+// signal or reset every run a list filter matches, as one tracked job.
 //
 // A job adds no mechanism of its own to the engine's (the brief's
 // invariant; docs/design-notes.md, "Batch operations"). It is a run of
@@ -11,8 +11,9 @@
 // to its progress, then waits out the job's rate. Every item is
 // idempotent, so a crash anywhere repeats at most the page in flight,
 // never an effect: a terminate of a terminated run changes nothing, a
-// cancel request is recorded once per run, and a signal is keyed
-// ItemKey(job, run), a duplicate on a repeat. A page's counts are added
+// cancel request is recorded once per run, and a signal or a reset is
+// keyed ItemKey(job, run), a duplicate on a repeat (a reset's key answers
+// the new run it made). A page's counts are added
 // once, from its recorded completion. The run continues as new every
 // RunPages pages, carrying its cursor and progress; its progress is the
 // query ProgressQuery, and its result once it closes. The stop signal

@@ -37,10 +37,13 @@ const (
 	Terminate Operation = "terminate"
 	Cancel    Operation = "cancel"
 	Signal    Operation = "signal"
+	// Reset resets each run to the job's ResetPoint (a named point:
+	// "first" or "last_task"), keyed by ItemKey.
+	Reset Operation = "reset"
 )
 
 // Valid reports whether o is an operation.
-func (o Operation) Valid() bool { return o == Terminate || o == Cancel || o == Signal }
+func (o Operation) Valid() bool { return o == Terminate || o == Cancel || o == Signal || o == Reset }
 
 // Filter is the list filter of a job: the list API's (GET /workflows).
 type Filter struct {
@@ -61,6 +64,8 @@ type Job struct {
 	Reason        string          `json:"reason,omitempty"`
 	SignalName    string          `json:"signal_name,omitempty"`
 	SignalPayload json.RawMessage `json:"signal_payload,omitempty"`
+	// ResetPoint is a reset job's point: "first" or "last_task".
+	ResetPoint string `json:"reset_point,omitempty"`
 	// Rate is the operations per second the job keeps under.
 	Rate float64 `json:"rate"`
 	// JobID is the job's id: the first run of its chain (set by that run).
@@ -78,7 +83,7 @@ type Job struct {
 // Progress is a job's counts: runs matched (listed), done (the operation
 // took effect, or had: a terminated run, a cancel or a signal already
 // recorded), skipped (closed before the job reached it: nothing to
-// terminate, cancel or signal) and failed (refused for good; LastError
+// terminate, cancel, signal or reset) and failed (refused for good; LastError
 // says why). Matched is the sum of the other three. Finished is true once
 // every page was performed, Stopped once the job was stopped.
 type Progress struct {
@@ -107,5 +112,5 @@ func pageSize(rate float64) int {
 	return int(max(1, min(rate, MaxPage)))
 }
 
-// ItemKey is the idempotency key of job's signal to run.
+// ItemKey is the idempotency key of job's signal to run, or of its reset.
 func ItemKey(job, run string) string { return KeyPrefix + job + ":" + run }

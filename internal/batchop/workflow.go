@@ -61,7 +61,7 @@ func perform(ctx harvest.Context, job *Job) (int, bool, error) {
 	}
 	if len(page.Runs) > 0 {
 		counts, err := applyPage.Execute(ctx, ApplyRequest{Job: job.JobID, Operation: job.Operation, Reason: job.Reason,
-			SignalName: job.SignalName, SignalPayload: job.SignalPayload, Runs: page.Runs}).Get(ctx)
+			SignalName: job.SignalName, SignalPayload: job.SignalPayload, ResetPoint: job.ResetPoint, Runs: page.Runs}).Get(ctx)
 		if err != nil {
 			return 0, false, err
 		}

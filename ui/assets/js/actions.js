@@ -1,9 +1,11 @@
 // The run's actions, by scope: signal (name, JSON payload, key) and
-// cancel with write, terminate with admin; each asks for confirmation
-// where it closes the run, and shows the server's own answer.
+// cancel with write, terminate and reset (reset.js) with admin; each asks
+// for confirmation where it closes the run, and shows the server's own
+// answer.
 import { call } from './api.js';
 import { h, fill, field, notice, confirm } from './dom.js';
 import { may } from './session.js';
+import { resetRun } from './reset.js';
 
 export function actions(run, session) {
   const out = h('div', { class: 'answers', 'aria-live': 'polite', id: 'action-answers' });
@@ -12,7 +14,8 @@ export function actions(run, session) {
     signalForm(run, out),
     h('div', { class: 'row' },
       h('button', { type: 'button', class: 'warn', onclick: () => closeRun(run, out, 'cancel') }, 'Cancel run'),
-      may(session, 'admin') ? h('button', { type: 'button', class: 'danger', onclick: () => closeRun(run, out, 'terminate') }, 'Terminate run') : null),
+      may(session, 'admin') ? h('button', { type: 'button', class: 'danger', onclick: () => closeRun(run, out, 'terminate') }, 'Terminate run') : null,
+      may(session, 'admin') ? h('button', { type: 'button', class: 'warn', onclick: () => resetRun(run, (text, kind, outcome) => say(out, text, kind, outcome)) }, 'Reset run') : null),
     out);
 }
 
