@@ -232,7 +232,7 @@ func runInside(t *testing.T) {
 	hist := NewHistory(hf)
 	client := NewClient(Nodes(cl), secrets.Token, hist).WithTLS(cl.TLS.clientConfig())
 	wl := &Workload{Client: client, Workers: prof.workers, OpTimeout: 30 * time.Second, DupRate: 0.3, CancelShare: 0.08, CounterShare: 0.12,
-		ParentShare: 0.04, ApproverShare: 0.03, CartShare: 0.06, BatchShare: 0.02, ReportShare: 0.14, Schedules: 4, ScheduleEvery: 25 * time.Second, ScheduleLife: 45 * time.Second,
+		ParentShare: 0.04, ApproverShare: 0.03, CartShare: 0.06, BatchShare: 0.02, ResetShare: 0.04, ReportShare: 0.14, Schedules: 4, ScheduleEvery: 25 * time.Second, ScheduleLife: 45 * time.Second,
 		DebounceKeys: 3, BatchKeys: 3, ThrottleKeys: 1}
 	if cl.Raft {
 		// Receivers live in the raft catalog.
@@ -297,7 +297,7 @@ func runInside(t *testing.T) {
 	}
 	ops := hist.Ops()
 	vs := Check(ops, st)
-	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st), DeferredStats(ops, st), WebhookStats(ops, st), FlowStats(st), BatchStats(ops, st))
+	notes = append(notes, CancelStats(ops, st), ChainStats(ops, st), FamilyStats(ops, st), ScheduleStats(ops, st), DeferredStats(ops, st), WebhookStats(ops, st), FlowStats(st), BatchStats(ops, st), ResetStats(ops, st))
 
 	rep := &Report{Profile: prof.name, Seed: seed, Nodes: nodes, Duration: loadDur, Total: time.Since(began), Ops: ops,
 		Faults: nem.Faults, Violations: vs, Executions: st.Executions(), Redelivered: redone, StillParked: left,

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -44,7 +45,7 @@ var AllChecks = []string{CheckStartDedup, CheckSWSDedup, CheckAckedExists, Check
 	CheckHistory, CheckActivity, CheckCompleted, CheckCancelAnswer, CheckCancelOnce, CheckCancelCloses, CheckPhantom,
 	CheckAnswered, CheckRefusal, CheckChainLinks, CheckChainSignals, CheckChainEnd, CheckChildren, CheckExternal, CheckScheduleOnce, CheckScheduleGap,
 	CheckDeferredFired, CheckDeferredOnce, CheckDeferredInput, CheckThrottlePace, CheckWebhookOnce, CheckWebhookSWS,
-	CheckFlowLimit, CheckActivityFlowLimit, CheckClusterFlowLimit, CheckUpdateOnce, CheckBatchOnce}
+	CheckFlowLimit, CheckActivityFlowLimit, CheckClusterFlowLimit, CheckUpdateOnce, CheckBatchOnce, CheckResetOnce}
 
 // execRow is one execution as the checker reads it.
 type execRow struct {
@@ -59,6 +60,8 @@ type execRow struct {
 	chainID, continuedFrom, continuedTo, output string
 	// waiting is what an open run waits on (readWaiting).
 	waiting string
+	// resetFrom is the run a reset run replays ("" for any other run).
+	resetFrom string
 }
 
 // DBState is what the checker reads from the shard databases.
@@ -85,6 +88,8 @@ type DBState struct {
 	// updates counts the UpdateCompleted events per (execution, update
 	// id) (checker_cart.go).
 	updates map[[2]string]int64
+	// actKeyOf is the idempotency key of each (execution, activity id).
+	actKeyOf map[[2]string]string
 }
 
 // ReadDB reads every shard database.
@@ -92,7 +97,7 @@ func ReadDB(ctx context.Context, dsns map[uint16]string) (*DBState, error) {
 	st := &DBState{execs: map[string]*execRow{}, signals: map[[2]string]int64{}, acts: map[[2]string][2]int64{},
 		actKeys: map[string]int64{}, shards: map[uint16]map[string]int64{}, cancels: map[string]*cancelRow{},
 		childInits: map[string]int64{}, extTerminal: map[string]int64{}, outbox: map[uint16]int64{}, runInputs: map[string]string{},
-		updates: map[[2]string]int64{}}
+		updates: map[[2]string]int64{}, actKeyOf: map[[2]string]string{}}
 	for shard, dsn := range dsns {
 		if err := st.readShard(ctx, shard, dsn); err != nil {
 			return nil, fmt.Errorf("shard %d: %w", shard, err)
@@ -114,7 +119,8 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 		       count(e.event_id), coalesce(min(e.event_id), -1), coalesce(max(e.event_id), -1),
 		       count(*) FILTER (WHERE e.event_type = 'WorkflowStarted'),
 		       coalesce(x.chain_id::text, ''), coalesce(x.continued_from::text, ''), coalesce(x.continued_to::text, ''),
-		       coalesce(x.output::text, '')
+		       coalesce(x.output::text, ''),
+		       coalesce((SELECT s.data->>'reset_from' FROM harvest_events s WHERE s.execution_id = x.execution_id AND s.event_id = 0), '')
 		  FROM harvest_executions x LEFT JOIN harvest_events e USING (execution_id)
 		 GROUP BY x.execution_id`)
 	if err != nil {
@@ -123,7 +129,7 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 	for rows.Next() {
 		r := &execRow{shard: shard}
 		if err := rows.Scan(&r.id, &r.name, &r.wfID, &r.state, &r.ik, &r.nextEventID, &r.lastError,
-			&r.events, &r.minEv, &r.maxEv, &r.started, &r.chainID, &r.continuedFrom, &r.continuedTo, &r.output); err != nil {
+			&r.events, &r.minEv, &r.maxEv, &r.started, &r.chainID, &r.continuedFrom, &r.continuedTo, &r.output, &r.resetFrom); err != nil {
 			return err
 		}
 		if prev, dup := st.execs[r.id]; dup {
@@ -171,8 +177,12 @@ func (st *DBState) readShard(ctx context.Context, shard uint16, dsn string) erro
 			return err
 		}
 		st.acts[[2]string{id, act}] = [2]int64{sched, done}
-		if key != "" {
-			st.actKeys[key] += sched
+		if key == "" {
+			continue
+		}
+		st.actKeyOf[[2]string{id, act}] = key
+		if x := st.execs[id]; x == nil || x.resetFrom == "" {
+			st.actKeys[key] += sched // a reset run's keys are its source's: checkResets
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -310,6 +320,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	unanswered := map[string]*Op{}   // op identity -> last unanswered op
 	answeredIDs := map[string]bool{} // op identities answered at least once
 	signalSeen := map[[2]string]bool{}
+	reachedBy := map[string]string{} // signal key -> the later run an answer named
 	for _, op := range sortedOps(ops) {
 		ident := op.Kind + " " + op.Workflow + " " + op.Key + " " + op.WorkflowID + " " + op.Target
 		// The request an op re-sends: a counter add is one request whichever
@@ -385,10 +396,20 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// A counter add reaches the chain's current run, and an unconsumed
 		// one is carried to the next: checkChains counts it per chain.
 		// An update's signal key is its id's (checkCarts counts it).
-		if sk := [2]string{op.ExecID, op.Key}; op.Kind != KindStart && op.Kind != KindBatchJob && !isUpdateOp(op) && op.Chain == "" && !signalSeen[sk] {
+		// A signal to a run a reset replaced reaches the reset run: the
+		// answer's current_execution_id (a duplicate's answer names none:
+		// the run an earlier answer of the key named).
+		reached := op.ExecID
+		if op.Kind == KindSignal {
+			if op.Current != "" {
+				reachedBy[op.Key] = op.Current
+			}
+			reached = cmp.Or(reachedBy[op.Key], reached)
+		}
+		if sk := [2]string{reached, op.Key}; op.Kind != KindStart && op.Kind != KindBatchJob && op.Kind != KindReset && !isUpdateOp(op) && op.Chain == "" && !signalSeen[sk] {
 			signalSeen[sk] = true
-			if n := st.signals[[2]string{op.ExecID, op.Key}]; n != 1 {
-				add(CheckSignalOnce, "acknowledged signal %q to %s has %d SignalReceived events", op.Key, op.ExecID, n)
+			if n := st.signals[sk]; n != 1 {
+				add(CheckSignalOnce, "acknowledged signal %q to %s has %d SignalReceived events", op.Key, reached, n)
 			}
 		}
 	}
@@ -412,6 +433,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 	checkFlow(st, add)
 	checkCarts(ops, st, add)
 	checkBatches(ops, st, add)
+	checkResets(ops, st, add)
 
 	// Histories and activities. A run closes COMPLETED, or CANCELLED when
 	// it was asked to (checkCancels decides whether that close was right).
@@ -424,7 +446,7 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// A run asked to cancel is reported here only while open: how it
 		// closed is CheckCancelCloses's.
 		// A run that continued as new is closed: checkChains checks the link.
-		handedOver := x.state == "CONTINUED_AS_NEW" && x.continuedTo != ""
+		handedOver := x.state == "CONTINUED_AS_NEW" && x.continuedTo != "" || st.replacedByReset(x)
 		if x.name == wfKeeper {
 			continue // a keeper never completes: checkKeepers
 		}

@@ -80,7 +80,7 @@ func followChain(st *DBState, first string, members []*execRow, add func(check, 
 			add(CheckChainLinks, "run %s of chain %s (continued from %s) is off the chain's line", m.id, first, m.continuedFrom)
 		}
 	}
-	checkLineStates(first, line, add)
+	checkLineStates(st, first, line, add)
 	return line
 }
 
@@ -109,12 +109,13 @@ func walkLinks(st *DBState, root *execRow, add func(check, format string, args .
 	return line
 }
 
-// checkLineStates: every run but the last continued as new, the last did
-// not (how it closed is CheckCompleted's and CheckChainEnd's).
-func checkLineStates(first string, line []*execRow, add func(check, format string, args ...any)) {
+// checkLineStates: every run but the last continued as new or was
+// replaced by a reset, the last did not (how it closed is
+// CheckCompleted's and CheckChainEnd's).
+func checkLineStates(st *DBState, first string, line []*execRow, add func(check, format string, args ...any)) {
 	for i, x := range line {
 		last := i == len(line)-1
-		if !last && x.state != "CONTINUED_AS_NEW" {
+		if !last && x.state != "CONTINUED_AS_NEW" && !st.replacedByReset(x) {
 			add(CheckChainLinks, "run %s of chain %s has a successor but is %s", x.id, first, x.state)
 		}
 		if last && x.state == "CONTINUED_AS_NEW" && x.continuedTo == "" {

@@ -227,6 +227,8 @@ func (c *Client) requestOf(op *Op) request {
 		return deferredRequest(op, 0)
 	case KindWebhookCreate, KindWebhook:
 		return webhookRequest(op)
+	case KindReset:
+		return resetRequest(op)
 	case KindCancel:
 		// The cancel route takes no idempotency key (the header is ignored):
 		// a repeat finds the recorded request.
@@ -391,6 +393,9 @@ type Workload struct {
 	// BatchShare is the share of chains that start approval races and a
 	// batch job signalling them (workload_batch.go).
 	BatchShare float64
+	// ResetShare is the share of chains that start an order, reset it and
+	// approve it (workload_reset.go).
+	ResetShare float64
 	// ReportShare is the share of chains that start a report, a workflow
 	// under a concurrency limit per customer and shard, or, as many, an
 	// export, under one per tenant across the cluster (workload_flow.go;
@@ -421,7 +426,7 @@ type chain struct {
 	// refused: the first op was answered with a definite 4xx. The checker
 	// reports it; re-sending it would only repeat the refusal.
 	refused bool
-	// cancelAfter is the pause before the chain's cancel (its first
+	// cancelAfter is the pause before the chain's cancel or reset (its first
 	// sending only: a re-delivery cancels at once), so that most cancels
 	// find the order charged and waiting.
 	cancelAfter time.Duration
@@ -436,7 +441,7 @@ type chain struct {
 // waitBefore is how long the first sending of op waits in ch.
 func (ch chain) waitBefore(op *Op) time.Duration {
 	switch op.Kind {
-	case KindCancel:
+	case KindCancel, KindReset:
 		return ch.cancelAfter
 	case KindSchedulePause:
 		return ch.pauseAfter
@@ -482,6 +487,9 @@ func (w *Workload) newChain() chain {
 	}
 	if rand.Float64() < w.BatchShare {
 		return batchChain(n)
+	}
+	if rand.Float64() < w.ResetShare {
+		return resetChain(n)
 	}
 	if r := rand.Float64(); r < w.ReportShare {
 		if r < w.ReportShare/2 {

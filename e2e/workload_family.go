@@ -58,5 +58,5 @@ func familyStart(op *Op) (request, bool) {
 // needsTarget reports whether op is sent to (or about) an execution an
 // earlier start of its chain named.
 func needsTarget(op *Op) bool {
-	return op.Kind == KindSignal || op.Kind == KindCancel || op.Kind == KindUpdate || op.Workflow == wfApprover
+	return op.Kind == KindSignal || op.Kind == KindCancel || op.Kind == KindUpdate || op.Kind == KindReset || op.Workflow == wfApprover
 }

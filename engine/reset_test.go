@@ -270,3 +270,27 @@ func TestBatchReset(t *testing.T) {
 	_, charged := b.stripe.counts()
 	require.Equal(t, n, charged, "each order charged once")
 }
+
+// TestResetKeepsUpdateIDs: an update id answered before a reset answers
+// the same after it (the chain's first UpdateCompleted), though the reset
+// run applied the update again (its handler ran again, its activity
+// under the key it had); a new id is applied by the reset run.
+func TestResetKeepsUpdateIDs(t *testing.T) {
+	t.Parallel()
+	b, e := setupUpdates(t)
+	run := start(t, e, StartRequest{WorkflowName: tallyWF.Name(), Input: raw(t, false)})
+	first, err := sendUpdate(t, e, run.ExecutionID, "u1", 3)
+	require.NoError(t, err)
+	res, err := e.Reset(ctxT(t), ResetRequest{ExecutionID: run.ExecutionID, Point: ResetFirst, IdempotencyKey: "r1"})
+	require.NoError(t, err)
+	again, err := sendUpdate(t, e, run.ExecutionID, "u1", 50)
+	require.NoError(t, err)
+	require.Equal(t, first.Output, again.Output, "a retried id gets its first answer across the reset")
+	eventually(t, "the update applied again by the reset run", func() bool {
+		return countType(t, b, res.ExecutionID, harvest.EventUpdateCompleted) == 1
+	})
+	next, err := sendUpdate(t, e, run.ExecutionID, "u2", 1)
+	require.NoError(t, err)
+	require.JSONEq(t, "8", string(next.Output), "the reset run's total: 6 from u1 applied again, then 2")
+	require.Equal(t, res.ExecutionID, next.ExecutionID)
+}

@@ -250,7 +250,7 @@ func TestUIOnANode(t *testing.T) {
 		u.in(t)
 		u.open("#/runs/" + orders[1])
 		u.WaitFor("the run", `document.body.innerText.includes('ui-order-1') && !!document.querySelector('li.group')`)
-		for _, label := range []string{"Send signal", "Cancel run", "Terminate run"} {
+		for _, label := range []string{"Send signal", "Cancel run", "Terminate run", "Reset run"} {
 			require.Zero(t, u.buttons(label), label)
 		}
 		require.Zero(t, u.count(`form.signal`))
@@ -262,6 +262,7 @@ func TestUIOnANode(t *testing.T) {
 		u.open("#/runs/" + id)
 		u.WaitFor("the signal form", `!!document.querySelector('form.signal')`)
 		require.Zero(t, u.buttons("Terminate run"), "write scope: no terminate")
+		require.Zero(t, u.buttons("Reset run"), "write scope: no reset")
 		require.Equal(t, 1, u.buttons("Cancel run"))
 		u.Do(chromedp.SendKeys(chromedp.CSS(`input[name=signal_name]`), demo.ApprovedSignal),
 			chromedp.SendKeys(chromedp.CSS(`textarea[name=payload]`), `{"by": "ui"}`),
@@ -287,6 +288,27 @@ func TestUIOnANode(t *testing.T) {
 		u.WaitFor("the close, live", `!!document.querySelector('li[data-type=WorkflowTerminated]')`)
 		types := c.eventTypes(t, id)
 		require.Equal(t, "WorkflowTerminated", types[len(types)-1])
+	})
+	t.Run("ResetWithAdminToAPickedEvent", func(t *testing.T) {
+		u.in(t)
+		u.signIn(admin)
+		id := startOrder(t, n, admin, "ui-order-reset")
+		u.open("#/runs/" + id)
+		u.WaitFor("the charge", `!!document.querySelector('li[data-type=TimerStarted]')`)
+		u.click("Reset run")
+		u.WaitFor("the confirmation", `document.getElementById('confirm').open && !!document.querySelector('#confirm select[name=point] option[value="2"]')`)
+		u.checkPage("reset")
+		u.Do(chromedp.SetValue(chromedp.CSS(`#confirm select[name=point]`), "2"), chromedp.SendKeys(chromedp.CSS(`#confirm input[name=reason]`), "ui reset"),
+			chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		u.WaitFor("reset", `!!document.querySelector('[data-outcome=reset] a')`)
+		next := browsertest.Eval[string](u.Browser, `document.querySelector('[data-outcome=reset] a').textContent`)
+		old := c.eventTypes(t, id)
+		require.Equal(t, "WorkflowTerminated", old[len(old)-1])
+		types := c.eventTypes(t, next)
+		require.Equal(t, []string{"WorkflowStarted", "ActivityScheduled", "ActivityCompleted"}, types[:3], "events 0..2 replayed")
+		require.Equal(t, 1, count(types, "ActivityScheduled"), "the charge before the point is not run again")
+		u.follow(`[data-outcome=reset] a`)
+		u.WaitFor("the new run's page", fmt.Sprintf(`document.body.innerText.includes(%q) && !!document.querySelector('li[data-type=TimerStarted]')`, next))
 	})
 	t.Run("FlowPage", func(t *testing.T) {
 		u.in(t)

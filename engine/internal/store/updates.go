@@ -9,8 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// updateResultSQL reads the UpdateCompleted event of update $2 in the
-// continue-as-new chain of run $1 (migration 029's index).
+// updateResultSQL reads the first UpdateCompleted event of update $2 in
+// the chain of run $1 (migration 029's index): a reset run that applies
+// the update again records a second one, and the first answer stands.
 const updateResultSQL = `
 	SELECT e.execution_id, e.data
 	  FROM harvest_events e
@@ -18,6 +19,7 @@ const updateResultSQL = `
 	 WHERE e.event_type = 'UpdateCompleted' AND e.data->>'update_id' = $2
 	   AND coalesce(x.chain_id, x.execution_id) = (SELECT coalesce(y.chain_id, y.execution_id)
 	                                                 FROM harvest_executions y WHERE y.execution_id = $1)
+	 ORDER BY e.created_at, e.execution_id
 	 LIMIT 1`
 
 // UpdateResult reads the result of update updateID in the chain of run

@@ -175,11 +175,12 @@ func (u *Updater) closed(ctx context.Context, req Request, x shardapi.Execution)
 	return Result{}, &shardapi.TerminalError{ExecutionID: x.ExecutionID.String(), State: x.State}
 }
 
-// current is the chain's last run: id's, or its successors'.
+// current is the chain's last run: id's, or its successors' (a
+// continue-as-new's, a reset's).
 func (u *Updater) current(ctx context.Context, id uuid.UUID) (shardapi.Execution, error) {
 	for {
 		x, err := u.d.Get(ctx, id)
-		if err != nil || x.State != shardapi.StateContinuedAsNew || x.ContinuedTo == nil {
+		if err != nil || x.ContinuedTo == nil {
 			return x, err
 		}
 		id = *x.ContinuedTo
