@@ -294,3 +294,43 @@ func TestResetKeepsUpdateIDs(t *testing.T) {
 	require.JSONEq(t, "8", string(next.Output), "the reset run's total: 6 from u1 applied again, then 2")
 	require.Equal(t, res.ExecutionID, next.ExecutionID)
 }
+
+// TestResetAParentKeepsItsChild resets a parent whose child runs: the
+// reset run starts the child again under the key it had, which finds
+// the running child; the replaced parent's close applies no close policy
+// (the child keeps running), and the child's result reaches the reset
+// run.
+func TestResetAParentKeepsItsChild(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.registerOutboxWorkflows(t)
+	e := b.engine(t)
+	parent := start(t, e, StartRequest{WorkflowName: parentWF.Name(), Input: raw(t, parentInput{Child: "block"})})
+	var child uuid.UUID
+	eventually(t, "the child's start", func() bool {
+		ch, err := e.Children(ctxT(t), parent.ExecutionID)
+		if err != nil || len(ch) == 0 || ch[0].ExecutionID == nil {
+			return false
+		}
+		child = *ch[0].ExecutionID
+		return true
+	})
+	res, err := e.Reset(ctxT(t), ResetRequest{ExecutionID: parent.ExecutionID, Point: ResetFirst, IdempotencyKey: "r1"})
+	require.NoError(t, err)
+	require.True(t, res.Terminated)
+	eventually(t, "the reset run's child start", func() bool {
+		return count(eventTypes(t, b.pool, res.ExecutionID), harvest.EventChildWorkflowStarted) == 1
+	})
+	x, err := e.GetExecution(ctxT(t), child)
+	require.NoError(t, err)
+	require.Equal(t, StateRunning, x.State, "the replaced parent's close policy did not terminate the child")
+	_, err = e.Signal(ctxT(t), SignalRequest{ExecutionID: child, SignalName: goSignal.Name(), Payload: raw(t, "from the child")})
+	require.NoError(t, err)
+	out := waitClosed(t, e, res.ExecutionID)
+	require.Equal(t, StateCompleted, out.State)
+	require.JSONEq(t, `"from the child"`, string(out.Output))
+	n, err := e.Children(ctxT(t), res.ExecutionID)
+	require.NoError(t, err)
+	require.Len(t, n, 1)
+	require.Equal(t, child, *n[0].ExecutionID, "the same child")
+}
