@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -210,6 +211,25 @@ func (e *Env) UpdateWithStart(workflow, workflowID string, input any, name, upda
 	defer cancel()
 	return e.eng.UpdateWithStart(ctx, engine.UpdateWithStartRequest{Start: start,
 		Update: engine.UpdateRequest{Name: name, UpdateID: updateID, Args: e.encode(args), Wait: e.timeout}})
+}
+
+// Reset replaces the current run of id's chain by a new run that replays
+// id's history up to point ("first", "last_task", or an event id as
+// text) under key (engine.Engine.Reset), and returns the new run; a
+// refused reset fails the test.
+func (e *Env) Reset(id uuid.UUID, point, key string) engine.ResetResult {
+	e.t.Helper()
+	req := engine.ResetRequest{ExecutionID: id, Point: point, IdempotencyKey: key}
+	if n, err := strconv.ParseInt(point, 10, 64); err == nil {
+		req.Point, req.EventID = "", n
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	res, err := e.eng.Reset(ctx, req)
+	if err != nil {
+		e.t.Fatalf("harvesttest: reset %s to %s: %v", id, point, err)
+	}
+	return res
 }
 
 // Result waits for the run to close and returns how it ended.
