@@ -117,7 +117,7 @@ func TestRelayDeliversTheCommittedRowsOnce(t *testing.T) {
 		}
 		return nil
 	}}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(8 * time.Minute)
 	for left := -1; left != 0; {
 		require.True(t, time.Now().Before(deadline), "%d rows left", left)
 		r, err := NewRelay(cfg) // a fresh relay, as after a crash
