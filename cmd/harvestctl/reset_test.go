@@ -11,7 +11,6 @@ import (
 // TestResetCommand resets a running cart to its first task; a repeated
 // key answers the same run, and a point is required, once.
 func TestResetCommand(t *testing.T) {
-	t.Parallel()
 	b := setup(t)
 	id := b.okJSON(t, "workflow", "start", demo.CartName)["execution_id"].(string)
 	table := b.ok(t, "workflow", "reset", id, "--point", "first", "--reason", "new code", "--idempotency-key", "r1")
