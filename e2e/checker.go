@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -320,7 +319,6 @@ func Check(ops []*Op, st *DBState) []Violation {
 	unanswered := map[string]*Op{}   // op identity -> last unanswered op
 	answeredIDs := map[string]bool{} // op identities answered at least once
 	signalSeen := map[[2]string]bool{}
-	reachedBy := map[string]string{} // signal key -> the later run an answer named
 	for _, op := range sortedOps(ops) {
 		ident := op.Kind + " " + op.Workflow + " " + op.Key + " " + op.WorkflowID + " " + op.Target
 		// The request an op re-sends: a counter add is one request whichever
@@ -396,15 +394,12 @@ func Check(ops []*Op, st *DBState) []Violation {
 		// A counter add reaches the chain's current run, and an unconsumed
 		// one is carried to the next: checkChains counts it per chain.
 		// An update's signal key is its id's (checkCarts counts it).
-		// A signal to a run a reset replaced reaches the reset run: the
-		// answer's current_execution_id (a duplicate's answer names none:
-		// the run an earlier answer of the key named).
+		// A signal to a run a reset replaced reaches the reset run, which
+		// an answer may not name (a retry that found the key delivered):
+		// the first run of the target's line that holds the key.
 		reached := op.ExecID
 		if op.Kind == KindSignal {
-			if op.Current != "" {
-				reachedBy[op.Key] = op.Current
-			}
-			reached = cmp.Or(reachedBy[op.Key], reached)
+			reached = st.signalRun(op.ExecID, op.Key)
 		}
 		if sk := [2]string{reached, op.Key}; op.Kind != KindStart && op.Kind != KindBatchJob && op.Kind != KindReset && !isUpdateOp(op) && op.Chain == "" && !signalSeen[sk] {
 			signalSeen[sk] = true

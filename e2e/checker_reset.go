@@ -25,6 +25,26 @@ func (st *DBState) replacedByReset(x *execRow) bool {
 	return x.continuedTo != "" && next != nil && next.resetFrom != ""
 }
 
+// signalRun is the run a signal keyed key sent to run id landed in: id,
+// or the first of its successors (a reset's, a continue-as-new's) that
+// holds the key; id when none does. A later run may hold it too, as a
+// reset's copy of the signals after its point.
+func (st *DBState) signalRun(id, key string) string {
+	seen := map[string]bool{}
+	for cur := id; cur != "" && !seen[cur]; {
+		seen[cur] = true
+		if st.signals[[2]string{cur, key}] > 0 {
+			return cur
+		}
+		x := st.execs[cur]
+		if x == nil {
+			break
+		}
+		cur = x.continuedTo
+	}
+	return id
+}
+
 // chainOf is the first run of x's chain.
 func chainOf(x *execRow) string {
 	if x.chainID != "" {

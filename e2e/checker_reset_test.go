@@ -19,6 +19,12 @@ func TestCheckResets(t *testing.T) {
 		plant      func(ctx context.Context, t *testing.T, conn *pgx.Conn, w *resetWorld)
 	}{
 		{"Clean", "", nil},
+		{"CleanWithTheApprovalsAnswerLost", "", func(ctx context.Context, t *testing.T, conn *pgx.Conn, w *resetWorld) {
+			w.firstAnswerLost = true
+		}},
+		{"AnApprovalReceivedTwice", "has 2 SignalReceived", func(ctx context.Context, t *testing.T, conn *pgx.Conn, w *resetWorld) {
+			w.twice = true
+		}},
 		{"AChargeUnderANewKey", `has key "hvk_new"`, func(ctx context.Context, t *testing.T, conn *pgx.Conn, w *resetWorld) {
 			w.charge = "hvk_new"
 		}},
@@ -51,7 +57,11 @@ func TestCheckResets(t *testing.T) {
 					ResetStats(ops, st))
 				return
 			}
-			require.True(t, reported(vs, CheckResetOnce, tc.want), "want a %q violation saying %q", CheckResetOnce, tc.want)
+			check := CheckResetOnce
+			if tc.name == "AnApprovalReceivedTwice" {
+				check = CheckSignalOnce
+			}
+			require.True(t, reported(vs, check, tc.want), "want a %q violation saying %q", check, tc.want)
 		})
 	}
 }
@@ -60,8 +70,9 @@ func TestCheckResets(t *testing.T) {
 // faults: the reset run's charge key, a second reset run, an answer
 // naming another run.
 type resetWorld struct {
-	charge              string
-	second, otherAnswer bool
+	charge                               string
+	second, otherAnswer, firstAnswerLost bool
+	twice                                bool
 }
 
 func (w *resetWorld) plant(ctx context.Context, t *testing.T, conn *pgx.Conn) []*Op {
@@ -74,6 +85,9 @@ func (w *resetWorld) plant(ctx context.Context, t *testing.T, conn *pgx.Conn) []
 	require.NoError(t, plantEvent(ctx, conn, reset, "ActivityScheduled", map[string]any{"activity_id": "1", "idempotency_key": w.charge}))
 	require.NoError(t, plantEvent(ctx, conn, reset, "ActivityCompleted", map[string]any{"activity_id": "1"}))
 	require.NoError(t, plantEvent(ctx, conn, reset, "SignalReceived", map[string]any{"signal_name": sigApproved, "idempotency_key": "ordr-1-approved"}))
+	if w.twice {
+		require.NoError(t, plantEvent(ctx, conn, reset, "SignalReceived", map[string]any{"signal_name": sigApproved, "idempotency_key": "ordr-1-approved"}))
+	}
 	require.NoError(t, plantEvent(ctx, conn, reset, "WorkflowCompleted", map[string]any{}))
 	answer := reset
 	if w.second {
@@ -84,7 +98,7 @@ func (w *resetWorld) plant(ctx context.Context, t *testing.T, conn *pgx.Conn) []
 	if w.otherAnswer {
 		answer = first
 	}
-	return []*Op{
+	ops := []*Op{
 		{ID: 1, Kind: KindStart, Workflow: wfOrder, Key: "ordr-1", ExecID: first, OK: true, Status: 201, Fresh: boolp(true)},
 		{ID: 2, Kind: KindReset, Workflow: wfOrder, Key: "ordr-1-reset", Target: first, ExecID: reset, OK: true, Status: 200},
 		{ID: 3, Kind: KindReset, Workflow: wfOrder, Key: "ordr-1-reset", Target: first, ExecID: answer, OK: true, Status: 200, Dup: true},
@@ -94,6 +108,11 @@ func (w *resetWorld) plant(ctx context.Context, t *testing.T, conn *pgx.Conn) []
 		{ID: 5, Kind: KindSignal, Workflow: wfOrder, Key: "ordr-1-approved", Target: first, ExecID: first, OK: true, Status: 200,
 			Delivered: boolp(false), Dup: true},
 	}
+	if w.firstAnswerLost {
+		// The delivery's answer was lost: the retry found the key.
+		ops[3].Current, ops[3].Delivered = "", boolp(false)
+	}
+	return ops
 }
 
 // plantReset plants run id, a reset of first in its chain, replacing
