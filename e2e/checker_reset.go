@@ -1,9 +1,6 @@
 package e2e
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // Resets (the workload's reset chains).
 //
@@ -109,7 +106,7 @@ func checkResetAnswersAgree(ops []*Op, add func(check, format string, args ...an
 	}
 	for _, k := range sortedKeys(named) {
 		if len(named[k]) > 1 {
-			add(CheckResetOnce, "reset %q was answered with %d runs: %v", k, len(named[k]), sortedSet(named[k]))
+			add(CheckResetOnce, "reset %q was answered with %d runs: %v", k, len(named[k]), sortedKeys(named[k]))
 		}
 	}
 }
@@ -125,16 +122,6 @@ func checkResetKeys(st *DBState, x *execRow, add func(check, format string, args
 			add(CheckResetOnce, "reset run %s activity %s has key %q, its source %s had %q", x.id, k[1], st.actKeyOf[k], x.resetFrom, src)
 		}
 	}
-}
-
-// sortedSet lists a set's members in order.
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // ResetStats notes the resets: sent, answered, runs made, and how many

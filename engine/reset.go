@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/harvestd/harvest/engine/internal/intake"
+	"github.com/harvestd/harvest/engine/internal/runs"
 	"github.com/harvestd/harvest/engine/shardapi"
 )
 
@@ -15,8 +16,8 @@ type ResetResult = shardapi.ResetResult
 
 // The named reset points (internal/runs/reset.go).
 const (
-	ResetFirst    = "first"
-	ResetLastTask = "last_task"
+	ResetFirst    = runs.ResetFirst
+	ResetLastTask = runs.ResetLastTask
 )
 
 // crashReset: a reset before its commit.
