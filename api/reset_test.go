@@ -37,6 +37,7 @@ func TestResetRoute(t *testing.T) {
 		require.Equal(t, http.StatusOK, again.Status, "%s", again.Raw)
 		require.Equal(t, r.Body["execution_id"], again.Body["execution_id"], "a retry answers the first reset")
 		require.Equal(t, false, again.Body["newly_reset"])
+		require.Equal(t, true, again.Body["terminated"], "the retry says what the reset did")
 		old := b.do(t, "GET", "/workflows/"+id, nil)
 		require.Equal(t, "TERMINATED", old.Body["execution"].(map[string]any)["state"], "%s", old.Raw)
 		ping(t, id, "stop") // the replaced run's id reaches the new run

@@ -102,8 +102,25 @@ func resetAnswer(ctx context.Context, q store.Querier, id uuid.UUID) (shardapi.R
 	res := shardapi.ResetResult{ExecutionID: id, WorkflowID: x.WorkflowID, ResetFrom: from, EventID: d.ResetEventID}
 	if x.ContinuedFrom != nil {
 		res.Replaced = *x.ContinuedFrom
+		res.Terminated, err = terminatedBy(ctx, q, res.Replaced, id)
 	}
-	return res, nil
+	return res, err
+}
+
+// terminatedBy reports whether run replaced closed by the reset that made
+// run by: its last event is a WorkflowTerminated naming it.
+func terminatedBy(ctx context.Context, q store.Querier, replaced, by uuid.UUID) (bool, error) {
+	r, err := store.GetExecution(ctx, q, replaced)
+	if err != nil || r.State != shardapi.StateTerminated {
+		return false, err
+	}
+	h, err := store.LoadHistory(ctx, q, replaced, r.EventCount-1, 1)
+	if err != nil || len(h) == 0 || h[0].Type != harvest.EventWorkflowTerminated {
+		return false, err
+	}
+	var d harvest.WorkflowClosedData
+	_ = json.Unmarshal(h[0].Data, &d)
+	return d.ReplacedBy == by.String(), nil
 }
 
 // resetTx makes the reset in one transaction.
